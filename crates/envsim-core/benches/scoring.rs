@@ -1,0 +1,84 @@
+//! Scoring throughput on a 400-sample synthetic benchmark with realistic states (10–200 KB).
+//!
+//! `cargo bench -p envsim-core --bench scoring`; numbers go to docs/benchmarks.md.
+
+use divan::counter::ItemsCount;
+use envsim_core::formats::parse_benchmark;
+use envsim_core::prelude::*;
+use envsim_testkit::{to_json_array, BenchOptions, NoisySimulator, SyntheticBench};
+use serde_json::Value;
+
+fn main() {
+    divan::main();
+}
+
+/// 400 records: 15 strata buckets × 27 rounds over four state sizes, trimmed to 400.
+fn fixture() -> (Vec<Value>, Vec<Prediction>) {
+    let mut records = Vec::new();
+    for (seed, users) in [(1, 15), (2, 60), (3, 150), (4, 380)] {
+        let options = BenchOptions {
+            users,
+            ..BenchOptions::default()
+        };
+        records.extend(SyntheticBench::records(seed, 7, &options));
+    }
+    records.truncate(400);
+    let mut simulator = NoisySimulator::new(7);
+    let predictions = records
+        .iter()
+        .map(|r| Prediction::Raw(simulator.output(r)))
+        .collect();
+    (records, predictions)
+}
+
+fn prepared() -> (Vec<PreparedSample>, Vec<Prediction>) {
+    let (records, predictions) = fixture();
+    let transitions =
+        parse_benchmark(to_json_array(&records).as_bytes(), "fixture").expect("fixture parses");
+    (
+        transitions.into_iter().map(PreparedSample::new).collect(),
+        predictions,
+    )
+}
+
+/// Scoring prepared samples: what `envsim score` does per prediction file.
+#[divan::bench(sample_count = 20)]
+fn score_400(bencher: divan::Bencher) {
+    let (mut samples, predictions) = prepared();
+    bencher
+        .counter(ItemsCount::new(samples.len()))
+        .bench_local(|| {
+            for (sample, prediction) in samples.iter_mut().zip(&predictions) {
+                divan::black_box(sample.score(prediction, None));
+            }
+        });
+}
+
+/// One-time preparation per benchmark sample (truth diffs, normal forms, stratum).
+#[divan::bench(sample_count = 10)]
+fn prepare_400(bencher: divan::Bencher) {
+    let (records, _) = fixture();
+    let transitions =
+        parse_benchmark(to_json_array(&records).as_bytes(), "fixture").expect("fixture parses");
+    bencher
+        .counter(ItemsCount::new(transitions.len()))
+        .bench_local(|| {
+            transitions
+                .iter()
+                .cloned()
+                .map(PreparedSample::new)
+                .collect::<Vec<_>>()
+        });
+}
+
+/// Parsing the benchmark file itself.
+#[divan::bench(sample_count = 10)]
+fn parse_file_400(bencher: divan::Bencher) {
+    let (records, _) = fixture();
+    let text = to_json_array(&records);
+    bencher
+        .counter(ItemsCount::new(records.len()))
+        .bench_local(|| {
+            parse_benchmark(divan::black_box(text.as_bytes()), "fixture").expect("parses")
+        });
+}

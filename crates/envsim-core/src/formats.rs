@@ -1,0 +1,660 @@
+//! Reading benchmark and prediction files (from bytes; the caller does the I/O).
+//!
+//! Benchmarks: the reference format, as a JSON array or as JSON Lines. A record is either
+//! single-step (`step_detail`) or multi-step (`trajectory`, one transition per step), or a flat
+//! record with the step keys at top level. Predictions: envsim prediction JSONL, or a reference
+//! evaluator result file (`{"model", "results": [...], "summary"}`), detected from the content.
+//!
+//! Every error names the file, the line (JSON Lines) or record (JSON array), and the field.
+//! Nesting deeper than 128 levels is rejected (serde_json's recursion limit).
+
+use crate::sample::{Action, Origin, Prediction, Transition, Usage};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Where in a file an error is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// The file as a whole.
+    File,
+    /// 1-based line and column of a syntax error.
+    LineColumn(usize, usize),
+    /// 1-based line of a JSON Lines record.
+    Line(usize),
+    /// 0-based index of a record in a JSON array.
+    Record(usize),
+}
+
+/// A located error in an input file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatError {
+    /// The file name as given by the caller.
+    pub source: String,
+    /// Where.
+    pub location: Location,
+    /// Dotted field path inside the record, when the problem is one field.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source)?;
+        match self.location {
+            Location::File => {}
+            Location::LineColumn(l, c) => write!(f, ":{l}:{c}")?,
+            Location::Line(l) => write!(f, ": line {l}")?,
+            Location::Record(r) => write!(f, ": record {r}")?,
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+/// One top-level record and where it came from.
+struct Record {
+    value: Value,
+    location: Location,
+    index: usize,
+}
+
+fn syntax_error(source: &str, e: &serde_json::Error, line_offset: usize) -> FormatError {
+    let message = e.to_string();
+    // serde_json appends " at line L column C"; the location is reported separately.
+    let message = message
+        .rfind(" at line ")
+        .map_or(message.as_str(), |i| &message[..i])
+        .to_owned();
+    FormatError {
+        source: source.to_owned(),
+        location: Location::LineColumn(e.line() + line_offset, e.column()),
+        field: None,
+        message,
+    }
+}
+
+fn file_error(source: &str, message: impl Into<String>) -> FormatError {
+    FormatError {
+        source: source.to_owned(),
+        location: Location::File,
+        field: None,
+        message: message.into(),
+    }
+}
+
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+fn first_byte(bytes: &[u8]) -> Option<u8> {
+    bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// Splits a file into records: a JSON array's elements, or one record per non-blank line.
+fn records(bytes: &[u8], source: &str) -> Result<Vec<Record>, FormatError> {
+    let bytes = strip_bom(bytes);
+    match first_byte(bytes) {
+        None => Err(file_error(source, "the file is empty")),
+        Some(b'[') => {
+            let items: Vec<Value> =
+                serde_json::from_slice(bytes).map_err(|e| syntax_error(source, &e, 0))?;
+            Ok(items
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| Record {
+                    value,
+                    location: Location::Record(index),
+                    index,
+                })
+                .collect())
+        }
+        Some(_) => {
+            let mut out = Vec::new();
+            for (line_index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let value: Value = serde_json::from_slice(line)
+                    .map_err(|e| syntax_error(source, &e, line_index))?;
+                let index = out.len();
+                out.push(Record {
+                    value,
+                    location: Location::Line(line_index + 1),
+                    index,
+                });
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Field access with located errors for one record.
+struct Fields<'a> {
+    source: &'a str,
+    location: &'a Location,
+}
+
+impl Fields<'_> {
+    fn error(&self, field: &str, message: impl Into<String>) -> FormatError {
+        FormatError {
+            source: self.source.to_owned(),
+            location: self.location.clone(),
+            field: (!field.is_empty()).then(|| field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    fn object<'v>(
+        &self,
+        value: &'v Value,
+        field: &str,
+    ) -> Result<&'v Map<String, Value>, FormatError> {
+        value.as_object().ok_or_else(|| {
+            self.error(
+                field,
+                format!(
+                    "expected an object, found {}",
+                    crate::path::type_name(value)
+                ),
+            )
+        })
+    }
+
+    fn required<'v>(
+        &self,
+        map: &'v Map<String, Value>,
+        key: &str,
+        field: &str,
+    ) -> Result<&'v Value, FormatError> {
+        map.get(key).ok_or_else(|| self.error(field, "missing"))
+    }
+
+    /// An optional id-like field: a string or an integer, as a string.
+    fn id(
+        &self,
+        map: &Map<String, Value>,
+        key: &str,
+        field: &str,
+    ) -> Result<Option<String>, FormatError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(Some(n.to_string())),
+            Some(other) => Err(self.error(
+                field,
+                format!(
+                    "expected a string or an integer, found {}",
+                    crate::path::type_name(other)
+                ),
+            )),
+        }
+    }
+}
+
+/// Reads a benchmark file in the reference format (JSON array or JSON Lines).
+pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, FormatError> {
+    let mut transitions = Vec::new();
+    let mut seen: HashMap<String, Location> = HashMap::new();
+    for record in records(bytes, source)? {
+        let fields = Fields {
+            source,
+            location: &record.location,
+        };
+        for transition in record_transitions(&record, &fields)? {
+            if let Some(first) = seen.insert(transition.id.clone(), record.location.clone()) {
+                return Err(fields.error(
+                    "sample_id",
+                    format!(
+                        "duplicate sample id {:?} (first seen at {first:?})",
+                        transition.id
+                    ),
+                ));
+            }
+            transitions.push(transition);
+        }
+    }
+    if transitions.is_empty() {
+        return Err(file_error(source, "the benchmark holds no samples"));
+    }
+    Ok(transitions)
+}
+
+fn record_transitions(
+    record: &Record,
+    fields: &Fields<'_>,
+) -> Result<Vec<Transition>, FormatError> {
+    let map = fields.object(&record.value, "")?;
+    let base_id = match fields.id(map, "sample_id", "sample_id")? {
+        Some(id) => id,
+        None => fields
+            .id(map, "id", "id")?
+            .unwrap_or_else(|| record.index.to_string()),
+    };
+    let task_info = match map.get("task_info") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(fields.object(v, "task_info")?),
+    };
+    let env_id = match task_info {
+        Some(info) => fields.id(info, "env_id", "task_info.env_id")?,
+        None => None,
+    }
+    .or(fields.id(map, "env_id", "env_id")?);
+    let task_id = match task_info {
+        Some(info) => fields.id(info, "task_id", "task_info.task_id")?,
+        None => None,
+    };
+    let env_code = match map.get("env_code") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(code)) => code.clone(),
+        Some(other) => {
+            return Err(fields.error(
+                "env_code",
+                format!("expected a string, found {}", crate::path::type_name(other)),
+            ))
+        }
+    };
+    let steps: Vec<(Option<usize>, &Value, String)> = if let Some(step) = map.get("step_detail") {
+        vec![(None, step, "step_detail".to_owned())]
+    } else if let Some(trajectory) = map.get("trajectory") {
+        let Value::Array(steps) = trajectory else {
+            return Err(fields.error("trajectory", "expected a list of steps"));
+        };
+        if steps.is_empty() {
+            return Err(fields.error("trajectory", "the trajectory has no steps"));
+        }
+        steps
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (Some(k), s, format!("trajectory.{k}")))
+            .collect()
+    } else if map.contains_key("config_before") {
+        vec![(None, &record.value, String::new())]
+    } else {
+        return Err(fields.error("", "the record has neither `step_detail` nor `trajectory`"));
+    };
+    steps
+        .into_iter()
+        .map(|(step, value, prefix)| {
+            let at = |name: &str| {
+                if prefix.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{prefix}.{name}")
+                }
+            };
+            let step_map = fields.object(value, &prefix)?;
+            let action = read_action(
+                fields,
+                fields.required(step_map, "action", &at("action"))?,
+                &at("action"),
+            )?;
+            let observation = match fields.required(step_map, "observation", &at("observation"))? {
+                Value::Object(obs) => obs
+                    .get("content")
+                    .cloned()
+                    .ok_or_else(|| fields.error(&at("observation.content"), "missing"))?,
+                other => other.clone(),
+            };
+            let config_before = fields
+                .required(step_map, "config_before", &at("config_before"))?
+                .clone();
+            let config_after = fields
+                .required(step_map, "config_after", &at("config_after"))?
+                .clone();
+            let stored_change_count = match step_map.get("config_change") {
+                None | Some(Value::Null) => None,
+                Some(change) => {
+                    let change = fields.object(change, &at("config_change"))?;
+                    match change.get("change_count") {
+                        None | Some(Value::Null) => None,
+                        Some(n) => Some(
+                            n.as_u64()
+                                .and_then(|n| usize::try_from(n).ok())
+                                .ok_or_else(|| {
+                                    fields.error(
+                                        &at("config_change.change_count"),
+                                        "expected a non-negative integer",
+                                    )
+                                })?,
+                        ),
+                    }
+                }
+            };
+            let id = match step {
+                Some(k) => format!("{base_id}:{k}"),
+                None => base_id.clone(),
+            };
+            Ok(Transition {
+                id,
+                origin: Origin {
+                    record: record.index,
+                    step,
+                },
+                env_id: env_id.clone(),
+                task_id: task_id.clone(),
+                action,
+                observation,
+                config_before,
+                config_after,
+                stored_change_count,
+                env_code: env_code.clone(),
+            })
+        })
+        .collect()
+}
+
+fn read_action(fields: &Fields<'_>, value: &Value, field: &str) -> Result<Action, FormatError> {
+    let map = fields.object(value, field)?;
+    let name = match map.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => {
+            return Err(fields.error(
+                &format!("{field}.name"),
+                format!("expected a string, found {}", crate::path::type_name(other)),
+            ))
+        }
+        None => return Err(fields.error(&format!("{field}.name"), "missing")),
+    };
+    let arguments = match map.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(args)) => args.clone(),
+        // Function-calling APIs deliver arguments as a JSON string.
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(args)) => args,
+            _ => {
+                return Err(fields.error(
+                    &format!("{field}.arguments"),
+                    "a string here must hold a JSON object",
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(fields.error(
+                &format!("{field}.arguments"),
+                format!(
+                    "expected an object, found {}",
+                    crate::path::type_name(other)
+                ),
+            ))
+        }
+    };
+    Ok(Action { name, arguments })
+}
+
+/// How a prediction names its transition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PredictionKey {
+    /// envsim prediction JSONL: the transition id.
+    Id(String),
+    /// Reference result files: record index and trajectory step index.
+    Reference {
+        /// `sample_index`.
+        sample_index: usize,
+        /// `step_index`, if given.
+        step_index: Option<usize>,
+    },
+}
+
+/// One prediction read from a file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PredictionRecord {
+    /// Which transition.
+    pub key: PredictionKey,
+    /// What the simulator said.
+    pub prediction: Prediction,
+    /// Token usage, if recorded.
+    pub usage: Option<Usage>,
+    /// Where it was read from, for messages.
+    pub location: Location,
+}
+
+/// Reads predictions: envsim prediction JSONL, or a reference evaluator result file.
+///
+/// envsim JSONL, one object per line: `sample_id` (string or integer) and one of `output`
+/// (raw model text), `prediction` (an already-parsed output object) or `error` (the request
+/// failed); optional `usage` (`prompt_tokens`, `completion_tokens`).
+pub fn parse_predictions(bytes: &[u8], source: &str) -> Result<Vec<PredictionRecord>, FormatError> {
+    let trimmed = strip_bom(bytes);
+    if first_byte(trimmed) == Some(b'{') {
+        if let Ok(Value::Object(whole)) = serde_json::from_slice::<Value>(trimmed) {
+            if whole.contains_key("results") && !whole.contains_key("sample_id") {
+                return reference_results(&whole, source);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for record in records(bytes, source)? {
+        let line = match record.location {
+            Location::Line(l) => l,
+            _ => record.index,
+        };
+        let fields = Fields {
+            source,
+            location: &record.location,
+        };
+        let map = fields.object(&record.value, "")?;
+        let id = fields
+            .id(map, "sample_id", "sample_id")?
+            .ok_or_else(|| fields.error("sample_id", "missing"))?;
+        if let Some(first) = seen.insert(id.clone(), line) {
+            return Err(fields.error(
+                "sample_id",
+                format!("duplicate sample id {id:?} (first on line {first})"),
+            ));
+        }
+        let present: Vec<&str> = ["output", "prediction", "error"]
+            .into_iter()
+            .filter(|k| map.get(*k).is_some_and(|v| !v.is_null()))
+            .collect();
+        let prediction = match present.as_slice() {
+            ["output"] => match &map["output"] {
+                Value::String(text) => Prediction::Raw(text.clone()),
+                other => {
+                    return Err(fields.error(
+                        "output",
+                        format!(
+                            "expected the raw model text as a string, found {}",
+                            crate::path::type_name(other)
+                        ),
+                    ))
+                }
+            },
+            ["prediction"] => Prediction::Parsed(map["prediction"].clone()),
+            ["error"] => Prediction::ApiError(match &map["error"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }),
+            [] => {
+                return Err(fields.error("", "one of `output`, `prediction` or `error` is required"))
+            }
+            _ => {
+                return Err(fields.error(
+                    "",
+                    format!(
+                        "only one of `output`, `prediction` or `error` may be given, found {}",
+                        present.join(", ")
+                    ),
+                ))
+            }
+        };
+        let usage = match map.get("usage") {
+            None | Some(Value::Null) => None,
+            Some(u) => Some(
+                serde_json::from_value::<Usage>(u.clone())
+                    .map_err(|e| fields.error("usage", format!("expected token counts: {e}")))?,
+            ),
+        };
+        out.push(PredictionRecord {
+            key: PredictionKey::Id(id),
+            prediction,
+            usage,
+            location: record.location.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn reference_results(
+    whole: &Map<String, Value>,
+    source: &str,
+) -> Result<Vec<PredictionRecord>, FormatError> {
+    let Some(Value::Array(results)) = whole.get("results") else {
+        return Err(FormatError {
+            source: source.to_owned(),
+            location: Location::File,
+            field: Some("results".into()),
+            message: "expected a list".into(),
+        });
+    };
+    results
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let location = Location::Record(index);
+            let fields = Fields {
+                source,
+                location: &location,
+            };
+            let map = fields.object(entry, "results")?;
+            let index_of = |key: &str| -> Result<Option<usize>, FormatError> {
+                match map.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(v) => v
+                        .as_u64()
+                        .and_then(|n| usize::try_from(n).ok())
+                        .map(Some)
+                        .ok_or_else(|| fields.error(key, "expected a non-negative integer")),
+                }
+            };
+            let sample_index =
+                index_of("sample_index")?.ok_or_else(|| fields.error("sample_index", "missing"))?;
+            let step_index = index_of("step_index")?;
+            let result = fields.object(fields.required(map, "result", "result")?, "result")?;
+            let prediction = match result.get("error") {
+                Some(Value::String(e)) if e == "failed_parse" => Prediction::Raw(
+                    result
+                        .get("raw")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                ),
+                Some(e) if !e.is_null() => Prediction::ApiError(match e {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                }),
+                _ => {
+                    let mut object = Map::new();
+                    object.insert(
+                        "feedback".into(),
+                        result
+                            .get("feedback_pred_raw")
+                            .cloned()
+                            .unwrap_or(Value::Null),
+                    );
+                    object.insert(
+                        "config_changes".into(),
+                        result
+                            .get("changes_pred")
+                            .cloned()
+                            .unwrap_or(Value::Array(Vec::new())),
+                    );
+                    Prediction::Parsed(Value::Object(object))
+                }
+            };
+            Ok(PredictionRecord {
+                key: PredictionKey::Reference {
+                    sample_index,
+                    step_index,
+                },
+                prediction,
+                usage: None,
+                location,
+            })
+        })
+        .collect()
+}
+
+/// Pairs predictions with transitions, in benchmark order.
+///
+/// A prediction for an unknown transition is an error. A transition without a prediction is an
+/// error unless `allow_missing`, in which case it scores as [`Prediction::Missing`].
+pub fn match_predictions(
+    transitions: &[Transition],
+    records: Vec<PredictionRecord>,
+    allow_missing: bool,
+    source: &str,
+) -> Result<Vec<(Prediction, Option<Usage>)>, FormatError> {
+    let by_id: HashMap<&str, usize> = transitions
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let by_origin: HashMap<(usize, Option<usize>), usize> = transitions
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.origin.record, t.origin.step), i))
+        .collect();
+    let mut slots: Vec<Option<(Prediction, Option<Usage>)>> = vec![None; transitions.len()];
+    for record in records {
+        let error = |message: String| FormatError {
+            source: source.to_owned(),
+            location: record.location.clone(),
+            field: None,
+            message,
+        };
+        let slot = match &record.key {
+            PredictionKey::Id(id) => by_id
+                .get(id.as_str())
+                .copied()
+                .ok_or_else(|| error(format!("sample_id {id:?} is not in the benchmark")))?,
+            PredictionKey::Reference {
+                sample_index,
+                step_index,
+            } => by_origin
+                .get(&(*sample_index, None))
+                .or_else(|| by_origin.get(&(*sample_index, Some(step_index.unwrap_or(0)))))
+                .copied()
+                .ok_or_else(|| {
+                    error(format!(
+                        "sample_index {sample_index}, step_index {step_index:?} is not in the benchmark"
+                    ))
+                })?,
+        };
+        if slots[slot].is_some() {
+            return Err(error(format!(
+                "a second prediction for sample {:?}",
+                transitions[slot].id
+            )));
+        }
+        slots[slot] = Some((record.prediction, record.usage));
+    }
+    let missing: Vec<&str> = slots
+        .iter()
+        .zip(transitions)
+        .filter(|(s, _)| s.is_none())
+        .map(|(_, t)| t.id.as_str())
+        .collect();
+    if !missing.is_empty() && !allow_missing {
+        let shown: Vec<&str> = missing.iter().take(5).copied().collect();
+        return Err(file_error(
+            source,
+            format!(
+                "{} of {} samples have no prediction (first: {}); pass --allow-missing to score them as wrong",
+                missing.len(),
+                transitions.len(),
+                shown.join(", ")
+            ),
+        ));
+    }
+    Ok(slots
+        .into_iter()
+        .map(|s| s.unwrap_or((Prediction::Missing, None)))
+        .collect())
+}

@@ -1,0 +1,65 @@
+//! # envsim-core
+//!
+//! The pure core of envsim: everything needed to score an LLM environment simulator, with no
+//! I/O and no async. Given a transition `(config_before, action, observation, config_after)`
+//! and a model's raw output, it parses the output, applies the predicted delta, and computes
+//! Feedback Match and Config Match (strict and reference-compatible), field-level precision and
+//! recall, an error taxonomy, and the reference stratum.
+//!
+//! ```
+//! use envsim_core::prelude::*;
+//! use serde_json::json;
+//!
+//! let transition = Transition {
+//!     id: "0".into(),
+//!     origin: Origin { record: 0, step: None },
+//!     env_id: None,
+//!     task_id: None,
+//!     action: Action { name: "pay".into(), arguments: json!({"order_id": "O1"}).as_object().unwrap().clone() },
+//!     observation: json!("{'success': True, 'message': 'paid'}"),
+//!     config_before: json!({"orders": {"O1": {"status": "new"}}}),
+//!     config_after: json!({"orders": {"O1": {"status": "paid"}}}),
+//!     stored_change_count: None,
+//!     env_code: String::new(),
+//! };
+//! let mut sample = PreparedSample::new(transition);
+//! let output = r#"Sure! {"feedback": "{'success': True, 'message': 'paid'}",
+//!     "config_changes": [{"type": "modify", "path": "orders.O1.status", "value": "paid"}]}"#;
+//! let score = sample.score(&Prediction::Raw(output.into()), None);
+//! assert!(score.fm && score.cm_strict && score.cm_reference);
+//! assert_eq!(score.stratum, Stratum::Simple1);
+//! ```
+//!
+//! Module map: [`pointer`] and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
+//! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
+//! [`equality`], [`reference`] and [`score`] (metrics), [`strata`], [`report`] (aggregation),
+//! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators).
+
+pub mod apply;
+pub mod baseline;
+pub mod delta;
+pub mod diff;
+pub mod equality;
+pub mod extract;
+pub mod formats;
+pub mod literal;
+pub mod path;
+pub mod pointer;
+pub mod problem;
+pub mod pyrepr;
+pub mod reference;
+pub mod report;
+pub mod sample;
+pub mod score;
+pub mod strata;
+
+/// The types most callers need.
+pub mod prelude {
+    pub use crate::baseline::Baseline;
+    pub use crate::delta::Delta;
+    pub use crate::pointer::JsonPointer;
+    pub use crate::report::Report;
+    pub use crate::sample::{Action, Origin, Prediction, Transition, Usage};
+    pub use crate::score::{PreparedSample, SampleScore};
+    pub use crate::strata::Stratum;
+}

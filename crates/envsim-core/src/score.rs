@@ -1,0 +1,489 @@
+//! Scoring one prediction against one transition.
+//!
+//! Metrics (each a yes/no per sample, except the field score):
+//! - **FM** (feedback match, reference): both feedbacks normalised by the reference's
+//!   `parse_to_obj` and compared with Python `==`.
+//! - **FM-strict**: each feedback string is read whole as JSON or a Python literal (no fragment
+//!   extraction) or kept as trimmed text, then compared with canonical equality (`1`, `1.0` and
+//!   `true` differ).
+//! - **CM-strict**: the delta applies without errors and the resulting state equals
+//!   `config_after` exactly (canonical equality).
+//! - **CM-reference**: the reference scorer's check, bug for bug ([`crate::reference`]).
+//! - **Field score**: precision / recall / F1 over leaf facts of the fine diff
+//!   (before → predicted state vs before → true state), so partial credit is independent of how
+//!   the model spelled its paths.
+//!
+//! A parse failure, API error or missing prediction is a sample that scores 0 everywhere; it
+//! never leaves the denominator.
+
+use crate::apply::{apply_in_place, UndoLog};
+use crate::delta::Delta;
+use crate::diff::{
+    facts, fine_diff, fine_diff_at, reference_change_count, reference_diff, Change, ChangeKind,
+    Fact, ReferenceEquality,
+};
+use crate::equality::py_eq;
+use crate::extract::{extract_object, reference_parse_to_obj};
+use crate::literal::{parse_literal, Dialect};
+use crate::pointer::{minimal_roots, JsonPointer};
+use crate::problem::Problem;
+use crate::reference::{reference_apply_in_place, reference_config_match, TruthChange};
+use crate::sample::{Prediction, Transition, Usage};
+use crate::strata::Stratum;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Keys a simulator's output object is expected to have.
+pub const OUTPUT_KEYS: [&str; 2] = ["feedback", "config_changes"];
+
+/// A transition with everything scoring needs precomputed (truth diffs, normalised feedback,
+/// stratum), so each prediction is scored without re-walking the whole state.
+#[derive(Clone, Debug)]
+pub struct PreparedSample {
+    transition: Transition,
+    /// `success` read from the observation (`None` when it has no boolean `success`).
+    pub success: Option<bool>,
+    /// |Δ| used for the stratum: the stored `change_count` if the file has one, else computed.
+    pub change_count: usize,
+    /// |Δ| recomputed from the two states with the reference's labelling rules.
+    pub computed_change_count: usize,
+    /// Number of call arguments.
+    pub args_count: usize,
+    /// The reference stratum.
+    pub stratum: Stratum,
+    truth_pointers: Vec<JsonPointer>,
+    truth_facts: Vec<(JsonPointer, Option<Value>)>,
+    truth_reference: Vec<TruthChange>,
+    truth_feedback_reference: Value,
+    truth_feedback_strict: Value,
+}
+
+/// Why a prediction could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ParseFailureInfo {
+    /// Stable code (`truncated`, `no_object`, …).
+    pub code: &'static str,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+/// Error categories of one sample (several may apply).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorTag {
+    /// A true change the prediction does not make.
+    Missed,
+    /// A predicted change that did not happen.
+    Spurious,
+    /// Right location, wrong value.
+    WrongValue,
+    /// The output could not be parsed.
+    ParseFailure,
+    /// The change list, or a change in it, could not be applied.
+    MalformedDelta,
+    /// The predicted feedback does not match (strict).
+    WrongFeedback,
+    /// The request failed.
+    ApiError,
+    /// No prediction was supplied.
+    MissingPrediction,
+}
+
+impl ErrorTag {
+    /// All tags in report order.
+    pub const ALL: [ErrorTag; 8] = [
+        ErrorTag::Missed,
+        ErrorTag::Spurious,
+        ErrorTag::WrongValue,
+        ErrorTag::ParseFailure,
+        ErrorTag::MalformedDelta,
+        ErrorTag::WrongFeedback,
+        ErrorTag::ApiError,
+        ErrorTag::MissingPrediction,
+    ];
+
+    /// Stable snake_case code.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorTag::Missed => "missed",
+            ErrorTag::Spurious => "spurious",
+            ErrorTag::WrongValue => "wrong_value",
+            ErrorTag::ParseFailure => "parse_failure",
+            ErrorTag::MalformedDelta => "malformed_delta",
+            ErrorTag::WrongFeedback => "wrong_feedback",
+            ErrorTag::ApiError => "api_error",
+            ErrorTag::MissingPrediction => "missing_prediction",
+        }
+    }
+}
+
+/// Field-level agreement between predicted and true leaf facts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FieldScore {
+    /// True facts.
+    pub truth: usize,
+    /// Predicted facts.
+    pub predicted: usize,
+    /// Predicted facts that are true (same location, same value).
+    pub correct: usize,
+    /// correct / predicted (1 when both sides are empty).
+    pub precision: f64,
+    /// correct / truth (1 when both sides are empty).
+    pub recall: f64,
+    /// Harmonic mean of precision and recall.
+    pub f1: f64,
+}
+
+impl FieldScore {
+    fn new(truth: usize, predicted: usize, correct: usize) -> Self {
+        let ratio = |n: usize, d: usize, other_empty: bool| match d {
+            0 if other_empty => 1.0,
+            0 => 0.0,
+            d => n as f64 / d as f64,
+        };
+        let precision = ratio(correct, predicted, truth == 0);
+        let recall = ratio(correct, truth, predicted == 0);
+        let f1 = if precision + recall > 0.0 {
+            2.0 * precision * recall / (precision + recall)
+        } else {
+            0.0
+        };
+        FieldScore {
+            truth,
+            predicted,
+            correct,
+            precision,
+            recall,
+            f1,
+        }
+    }
+}
+
+/// The score of one prediction (one line of envsim's result JSONL).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SampleScore {
+    /// The transition's id.
+    pub sample_id: String,
+    /// Stratum key.
+    #[serde(serialize_with = "serialize_stratum")]
+    pub stratum: Stratum,
+    /// |Δ| used for the stratum.
+    pub change_count: usize,
+    /// Number of call arguments.
+    pub args_count: usize,
+    /// Feedback match, reference normalisation.
+    pub fm: bool,
+    /// Feedback match, strict.
+    pub fm_strict: bool,
+    /// Config match, strict.
+    pub cm_strict: bool,
+    /// Config match, reference-compatible.
+    pub cm_reference: bool,
+    /// Field-level scores.
+    pub field: FieldScore,
+    /// Error categories (empty when fully correct).
+    pub errors: Vec<ErrorTag>,
+    /// Why the output could not be parsed, if it could not.
+    pub parse_failure: Option<ParseFailureInfo>,
+    /// Problems reading or applying the delta.
+    pub problems: Vec<Problem>,
+    /// Leniencies the parser needed (`fenced`, `python_literals`, …).
+    pub repairs: Vec<&'static str>,
+    /// The request error, for API failures.
+    pub api_error: Option<String>,
+    /// Token usage, when known.
+    pub usage: Option<Usage>,
+}
+
+fn serialize_stratum<S: serde::Serializer>(s: &Stratum, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.key())
+}
+
+impl PreparedSample {
+    /// Precomputes truth diffs, feedback normal forms and the stratum of a transition.
+    pub fn new(transition: Transition) -> Self {
+        let computed_change_count =
+            reference_change_count(&transition.config_before, &transition.config_after);
+        let change_count = transition
+            .stored_change_count
+            .unwrap_or(computed_change_count);
+        let success = observation_success(&transition.observation);
+        let args_count = transition.action.arguments.len();
+        let stratum = Stratum::classify(success, change_count, args_count);
+        let fine = fine_diff(&transition.config_before, &transition.config_after);
+        let truth_pointers = fine.iter().map(|c| c.pointer.clone()).collect();
+        let truth_facts = facts(&fine)
+            .into_iter()
+            .map(|(p, f)| (p, owned_fact(&f)))
+            .collect();
+        let truth_reference = reference_diff(
+            &transition.config_before,
+            &transition.config_after,
+            ReferenceEquality::Python,
+        )
+        .iter()
+        .map(TruthChange::from)
+        .collect();
+        let truth_feedback_reference = reference_parse_to_obj(&transition.observation);
+        let truth_feedback_strict = strict_feedback(&transition.observation);
+        PreparedSample {
+            transition,
+            success,
+            change_count,
+            computed_change_count,
+            args_count,
+            stratum,
+            truth_pointers,
+            truth_facts,
+            truth_reference,
+            truth_feedback_reference,
+            truth_feedback_strict,
+        }
+    }
+
+    /// The transition.
+    pub fn transition(&self) -> &Transition {
+        &self.transition
+    }
+
+    /// Scores one prediction.
+    ///
+    /// Takes `&mut self` because the predicted delta is applied to the stored `config_before`
+    /// in place and undone before returning (see [`crate::apply`]); the sample is unchanged
+    /// afterwards.
+    pub fn score(&mut self, prediction: &Prediction, usage: Option<Usage>) -> SampleScore {
+        let mut score = self.blank(usage);
+        let (object, repairs) = match prediction {
+            Prediction::Missing => {
+                score.errors.push(ErrorTag::MissingPrediction);
+                return score;
+            }
+            Prediction::ApiError(message) => {
+                score.errors.push(ErrorTag::ApiError);
+                score.api_error = Some(message.clone());
+                return score;
+            }
+            Prediction::Raw(text) => match extract_object(text, &OUTPUT_KEYS) {
+                Ok(found) => (
+                    Value::Object(found.object),
+                    found.repairs.iter().map(|r| r.code()).collect(),
+                ),
+                Err(failure) => {
+                    return self.parse_failed(score, failure.code(), failure.to_string())
+                }
+            },
+            Prediction::Parsed(value @ Value::Object(_)) => (value.clone(), Vec::new()),
+            Prediction::Parsed(other) => {
+                let message = format!(
+                    "the prediction must be an object, found {}",
+                    crate::path::type_name(other)
+                );
+                return self.parse_failed(score, "not_an_object", message);
+            }
+        };
+        score.repairs = repairs;
+        let feedback = object.get("feedback").unwrap_or(&Value::Null);
+        score.fm = py_eq(
+            &reference_parse_to_obj(feedback),
+            &self.truth_feedback_reference,
+        );
+        score.fm_strict = strict_feedback(feedback) == self.truth_feedback_strict;
+        let empty = Value::Array(Vec::new());
+        let changes = object.get("config_changes").unwrap_or(&empty);
+
+        let (cm_strict, predicted_facts_cmp, problems) = self.strict_part(changes);
+        score.cm_strict = cm_strict;
+        score.problems = problems;
+        let cmp = predicted_facts_cmp;
+        score.field = FieldScore::new(self.truth_facts.len(), cmp.predicted, cmp.correct);
+
+        let mut undo = UndoLog::default();
+        let state = &mut self.transition.config_before;
+        let reference_ok = reference_apply_in_place(state, changes, &mut undo);
+        score.cm_reference =
+            reference_ok.is_ok() && reference_config_match(state, &self.truth_reference);
+        undo.undo(state);
+
+        // The taxonomy describes envsim's strict reading; a change list the reference scorer
+        // would crash on only costs CM-reference.
+        if score.problems.iter().any(Problem::is_error) {
+            score.errors.push(ErrorTag::MalformedDelta);
+        }
+        if cmp.missed > 0 {
+            score.errors.push(ErrorTag::Missed);
+        }
+        if cmp.spurious > 0 {
+            score.errors.push(ErrorTag::Spurious);
+        }
+        if cmp.wrong_value > 0 {
+            score.errors.push(ErrorTag::WrongValue);
+        }
+        if !score.fm_strict {
+            score.errors.push(ErrorTag::WrongFeedback);
+        }
+        score.errors.sort();
+        score
+    }
+
+    fn blank(&self, usage: Option<Usage>) -> SampleScore {
+        SampleScore {
+            sample_id: self.transition.id.clone(),
+            stratum: self.stratum,
+            change_count: self.change_count,
+            args_count: self.args_count,
+            fm: false,
+            fm_strict: false,
+            cm_strict: false,
+            cm_reference: false,
+            field: FieldScore {
+                truth: self.truth_facts.len(),
+                ..FieldScore::default()
+            },
+            errors: Vec::new(),
+            parse_failure: None,
+            problems: Vec::new(),
+            repairs: Vec::new(),
+            api_error: None,
+            usage,
+        }
+    }
+
+    fn parse_failed(
+        &self,
+        mut score: SampleScore,
+        code: &'static str,
+        message: String,
+    ) -> SampleScore {
+        score.errors.push(ErrorTag::ParseFailure);
+        score.parse_failure = Some(ParseFailureInfo { code, message });
+        score
+    }
+
+    /// Applies the strict delta in place, compares, collects predicted facts, undoes.
+    fn strict_part(&mut self, changes: &Value) -> (bool, FactComparison, Vec<Problem>) {
+        let delta = Delta::from_value(changes);
+        let state = &mut self.transition.config_before;
+        let applied = apply_in_place(state, &delta);
+        let written = minimal_roots(applied.undo.touched());
+        // Outside `dirty`, the predicted state equals `before` (nothing written there) and the
+        // true state equals `before` (no true change there), so comparing the dirty roots
+        // decides equality of the whole states.
+        let mut dirty = written.clone();
+        dirty.extend(self.truth_pointers.iter().cloned());
+        let dirty = minimal_roots(dirty);
+        let after = &self.transition.config_after;
+        let states_equal = dirty.iter().all(|root| root.get(state) == root.get(after));
+        let predicted: Vec<(JsonPointer, Option<Value>)> = written
+            .iter()
+            .map(|root| (root.clone(), root.get(state).cloned()))
+            .collect();
+        let clean = applied.is_clean();
+        let problems = applied.problems;
+        applied.undo.undo(state);
+
+        let before = &self.transition.config_before;
+        let mut changes: Vec<Change<'_>> = Vec::new();
+        for (root, value) in &predicted {
+            match (root.get(before), value) {
+                (Some(old), Some(new)) => fine_diff_at(old, new, &mut root.clone(), &mut changes),
+                (None, Some(new)) => changes.push(Change {
+                    pointer: root.clone(),
+                    kind: ChangeKind::Added,
+                    before: None,
+                    after: Some(new),
+                }),
+                (Some(old), None) => changes.push(Change {
+                    pointer: root.clone(),
+                    kind: ChangeKind::Removed,
+                    before: Some(old),
+                    after: None,
+                }),
+                (None, None) => {}
+            }
+        }
+        let comparison = compare_facts(&self.truth_facts, &facts(&changes));
+        (clean && states_equal, comparison, problems)
+    }
+}
+
+fn owned_fact(fact: &Fact<'_>) -> Option<Value> {
+    match fact {
+        Fact::Set(v) => Some((*v).clone()),
+        Fact::Removed => None,
+    }
+}
+
+#[derive(Debug, Default)]
+struct FactComparison {
+    predicted: usize,
+    correct: usize,
+    missed: usize,
+    spurious: usize,
+    wrong_value: usize,
+}
+
+/// Merge-joins two fact lists sorted by pointer.
+fn compare_facts(
+    truth: &[(JsonPointer, Option<Value>)],
+    predicted: &[(JsonPointer, Fact<'_>)],
+) -> FactComparison {
+    let mut out = FactComparison {
+        predicted: predicted.len(),
+        ..FactComparison::default()
+    };
+    let (mut t, mut p) = (0, 0);
+    while t < truth.len() || p < predicted.len() {
+        match (truth.get(t), predicted.get(p)) {
+            (Some((tp, tv)), Some((pp, pv))) if tp == pp => {
+                let same = match (tv, pv) {
+                    (Some(a), Fact::Set(b)) => a == *b,
+                    (None, Fact::Removed) => true,
+                    _ => false,
+                };
+                if same {
+                    out.correct += 1;
+                } else {
+                    out.wrong_value += 1;
+                }
+                t += 1;
+                p += 1;
+            }
+            (Some((tp, _)), Some((pp, _))) if tp < pp => {
+                out.missed += 1;
+                t += 1;
+            }
+            (Some(_), None) => {
+                out.missed += 1;
+                t += 1;
+            }
+            _ => {
+                out.spurious += 1;
+                p += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Reads `success` from an observation the way the reference's sampler does: the observation
+/// normalised by `parse_to_obj` must be an object whose `success` is exactly a boolean.
+pub fn observation_success(observation: &Value) -> Option<bool> {
+    match reference_parse_to_obj(observation) {
+        Value::Object(map) => map.get("success").and_then(Value::as_bool),
+        _ => None,
+    }
+}
+
+/// The strict normal form of a feedback: a string is read whole as JSON, else as a Python
+/// literal, else kept as trimmed text; any other value is used as it is.
+pub fn strict_feedback(feedback: &Value) -> Value {
+    match feedback {
+        Value::String(text) => {
+            let trimmed = text.trim();
+            parse_literal(trimmed, Dialect::Json)
+                .or_else(|_| parse_literal(trimmed, Dialect::Python))
+                .unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+        }
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,122 @@
+//! The built-in baselines on a synthetic fixture benchmark.
+
+use envsim_core::formats::parse_benchmark;
+use envsim_core::prelude::*;
+use envsim_testkit::{to_json_array, BenchOptions, SyntheticBench};
+
+fn prepared(options: &BenchOptions) -> Vec<PreparedSample> {
+    let records = SyntheticBench::records(11, 3, options);
+    parse_benchmark(to_json_array(&records).as_bytes(), "fixture")
+        .expect("fixture parses")
+        .into_iter()
+        .map(PreparedSample::new)
+        .collect()
+}
+
+fn run(samples: &mut [PreparedSample], baseline: Baseline) -> Report {
+    let scores = samples
+        .iter_mut()
+        .map(|s| {
+            let p = baseline.predict(s.transition());
+            s.score(&p, None)
+        })
+        .collect();
+    Report::new(baseline.name(), scores)
+}
+
+#[test]
+fn fixture_covers_every_stratum() {
+    let samples = prepared(&BenchOptions::default());
+    assert_eq!(samples.len(), 45);
+    let report = Report::new("x", Vec::new());
+    for (key, _) in report.strata.iter().filter(|(k, _)| *k != "unclassified") {
+        let n = samples
+            .iter()
+            .filter(|s| s.stratum.key() == *key || s.stratum.detail_key() == Some(key))
+            .count();
+        let expected = match *key {
+            "medium_3" | "medium_4" | "medium_5" | "medium_6" => 3,
+            "difficult_7_12" => 18,
+            _ => 3,
+        };
+        assert_eq!(n, expected, "{key}");
+    }
+    // The stored count is absent, so the computed one is used, and they agree by construction.
+    assert!(samples
+        .iter()
+        .all(|s| s.change_count == s.computed_change_count));
+}
+
+#[test]
+fn oracle_scores_100_percent_everywhere_without_reference_blind_spots() {
+    let options = BenchOptions {
+        removals: false,
+        dotted_keys: false,
+        ..BenchOptions::default()
+    };
+    let mut samples = prepared(&options);
+    let report = run(&mut samples, Baseline::Oracle);
+    for (name, summary) in std::iter::once(("overall", &report.overall))
+        .chain(report.strata.iter().map(|(k, s)| (*k, s)))
+    {
+        if summary.n == 0 {
+            continue;
+        }
+        for (metric, value) in [
+            ("fm", summary.fm),
+            ("fm_strict", summary.fm_strict),
+            ("cm_strict", summary.cm_strict),
+            ("cm_reference", summary.cm_reference),
+            ("field_f1", summary.field_f1),
+            ("field_precision", summary.field_precision),
+            ("field_recall", summary.field_recall),
+        ] {
+            assert_eq!(value, Some(1.0), "{name} {metric}");
+        }
+        assert_eq!(summary.parse_failure_rate, Some(0.0));
+    }
+}
+
+#[test]
+fn oracle_exposes_reference_flaws_on_removals_and_dotted_keys() {
+    let mut samples = prepared(&BenchOptions::default());
+    let blind: Vec<bool> = samples
+        .iter()
+        .map(|s| {
+            let t = s.transition();
+            envsim_core::diff::reference_diff(
+                &t.config_before,
+                &t.config_after,
+                envsim_core::diff::ReferenceEquality::Python,
+            )
+            .iter()
+            .any(|c| c.after.is_none() || c.pointer.tokens().iter().any(|k| k.contains('.')))
+        })
+        .collect();
+    let report = run(&mut samples, Baseline::Oracle);
+    assert_eq!(report.overall.cm_strict, Some(1.0));
+    for (sample, blind) in report.samples.iter().zip(&blind) {
+        assert_eq!(sample.cm_reference, !blind, "{}", sample.sample_id);
+    }
+    assert!(
+        blind.iter().any(|b| *b),
+        "the fixture must contain such samples"
+    );
+}
+
+#[test]
+fn null_scores_exactly_the_no_change_share() {
+    let mut samples = prepared(&BenchOptions::default());
+    let unchanged = samples
+        .iter()
+        .filter(|s| s.transition().config_before == s.transition().config_after)
+        .count();
+    assert_eq!(unchanged, 9, "failure + two no-change buckets, 3 each");
+    let report = run(&mut samples, Baseline::Null);
+    let share = unchanged as f64 / samples.len() as f64;
+    assert_eq!(report.overall.cm_strict, Some(share));
+    assert_eq!(report.overall.cm_reference, Some(share));
+    assert_eq!(report.overall.fm, Some(0.0));
+    assert_eq!(report.strata[0].1.cm_strict, Some(1.0), "failure stratum");
+    assert_eq!(report.strata[3].1.cm_strict, Some(0.0), "simple_1 stratum");
+}

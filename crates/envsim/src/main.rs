@@ -1,0 +1,35 @@
+//! The `envsim` command line.
+
+mod render;
+mod score_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// envsim: measure and trust LLM environment simulators.
+#[derive(Debug, Parser)]
+#[command(name = "envsim", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Score predictions (or built-in baselines) against a benchmark, per stratum.
+    Score(score_cmd::ScoreArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Score(args) => score_cmd::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

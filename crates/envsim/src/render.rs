@@ -1,0 +1,113 @@
+//! Rendering reports as a terminal table, Markdown, or the documented JSON schema.
+
+use anyhow::Result;
+use clap::ValueEnum;
+use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+use comfy_table::{CellAlignment, Table};
+use envsim_core::report::{Report, Summary};
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned table for the terminal.
+    Table,
+    /// Markdown table.
+    Markdown,
+    /// JSON (schema `envsim.score.v1`; an array of reports when several systems are scored).
+    Json,
+}
+
+/// Renders one or several reports.
+pub fn render(reports: &[Report], format: OutputFormat) -> Result<String> {
+    match format {
+        OutputFormat::Json => {
+            let value = match reports {
+                [one] => one.to_json(),
+                many => serde_json::Value::Array(many.iter().map(Report::to_json).collect()),
+            };
+            Ok(serde_json::to_string_pretty(&value)? + "\n")
+        }
+        OutputFormat::Table | OutputFormat::Markdown => Ok(table(reports, format) + "\n"),
+    }
+}
+
+fn pct(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "-".to_owned(), |r| format!("{:.1}", r * 100.0))
+}
+
+/// Rows of the table: (label, how to get the summary from a report).
+fn rows(report: &Report) -> Vec<(String, &Summary)> {
+    let mut out = Vec::new();
+    for (key, summary) in &report.strata {
+        let is_detail = key.starts_with("difficult_") && *key != "difficult_7_12";
+        if (is_detail || *key == "unclassified") && summary.n == 0 {
+            continue;
+        }
+        let label = if is_detail {
+            format!("  |Δ|={}", key.trim_start_matches("difficult_"))
+        } else {
+            (*key).to_owned()
+        };
+        out.push((label, summary));
+    }
+    for (group, summary) in &report.groups {
+        out.push((format!("[{}]", group.key()), summary));
+    }
+    out.push(("[overall]".to_owned(), &report.overall));
+    out
+}
+
+fn table(reports: &[Report], format: OutputFormat) -> String {
+    let mut table = Table::new();
+    table.load_preset(if format == OutputFormat::Markdown {
+        ASCII_MARKDOWN
+    } else {
+        UTF8_FULL_CONDENSED
+    });
+    table.set_header([
+        "stratum",
+        "n",
+        "system",
+        "FM",
+        "FM-strict",
+        "CM-strict",
+        "CM-ref",
+        "field F1",
+        "parse fail",
+    ]);
+    let per_report: Vec<Vec<(String, &Summary)>> = reports.iter().map(rows).collect();
+    let row_count = per_report.first().map_or(0, Vec::len);
+    for row in 0..row_count {
+        for (i, (report, report_rows)) in reports.iter().zip(&per_report).enumerate() {
+            let (label, summary) = &report_rows[row];
+            let first = i == 0;
+            table.add_row([
+                if first { label.clone() } else { String::new() },
+                if first {
+                    summary.n.to_string()
+                } else {
+                    String::new()
+                },
+                report.system.clone(),
+                pct(summary.fm),
+                pct(summary.fm_strict),
+                pct(summary.cm_strict),
+                pct(summary.cm_reference),
+                pct(summary.field_f1),
+                pct(summary.parse_failure_rate),
+            ]);
+        }
+    }
+    for column in 1..9 {
+        if column != 2 {
+            if let Some(c) = table.column_mut(column) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+    }
+    let mut out = table.to_string();
+    if format == OutputFormat::Table {
+        out.push_str("\nrates in %; FM/CM-ref: reference scorer; FM-strict/CM-strict: exact; field F1: leaf facts");
+    }
+    out
+}

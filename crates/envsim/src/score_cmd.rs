@@ -1,0 +1,113 @@
+//! `envsim score`: score prediction files and baselines against a benchmark.
+
+use crate::render::{render, OutputFormat};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use envsim_core::formats::{match_predictions, parse_benchmark, parse_predictions};
+use envsim_core::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Built-in simulators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BaselineArg {
+    /// Predicts no change and an empty feedback.
+    Null,
+    /// Predicts the ground truth.
+    Oracle,
+}
+
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// Benchmark file (reference format: JSON array or JSON Lines).
+    #[arg(long, value_name = "FILE")]
+    bench: PathBuf,
+    /// Prediction file: envsim prediction JSONL or a reference result JSON (repeatable).
+    #[arg(long, value_name = "FILE")]
+    predictions: Vec<PathBuf>,
+    /// Add a built-in simulator line (repeatable).
+    #[arg(long, value_enum)]
+    baseline: Vec<BaselineArg>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Also write per-sample results as JSON Lines to this file.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Score samples without a prediction as wrong instead of failing.
+    #[arg(long)]
+    allow_missing: bool,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+pub fn run(args: ScoreArgs) -> Result<()> {
+    if args.predictions.is_empty() && args.baseline.is_empty() {
+        bail!("nothing to score: give --predictions FILE and/or --baseline null|oracle");
+    }
+    let bench_name = args.bench.display().to_string();
+    let transitions = parse_benchmark(&read(&args.bench)?, &bench_name)?;
+    let mut samples: Vec<PreparedSample> = transitions
+        .iter()
+        .cloned()
+        .map(PreparedSample::new)
+        .collect();
+
+    let mut reports = Vec::new();
+    for path in &args.predictions {
+        let name = path.display().to_string();
+        let records = parse_predictions(&read(path)?, &name)?;
+        let matched = match_predictions(&transitions, records, args.allow_missing, &name)?;
+        let scores = samples
+            .iter_mut()
+            .zip(&matched)
+            .map(|(sample, (prediction, usage))| sample.score(prediction, *usage))
+            .collect();
+        reports.push(Report::new(name, scores));
+    }
+    for baseline in &args.baseline {
+        let baseline = match baseline {
+            BaselineArg::Null => Baseline::Null,
+            BaselineArg::Oracle => Baseline::Oracle,
+        };
+        let scores = samples
+            .iter_mut()
+            .map(|sample| {
+                let prediction = baseline.predict(sample.transition());
+                sample.score(&prediction, None)
+            })
+            .collect();
+        reports.push(Report::new(baseline.name(), scores));
+    }
+
+    // Everything is computed before anything is written, so a failure leaves no partial output.
+    let rendered = render(&reports, args.format)?;
+    if let Some(out) = &args.out {
+        write_results(out, &reports)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(rendered.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Writes per-sample results as JSON Lines, atomically (temporary file, then rename).
+fn write_results(path: &Path, reports: &[Report]) -> Result<()> {
+    let mut text = String::new();
+    for report in reports {
+        for sample in &report.samples {
+            let mut line = serde_json::to_value(sample)?;
+            if let Some(map) = line.as_object_mut() {
+                map.insert("system".into(), report.system.clone().into());
+            }
+            text.push_str(&serde_json::to_string(&line)?);
+            text.push('\n');
+        }
+    }
+    let tmp = path.with_extension("tmp-envsim");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
