@@ -9,13 +9,26 @@ use envsim_testkit::{to_json_array, BenchOptions, NoisySimulator, SyntheticBench
 use serde_json::Value;
 
 fn main() {
+    let (records, _) = fixture();
+    let mut sizes: Vec<usize> = records
+        .iter()
+        .map(|r| r["step_detail"]["config_before"].to_string().len())
+        .collect();
+    sizes.sort_unstable();
+    println!(
+        "fixture: {} samples, config_before min {} KB, median {} KB, max {} KB",
+        sizes.len(),
+        sizes[0] / 1024,
+        sizes[sizes.len() / 2] / 1024,
+        sizes[sizes.len() - 1] / 1024
+    );
     divan::main();
 }
 
 /// 400 records: 15 strata buckets × 27 rounds over four state sizes, trimmed to 400.
 fn fixture() -> (Vec<Value>, Vec<Prediction>) {
     let mut records = Vec::new();
-    for (seed, users) in [(1, 15), (2, 60), (3, 150), (4, 380)] {
+    for (seed, users) in [(1, 25), (2, 90), (3, 200), (4, 420)] {
         let options = BenchOptions {
             users,
             ..BenchOptions::default()
@@ -62,10 +75,10 @@ fn prepare_400(bencher: divan::Bencher) {
         parse_benchmark(to_json_array(&records).as_bytes(), "fixture").expect("fixture parses");
     bencher
         .counter(ItemsCount::new(transitions.len()))
-        .bench_local(|| {
-            transitions
-                .iter()
-                .cloned()
+        .with_inputs(|| transitions.clone())
+        .bench_local_values(|owned| {
+            owned
+                .into_iter()
                 .map(PreparedSample::new)
                 .collect::<Vec<_>>()
         });

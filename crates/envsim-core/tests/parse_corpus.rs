@@ -495,8 +495,8 @@ fn very_long_string() {
 
 #[test]
 fn many_braces_stay_fast_and_safe() {
-    // Each of these used to be a way to make naive scanners quadratic or
-    // recursive without bound; all must finish quickly.
+    // Each of these makes naive scanners quadratic or recursive without
+    // bound; the cost is watched by the parsing bench, the outcome here.
     let inputs = [
         "{".repeat(100_000),
         "[".repeat(100_000),
@@ -505,15 +505,16 @@ fn many_braces_stay_fast_and_safe() {
         "[{".repeat(50_000),
         format!("{}{{\"feedback\": 1}}", "{x ".repeat(50_000)),
     ];
-    for input in &inputs {
-        let started = std::time::Instant::now();
-        let _ = extract_object(input, KEYS);
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "took {:?} on {:?}...",
-            started.elapsed(),
-            input.get(..20)
-        );
-    }
-    assert_eq!(outcome(&inputs[5]), Ok(json!({"feedback": 1})));
+    let outcomes: Vec<Result<Value, &str>> = inputs.iter().map(|i| outcome(i)).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Err("too_deep"),
+            Err("no_object"),
+            Err("too_deep"),
+            Err("invalid"),
+            Err("too_deep"),
+            Ok(json!({"feedback": 1})),
+        ]
+    );
 }
