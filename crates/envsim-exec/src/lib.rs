@@ -1,0 +1,448 @@
+//! # envsim-exec
+//!
+//! Executes Python environment code — the source of envsim's ground truth — in a pool of
+//! sandboxed, deterministic worker processes driven over JSON lines.
+//!
+//! - **Convention** (EnvScaler-compatible): the code defines a class; a call constructs it from
+//!   the state (`Class(config)`, then every top-level key set as an attribute), calls the tool
+//!   method with keyword arguments, and returns the observation (`str()` of the return value and
+//!   its JSON form) and the state after (public instance attributes). Non-JSON values (sets,
+//!   tuples, non-string keys, objects) are converted and every conversion is reported.
+//! - **Isolation**: each worker runs in its own process group and empty working directory, with
+//!   an address-space limit (`memory`), a per-call CPU-time limit (SIGXCPU) and a wall-clock
+//!   limit (the process group is killed), an output cap, and on x86-64 a seccomp filter that
+//!   refuses new processes (`fork`, `execve`, non-thread `clone`) and network sockets (anything
+//!   but `AF_UNIX`). A worker that hangs, crashes or overruns is killed and replaced; the call
+//!   gets a typed [`ExecError`] and the pool keeps serving. Not isolated: reading files the
+//!   interpreter can read, and writing inside the working directory and `/tmp`.
+//! - **Determinism**: `time`, `datetime`, `random` and `uuid` are frozen per call from the
+//!   request's `clock` and `seed`, so a `(state, call)` pair always gives the same result;
+//!   [`Executor::probe`] reruns a call under other clocks and seeds and reports which output
+//!   fields depend on them.
+//! - **Footprints** (optional): the paths a call read, recorded by tracing containers.
+
+mod error;
+mod worker;
+
+pub mod package;
+
+pub use error::ExecError;
+
+use envsim_core::diff::fine_diff;
+use envsim_core::pointer::JsonPointer;
+use serde_json::{Map, Value};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use worker::Worker;
+
+/// The worker script, shipped inside the binary.
+pub const RUNNER_SOURCE: &str = include_str!("../python/envsim_runner.py");
+
+/// The clock every call sees unless told otherwise: 2025-01-01T00:00:00Z.
+pub const DEFAULT_CLOCK: f64 = 1_735_689_600.0;
+
+/// Resource limits of every worker.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Wall-clock limit of one call.
+    pub wall: Duration,
+    /// CPU-time limit of one call, in whole seconds.
+    pub cpu_seconds: u64,
+    /// Address-space limit of a worker.
+    pub memory_bytes: u64,
+    /// Largest reply accepted from a worker.
+    pub output_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall: Duration::from_secs(10),
+            cpu_seconds: 10,
+            memory_bytes: 1 << 30,
+            output_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Environment code, identified by a hash of its source and class name.
+#[derive(Clone, Debug)]
+pub struct EnvCode {
+    key: u64,
+    /// Python source.
+    pub code: Arc<str>,
+    /// Name of the environment class.
+    pub class_name: Arc<str>,
+}
+
+impl EnvCode {
+    /// Wraps source code and the class to instantiate.
+    pub fn new(code: impl Into<Arc<str>>, class_name: impl Into<Arc<str>>) -> Self {
+        let (code, class_name) = (code.into(), class_name.into());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        code.hash(&mut hasher);
+        class_name.hash(&mut hasher);
+        EnvCode {
+            key: hasher.finish(),
+            code,
+            class_name,
+        }
+    }
+}
+
+/// One tool call to execute.
+#[derive(Clone, Debug)]
+pub struct Call<'a> {
+    /// The environment.
+    pub env: &'a EnvCode,
+    /// Tool (method) name.
+    pub tool: &'a str,
+    /// Keyword arguments.
+    pub args: &'a Map<String, Value>,
+    /// The state to construct the instance from.
+    pub state: &'a Value,
+    /// Seed of `random` and `uuid`.
+    pub seed: u64,
+    /// Frozen clock (seconds since the epoch).
+    pub clock: f64,
+    /// Reproduce the reference's `init_config` aliasing (see the crate docs of the runner).
+    pub alias_init_config: bool,
+    /// Record the paths the call reads.
+    pub trace: bool,
+}
+
+impl<'a> Call<'a> {
+    /// A call with the default seed (0) and clock, no aliasing, no tracing.
+    pub fn new(
+        env: &'a EnvCode,
+        tool: &'a str,
+        args: &'a Map<String, Value>,
+        state: &'a Value,
+    ) -> Self {
+        Call {
+            env,
+            tool,
+            args,
+            state,
+            seed: 0,
+            clock: DEFAULT_CLOCK,
+            alias_init_config: false,
+            trace: false,
+        }
+    }
+}
+
+/// A value that was not plain JSON and how it was converted.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Conversion {
+    /// JSON Pointer into the state (`#observation...` for the observation).
+    pub path: String,
+    /// The Python type found.
+    pub from: String,
+    /// What it became.
+    pub to: String,
+}
+
+/// What a call produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallOutcome {
+    /// `str()` of the return value, as the reference renders observations.
+    pub observation: String,
+    /// The return value as JSON.
+    pub observation_json: Value,
+    /// Public instance attributes after the call.
+    pub state_after: Value,
+    /// Non-JSON values met and how they were converted.
+    pub converted: Vec<Conversion>,
+    /// Time spent inside the tool (construction and call), measured by the worker.
+    pub tool_time: Duration,
+    /// Paths read by the call, when traced.
+    pub reads: Option<Vec<JsonPointer>>,
+}
+
+/// Which output fields depend on the clock or on the random seed.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ProbeReport {
+    /// Locations (`/observation/...`, `/state/...`) that change with the clock.
+    pub clock_dependent: Vec<String>,
+    /// Locations that change with the seed (random, uuid).
+    pub seed_dependent: Vec<String>,
+}
+
+impl ProbeReport {
+    /// True when the call is fully determined by state, code and arguments.
+    pub fn is_deterministic(&self) -> bool {
+        self.clock_dependent.is_empty() && self.seed_dependent.is_empty()
+    }
+}
+
+/// Interpreter facts reported by a worker.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WorkerInfo {
+    /// Python version.
+    pub python: String,
+    /// Interpreter path.
+    pub executable: String,
+    /// Sandbox facts (seccomp status, limits).
+    pub sandbox: Value,
+}
+
+/// A pool of sandboxed Python workers.
+pub struct Executor {
+    python: PathBuf,
+    runner: tempfile::NamedTempFile,
+    limits: Limits,
+    idle: Mutex<Vec<Worker>>,
+    slots: Semaphore,
+}
+
+impl Executor {
+    /// Starts an executor with up to `workers` processes (started lazily).
+    ///
+    /// The interpreter is `$ENVSIM_PYTHON` or `python3` on `PATH`, resolved once to its real
+    /// path (not a version-manager shim).
+    pub async fn new(workers: usize, limits: Limits) -> Result<Executor, ExecError> {
+        let python = resolve_python().await?;
+        let mut runner = tempfile::Builder::new()
+            .prefix("envsim_runner_")
+            .suffix(".py")
+            .tempfile()
+            .map_err(|e| ExecError::Spawn(format!("cannot write the runner script: {e}")))?;
+        std::io::Write::write_all(&mut runner, RUNNER_SOURCE.as_bytes())
+            .map_err(|e| ExecError::Spawn(format!("cannot write the runner script: {e}")))?;
+        Ok(Executor {
+            python,
+            runner,
+            limits,
+            idle: Mutex::new(Vec::new()),
+            slots: Semaphore::new(workers.max(1)),
+        })
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    async fn checkout(&self) -> Result<Worker, ExecError> {
+        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        match reused {
+            Some(worker) => Ok(worker),
+            None => Worker::spawn(&self.python, self.runner.path(), &self.limits).await,
+        }
+    }
+
+    fn checkin(&self, worker: Worker) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(worker);
+        }
+    }
+
+    /// Runs `work` on a worker; a worker that failed fatally is dropped (killed), others return
+    /// to the pool.
+    async fn with_worker<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut Worker) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
+        let _permit = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| ExecError::Spawn("the executor is shut down".into()))?;
+        let mut worker = self.checkout().await?;
+        let result = work(&mut worker).await;
+        match &result {
+            Err(e) if e.kills_worker() => drop(worker),
+            _ => self.checkin(worker),
+        }
+        result
+    }
+
+    /// Interpreter and sandbox facts.
+    pub async fn info(&self) -> Result<WorkerInfo, ExecError> {
+        let limits = self.limits.clone();
+        self.with_worker(async |w| {
+            let reply = w.request(op("hello"), None, limits.wall, &limits).await?;
+            Ok(WorkerInfo {
+                python: str_field(&reply, "python"),
+                executable: str_field(&reply, "executable"),
+                sandbox: reply.get("sandbox").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .await
+    }
+
+    async fn ensure_loaded(
+        w: &mut Worker,
+        env: &EnvCode,
+        limits: &Limits,
+    ) -> Result<(), ExecError> {
+        if w.loaded.contains(&env.key) {
+            return Ok(());
+        }
+        let mut header = op("load");
+        header.insert("env".into(), env.key.to_string().into());
+        header.insert("code".into(), Value::String(env.code.to_string()));
+        header.insert(
+            "class_name".into(),
+            Value::String(env.class_name.to_string()),
+        );
+        w.request(header, None, limits.wall, limits).await?;
+        w.loaded.insert(env.key);
+        Ok(())
+    }
+
+    /// Loads the environment (if needed) and lists its public methods with their parameters.
+    pub async fn describe(&self, env: &EnvCode) -> Result<Value, ExecError> {
+        let limits = self.limits.clone();
+        self.with_worker(async |w| {
+            Self::ensure_loaded(w, env, &limits).await?;
+            let mut header = op("describe");
+            header.insert("env".into(), env.key.to_string().into());
+            let reply = w.request(header, None, limits.wall, &limits).await?;
+            Ok(reply.get("methods").cloned().unwrap_or(Value::Null))
+        })
+        .await
+    }
+
+    /// Executes one call.
+    pub async fn call(&self, call: &Call<'_>) -> Result<CallOutcome, ExecError> {
+        let limits = self.limits.clone();
+        let state_line = serde_json::to_string(call.state)
+            .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
+        self.with_worker(async |w| {
+            Self::ensure_loaded(w, call.env, &limits).await?;
+            let mut header = op("call");
+            header.insert("env".into(), call.env.key.to_string().into());
+            header.insert("tool".into(), call.tool.into());
+            header.insert("args".into(), Value::Object(call.args.clone()));
+            header.insert("seed".into(), call.seed.into());
+            header.insert("clock".into(), call.clock.into());
+            header.insert("alias_init_config".into(), call.alias_init_config.into());
+            header.insert("trace".into(), call.trace.into());
+            let started = Instant::now();
+            let reply = w
+                .request(header, Some(&state_line), limits.wall, &limits)
+                .await?;
+            outcome(reply, started)
+        })
+        .await
+    }
+
+    /// Runs a call three times — as given, with another seed, with another clock — and reports
+    /// which observation and state fields differ, i.e. cannot be predicted from state, code and
+    /// arguments alone.
+    pub async fn probe(&self, call: &Call<'_>) -> Result<ProbeReport, ExecError> {
+        let base = self.call(call).await?;
+        let reseeded = self
+            .call(&Call {
+                seed: call.seed.wrapping_add(0x9E37_79B9),
+                ..call.clone()
+            })
+            .await?;
+        let reclocked = self
+            .call(&Call {
+                clock: call.clock + 86_400.0 * 37.0 + 3_661.25,
+                ..call.clone()
+            })
+            .await?;
+        Ok(ProbeReport {
+            seed_dependent: differing(&base, &reseeded),
+            clock_dependent: differing(&base, &reclocked),
+        })
+    }
+}
+
+fn op(name: &str) -> Map<String, Value> {
+    let mut header = Map::new();
+    header.insert("op".into(), name.into());
+    header
+}
+
+fn str_field(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn outcome(mut reply: Value, started: Instant) -> Result<CallOutcome, ExecError> {
+    let take = |reply: &mut Value, key: &str| reply.get_mut(key).map(Value::take);
+    let observation = match take(&mut reply, "observation") {
+        Some(Value::String(s)) => s,
+        _ => return Err(ExecError::Protocol("the reply has no observation".into())),
+    };
+    let converted = take(&mut reply, "converted")
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let reads = take(&mut reply, "reads").and_then(|v| {
+        v.as_array().map(|paths| {
+            paths
+                .iter()
+                .filter_map(Value::as_str)
+                .filter_map(|p| JsonPointer::parse(p).ok())
+                .collect()
+        })
+    });
+    let tool_ms = reply
+        .get("duration_ms")
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| started.elapsed().as_secs_f64() * 1000.0);
+    Ok(CallOutcome {
+        observation,
+        observation_json: take(&mut reply, "observation_json").unwrap_or(Value::Null),
+        state_after: take(&mut reply, "state_after").unwrap_or(Value::Null),
+        converted,
+        tool_time: Duration::from_secs_f64(tool_ms.max(0.0) / 1000.0),
+        reads,
+    })
+}
+
+/// Locations where two outcomes differ, prefixed `/observation` or `/state`.
+fn differing(a: &CallOutcome, b: &CallOutcome) -> Vec<String> {
+    let mut out = Vec::new();
+    for (prefix, x, y) in [
+        ("/observation", &a.observation_json, &b.observation_json),
+        ("/state", &a.state_after, &b.state_after),
+    ] {
+        out.extend(
+            fine_diff(x, y)
+                .iter()
+                .map(|c| format!("{prefix}{}", c.pointer)),
+        );
+    }
+    out
+}
+
+/// Finds the Python interpreter and returns its real path.
+pub async fn resolve_python() -> Result<PathBuf, ExecError> {
+    let candidate = std::env::var_os("ENVSIM_PYTHON").unwrap_or_else(|| "python3".into());
+    let output = tokio::process::Command::new(&candidate)
+        .args([
+            "-I",
+            "-c",
+            "import sys; print(sys.executable); print(sys.version_info >= (3, 8))",
+        ])
+        .output()
+        .await
+        .map_err(|e| {
+            ExecError::Spawn(format!(
+                "cannot run {}: {e} (install CPython 3.8+ or set ENVSIM_PYTHON)",
+                Path::new(&candidate).display()
+            ))
+        })?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(path), Some("True")) if !path.is_empty() => Ok(PathBuf::from(path)),
+        (Some(_), Some(_)) => Err(ExecError::Spawn("Python 3.8 or newer is required".into())),
+        _ => Err(ExecError::Spawn(format!(
+            "{} did not report its path: {}",
+            Path::new(&candidate).display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))),
+    }
+}

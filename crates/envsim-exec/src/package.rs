@@ -1,0 +1,371 @@
+//! Environment packages: a folder with `env.py`, `manifest.json`, `states/*.json` and an optional
+//! `tests.json` (see `envs/README.md`), plus checking them against the code and running their
+//! scripted tests through the executor.
+
+use crate::{Call, EnvCode, ExecError, Executor};
+use envsim_core::diff::reference_change_count;
+use envsim_core::pointer::JsonPointer;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// A located problem with a package.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct PackageError {
+    /// The file (or folder) at fault.
+    pub path: PathBuf,
+    /// What is wrong, with the field when there is one.
+    pub message: String,
+}
+
+fn err(path: &Path, message: impl Into<String>) -> PackageError {
+    PackageError {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// `manifest.json`.
+#[derive(Clone, Debug, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Package name (= folder name).
+    pub name: String,
+    /// Domain (commerce, travel, ...).
+    pub domain: String,
+    /// What the system is.
+    pub description: String,
+    /// Class to instantiate.
+    pub class_name: String,
+    /// Business rules in plain language.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// OpenAI function schemas, one per tool.
+    pub tools: Vec<Value>,
+}
+
+impl Manifest {
+    /// Tool names in manifest order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter_map(|t| {
+                t.pointer("/function/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect()
+    }
+}
+
+/// One scripted test step.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TestStep {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments.
+    #[serde(default)]
+    pub args: Map<String, Value>,
+    /// What must hold afterwards.
+    pub expect: Expectation,
+}
+
+/// Assertions on one step.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// The `success` field of the observation.
+    pub success: bool,
+    /// The exact return value.
+    #[serde(default)]
+    pub observation: Option<Value>,
+    /// JSON Pointer → value in the state after.
+    #[serde(default)]
+    pub state: Map<String, Value>,
+    /// JSON Pointers that must not exist after.
+    #[serde(default)]
+    pub absent: Vec<String>,
+    /// |Δ| as the reference counts it.
+    #[serde(default)]
+    pub delta_count: Option<usize>,
+}
+
+/// One scripted sequence.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TestCase {
+    /// What the case shows.
+    pub name: String,
+    /// Index of the initial state.
+    pub state: usize,
+    /// Steps in order.
+    pub steps: Vec<TestStep>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct TestFile {
+    cases: Vec<TestCase>,
+}
+
+/// A loaded environment package.
+#[derive(Clone, Debug)]
+pub struct EnvPackage {
+    /// The package folder.
+    pub dir: PathBuf,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The code, ready for the executor.
+    pub code: EnvCode,
+    /// Initial states by file name, in file-name order.
+    pub states: Vec<(String, Value)>,
+    /// Scripted tests (empty when there is no `tests.json`).
+    pub tests: Vec<TestCase>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PackageError> {
+    let bytes = std::fs::read(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+    serde_json::from_slice(&bytes).map_err(|e| err(path, e.to_string()))
+}
+
+impl EnvPackage {
+    /// Loads one package folder.
+    pub fn load(dir: &Path) -> Result<EnvPackage, PackageError> {
+        let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
+        let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if manifest.name != folder {
+            return Err(err(
+                &dir.join("manifest.json"),
+                format!(
+                    "field `name` is {:?} but the folder is {folder:?}",
+                    manifest.name
+                ),
+            ));
+        }
+        for (i, tool) in manifest.tools.iter().enumerate() {
+            if tool
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .is_none()
+            {
+                return Err(err(
+                    &dir.join("manifest.json"),
+                    format!("field `tools.{i}.function.name` is missing"),
+                ));
+            }
+        }
+        let code_path = dir.join("env.py");
+        let code = std::fs::read_to_string(&code_path)
+            .map_err(|e| err(&code_path, format!("cannot read: {e}")))?;
+        let states_dir = dir.join("states");
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&states_dir)
+            .map_err(|e| err(&states_dir, format!("cannot list: {e}")))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        names.sort();
+        let mut states = Vec::new();
+        for path in names {
+            let value: Value = read_json(&path)?;
+            if !value.is_object() {
+                return Err(err(&path, "a state must be a JSON object"));
+            }
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            states.push((name, value));
+        }
+        if states.is_empty() {
+            return Err(err(&states_dir, "no initial states (*.json)"));
+        }
+        let tests_path = dir.join("tests.json");
+        let tests = if tests_path.exists() {
+            let file: TestFile = read_json(&tests_path)?;
+            for (i, case) in file.cases.iter().enumerate() {
+                if case.state >= states.len() {
+                    return Err(err(
+                        &tests_path,
+                        format!(
+                            "field `cases.{i}.state` is {} but there are {} states",
+                            case.state,
+                            states.len()
+                        ),
+                    ));
+                }
+            }
+            file.cases
+        } else {
+            Vec::new()
+        };
+        Ok(EnvPackage {
+            dir: dir.to_owned(),
+            code: EnvCode::new(code, manifest.class_name.clone()),
+            manifest,
+            states,
+            tests,
+        })
+    }
+
+    /// Loads every package folder (a folder holding `manifest.json`) under `root`, by name.
+    pub fn load_all(root: &Path) -> Result<Vec<EnvPackage>, PackageError> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+            .map_err(|e| err(root, format!("cannot list environments: {e}")))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("manifest.json").is_file())
+            .collect();
+        dirs.sort();
+        dirs.iter().map(|d| EnvPackage::load(d)).collect()
+    }
+
+    /// Checks the manifest against the code: every public method has exactly one tool with the
+    /// same required and optional parameters, and every tool has a method. Returns the problems.
+    pub async fn check(&self, executor: &Executor) -> Result<Vec<String>, ExecError> {
+        let methods = executor.describe(&self.code).await?;
+        let mut problems = Vec::new();
+        let methods = methods.as_array().cloned().unwrap_or_default();
+        let tools: Vec<&Value> = self.manifest.tools.iter().collect();
+        for method in &methods {
+            let name = method
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let matching: Vec<&&Value> = tools
+                .iter()
+                .filter(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(name))
+                .collect();
+            let Some(tool) = matching.first() else {
+                problems.push(format!("method `{name}` has no tool in the manifest"));
+                continue;
+            };
+            if matching.len() > 1 {
+                problems.push(format!("tool `{name}` is listed {} times", matching.len()));
+            }
+            let params = method
+                .get("params")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let props = tool
+                .pointer("/function/parameters/properties")
+                .and_then(Value::as_object);
+            let required: Vec<&str> = tool
+                .pointer("/function/parameters/required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for p in &params {
+                let pname = p.get("name").and_then(Value::as_str).unwrap_or_default();
+                let is_required = p.get("required").and_then(Value::as_bool).unwrap_or(false);
+                if !props.is_some_and(|m| m.contains_key(pname)) {
+                    problems.push(format!(
+                        "tool `{name}`: parameter `{pname}` is missing from the schema"
+                    ));
+                } else if is_required != required.contains(&pname) {
+                    problems.push(format!(
+                        "tool `{name}`: parameter `{pname}` is {} in the code but {} in the schema",
+                        if is_required { "required" } else { "optional" },
+                        if required.contains(&pname) {
+                            "required"
+                        } else {
+                            "optional"
+                        }
+                    ));
+                }
+            }
+            if let Some(props) = props {
+                for key in props.keys() {
+                    if !params
+                        .iter()
+                        .any(|p| p.get("name").and_then(Value::as_str) == Some(key))
+                    {
+                        problems.push(format!(
+                            "tool `{name}`: schema parameter `{key}` is not in the code"
+                        ));
+                    }
+                }
+            }
+        }
+        for tool in self.manifest.tool_names() {
+            if !methods
+                .iter()
+                .any(|m| m.get("name").and_then(Value::as_str) == Some(tool.as_str()))
+            {
+                problems.push(format!("tool `{tool}` has no public method in the code"));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Runs the scripted tests; returns one message per failed assertion (empty: all passed).
+    pub async fn run_tests(&self, executor: &Executor) -> Vec<String> {
+        let mut failures = Vec::new();
+        for case in &self.tests {
+            let mut state = self.states[case.state].1.clone();
+            for (k, step) in case.steps.iter().enumerate() {
+                let at = format!(
+                    "{} / case {:?} / step {k} ({})",
+                    self.manifest.name, case.name, step.tool
+                );
+                let call = Call::new(&self.code, &step.tool, &step.args, &state);
+                let outcome = match executor.call(&call).await {
+                    Ok(o) => o,
+                    Err(e) => {
+                        failures.push(format!("{at}: {e}"));
+                        break;
+                    }
+                };
+                let expect = &step.expect;
+                let success = outcome
+                    .observation_json
+                    .get("success")
+                    .and_then(Value::as_bool);
+                if success != Some(expect.success) {
+                    failures.push(format!(
+                        "{at}: success is {success:?}, expected {}: {}",
+                        expect.success, outcome.observation
+                    ));
+                }
+                if let Some(obs) = &expect.observation {
+                    if *obs != outcome.observation_json {
+                        failures.push(format!(
+                            "{at}: observation {} != expected {obs}",
+                            outcome.observation_json
+                        ));
+                    }
+                }
+                for (pointer, expected) in &expect.state {
+                    match JsonPointer::parse(pointer) {
+                        Ok(p) => match p.get(&outcome.state_after) {
+                            Some(actual) if actual == expected => {}
+                            actual => failures.push(format!(
+                                "{at}: state {pointer} is {actual:?}, expected {expected}"
+                            )),
+                        },
+                        Err(e) => failures.push(format!("{at}: bad pointer {pointer:?}: {e}")),
+                    }
+                }
+                for pointer in &expect.absent {
+                    if JsonPointer::parse(pointer)
+                        .ok()
+                        .and_then(|p| p.get(&outcome.state_after).cloned())
+                        .is_some()
+                    {
+                        failures.push(format!("{at}: {pointer} should not exist"));
+                    }
+                }
+                if let Some(expected) = expect.delta_count {
+                    let actual = reference_change_count(&state, &outcome.state_after);
+                    if actual != expected {
+                        failures.push(format!("{at}: |Δ| is {actual}, expected {expected}"));
+                    }
+                }
+                state = outcome.state_after;
+            }
+        }
+        failures
+    }
+}

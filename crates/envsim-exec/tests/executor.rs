@@ -1,0 +1,248 @@
+//! The executor against hostile and tricky environment code.
+
+use envsim_exec::{Call, EnvCode, ExecError, Executor, Limits};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+const HOSTILE: &str = r#"
+import os, time, uuid, random, datetime
+
+class Hostile:
+    def __init__(self, init_config):
+        self.items = {}
+        self.log = []
+
+    def ok(self, key: str = "a"):
+        self.items[key] = self.items.get(key, 0) + 1
+        return {"success": True, "data": self.items[key]}
+
+    def spin(self):
+        while True:
+            pass
+
+    def sleep(self):
+        time.sleep(3600)
+
+    def fork_bomb(self):
+        pids = []
+        for _ in range(1000):
+            pids.append(os.fork())
+        return {"success": True}
+
+    def allocate(self):
+        block = bytearray(10 * 1024 ** 3)
+        return {"success": True, "n": len(block)}
+
+    def hard_exit(self):
+        os._exit(3)
+
+    def shout(self):
+        return {"success": True, "data": "x" * (64 * 1024 * 1024)}
+
+    def chatty(self):
+        print("noise on stdout must not break the protocol")
+        return {"success": True}
+
+    def boom(self, n: int):
+        return {"success": True, "v": 10 // n}
+
+    def stamp(self):
+        self.items["at"] = time.time()
+        self.items["id"] = str(uuid.uuid4())
+        self.items["pick"] = random.randint(1, 10 ** 9)
+        self.items["day"] = datetime.datetime.now().isoformat()
+        return {"success": True, "id": self.items["id"]}
+
+    def odd_values(self):
+        self.log = (1, 2)
+        self.items = {1: {"tags": {"b", "a"}}}
+        return {"success": True, "t": (1, 2)}
+
+    def read_some(self, key: str):
+        return {"success": True, "data": self.items.get(key)}
+"#;
+
+fn env() -> EnvCode {
+    EnvCode::new(HOSTILE, "Hostile")
+}
+
+async fn executor() -> Executor {
+    let limits = Limits {
+        wall: Duration::from_secs(3),
+        cpu_seconds: 2,
+        memory_bytes: 512 << 20,
+        output_bytes: 8 << 20,
+    };
+    Executor::new(2, limits)
+        .await
+        .expect("python3 is available")
+}
+
+async fn run(
+    ex: &Executor,
+    tool: &str,
+    args: Value,
+) -> Result<envsim_exec::CallOutcome, ExecError> {
+    let args: Map<String, Value> = args.as_object().cloned().unwrap_or_default();
+    let state = json!({"items": {"a": 1}});
+    let env = env();
+    ex.call(&Call::new(&env, tool, &args, &state)).await
+}
+
+#[tokio::test]
+async fn normal_call_returns_observation_and_state() {
+    let ex = executor().await;
+    let out = run(&ex, "ok", json!({"key": "a"})).await.unwrap();
+    assert_eq!(out.observation, "{'success': True, 'data': 2}");
+    assert_eq!(out.observation_json, json!({"success": true, "data": 2}));
+    assert_eq!(out.state_after, json!({"items": {"a": 2}, "log": []}));
+    assert!(out.converted.is_empty());
+}
+
+#[tokio::test]
+async fn hostile_calls_get_typed_errors_and_the_pool_keeps_serving() {
+    let ex = executor().await;
+    let cases: [(&str, Value, &str); 9] = [
+        ("spin", json!({}), "timeout"),
+        ("sleep", json!({}), "timeout"),
+        ("fork_bomb", json!({}), "exception"),
+        ("allocate", json!({}), "memory"),
+        ("hard_exit", json!({}), "crash"),
+        ("shout", json!({}), "output_too_large"),
+        ("boom", json!({"n": 0}), "exception"),
+        ("boom", json!({"m": 1}), "invalid_call"),
+        ("nope", json!({}), "invalid_call"),
+    ];
+    for (tool, args, kind) in cases {
+        let (bad, good) = tokio::join!(run(&ex, tool, args), run(&ex, "ok", json!({})));
+        let error = bad.expect_err(tool);
+        assert_eq!(error.kind(), kind, "{tool}: {error}");
+        assert_eq!(
+            good.expect("a concurrent call is unharmed")
+                .observation_json["data"],
+            2,
+            "{tool}"
+        );
+    }
+    let out = run(&ex, "chatty", json!({})).await.unwrap();
+    assert_eq!(out.observation_json, json!({"success": true}));
+}
+
+#[tokio::test]
+async fn missing_module_is_a_load_error() {
+    let ex = executor().await;
+    let broken = EnvCode::new("import not_a_real_module_xyz\nclass A:\n    pass\n", "A");
+    let state = json!({});
+    let err = ex
+        .call(&Call::new(&broken, "f", &Map::new(), &state))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "load_error");
+    assert!(err.to_string().contains("not_a_real_module_xyz"), "{err}");
+    let wrong_class = EnvCode::new("class A:\n    pass\n", "B");
+    let err = ex
+        .call(&Call::new(&wrong_class, "f", &Map::new(), &state))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "load_error");
+}
+
+#[tokio::test]
+async fn same_state_and_call_give_the_same_result_and_probe_finds_dependencies() {
+    let ex = executor().await;
+    let env = env();
+    let args = Map::new();
+    let state = json!({"items": {}});
+    let call = Call::new(&env, "stamp", &args, &state);
+    let a = ex.call(&call).await.unwrap();
+    let b = ex.call(&call).await.unwrap();
+    assert_eq!(
+        (&a.observation, &a.state_after),
+        (&b.observation, &b.state_after)
+    );
+    assert_eq!(
+        a.state_after["items"]["at"],
+        json!(envsim_exec::DEFAULT_CLOCK)
+    );
+    assert_eq!(a.state_after["items"]["day"], json!("2025-01-01T00:00:00"));
+    let report = ex.probe(&call).await.unwrap();
+    assert_eq!(
+        report.clock_dependent,
+        ["/state/items/at", "/state/items/day"]
+    );
+    assert_eq!(
+        report.seed_dependent,
+        ["/observation/id", "/state/items/id", "/state/items/pick"]
+    );
+    let plain = ex
+        .probe(&Call::new(&env, "ok", &args, &state))
+        .await
+        .unwrap();
+    assert!(plain.is_deterministic());
+}
+
+#[tokio::test]
+async fn non_json_values_are_converted_and_reported() {
+    let ex = executor().await;
+    let out = run(&ex, "odd_values", json!({})).await.unwrap();
+    assert_eq!(
+        out.state_after,
+        json!({"items": {"1": {"tags": ["a", "b"]}}, "log": [1, 2]})
+    );
+    let mut report: Vec<(String, String)> = out
+        .converted
+        .iter()
+        .map(|c| (c.path.clone(), c.from.clone()))
+        .collect();
+    report.sort();
+    assert_eq!(
+        report,
+        [
+            ("#observation/t".to_string(), "tuple".to_string()),
+            ("/items/1".to_string(), "key:int".to_string()),
+            ("/items/1/tags".to_string(), "set".to_string()),
+            ("/log".to_string(), "tuple".to_string()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tracing_records_reads() {
+    let ex = executor().await;
+    let env = env();
+    let args: Map<String, Value> = json!({"key": "b"}).as_object().cloned().unwrap();
+    let state = json!({"items": {"a": 1, "b": 2}, "log": []});
+    let mut call = Call::new(&env, "read_some", &args, &state);
+    call.trace = true;
+    let out = ex.call(&call).await.unwrap();
+    let reads: Vec<String> = out.reads.unwrap().iter().map(|p| p.to_string()).collect();
+    assert_eq!(reads, ["/items", "/items/b"]);
+}
+
+#[tokio::test]
+async fn init_config_aliasing_is_an_explicit_option() {
+    let ex = executor().await;
+    let code = EnvCode::new(
+        "class S:\n    def __init__(self, init_config):\n        self.init_config = init_config\n        self.orders = {}\n    def pay(self):\n        self.orders['O1']['status'] = 'paid'\n        return {'success': True}\n",
+        "S",
+    );
+    let state = json!({"orders": {"O1": {"status": "new"}}, "init_config": {"orders": {"O1": {"status": "new"}}}});
+    let args = Map::new();
+    let mut call = Call::new(&code, "pay", &args, &state);
+    let plain = ex.call(&call).await.unwrap();
+    assert_eq!(
+        envsim_core::diff::reference_change_count(&state, &plain.state_after),
+        1
+    );
+    call.alias_init_config = true;
+    let aliased = ex.call(&call).await.unwrap();
+    // The constructor's config is the object the attributes come from: every change shows twice.
+    assert_eq!(
+        aliased.state_after["init_config"]["orders"]["O1"]["status"],
+        "paid"
+    );
+    assert_eq!(
+        envsim_core::diff::reference_change_count(&state, &aliased.state_after),
+        2
+    );
+}
