@@ -24,6 +24,7 @@
 mod error;
 mod worker;
 
+pub mod envscaler;
 pub mod package;
 
 pub use error::ExecError;

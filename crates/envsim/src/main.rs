@@ -1,5 +1,6 @@
 //! The `envsim` command line.
 
+mod env_cmd;
 mod render;
 mod score_cmd;
 
@@ -18,12 +19,15 @@ struct Cli {
 enum Command {
     /// Score predictions (or built-in baselines) against a benchmark, per stratum.
     Score(score_cmd::ScoreArgs),
+    /// Environments: list, show, call, probe, test, import.
+    Env(env_cmd::EnvArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args),
+        Command::Env(args) => env_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

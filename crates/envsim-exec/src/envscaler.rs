@@ -1,0 +1,293 @@
+//! Importing EnvScaler environments into envsim packages.
+//!
+//! Inputs: the environment metadata file (a JSON object keyed by env id; each entry holds
+//! `env_class_name`, `env_class_code`, `tools` and optionally `environment_summary`,
+//! `environment_introduction`, `constraints_rules`) and, optionally, task items (a JSON array or
+//! JSON Lines of `{env_id, env_class_name, init_config, task, ...}`) whose `init_config`s become
+//! the package's initial states.
+
+use crate::package::Manifest;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A located import problem.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{source_name}: {location}: {message}")]
+pub struct ImportError {
+    /// The input file.
+    pub source_name: String,
+    /// Env id or record and field.
+    pub location: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What the import wrote.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ImportedEnv {
+    /// Package folder name.
+    pub name: String,
+    /// Number of tools.
+    pub tools: usize,
+    /// Number of initial states written.
+    pub states: usize,
+}
+
+/// Reads task items and groups their `init_config`s by env id (duplicates dropped).
+pub fn read_tasks(
+    bytes: &[u8],
+    source: &str,
+) -> Result<BTreeMap<String, Vec<(String, Value)>>, ImportError> {
+    let error = |location: String, message: String| ImportError {
+        source_name: source.to_owned(),
+        location,
+        message,
+    };
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| error("file".into(), format!("not UTF-8: {e}")))?;
+    let items: Vec<(String, Value)> = if text.trim_start().starts_with('[') {
+        let values: Vec<Value> = serde_json::from_str(text)
+            .map_err(|e| error(format!("line {}", e.line()), e.to_string()))?;
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (format!("record {i}"), v))
+            .collect()
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v = serde_json::from_str(line)
+                .map_err(|e| error(format!("line {}", i + 1), e.to_string()))?;
+            out.push((format!("line {}", i + 1), v));
+        }
+        out
+    };
+    let mut by_env: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    for (location, item) in items {
+        let env_id = item.get("env_id").and_then(Value::as_str).ok_or_else(|| {
+            error(
+                location.clone(),
+                "field `env_id` is missing or not a string".into(),
+            )
+        })?;
+        let config = item
+            .get("init_config")
+            .filter(|c| c.is_object())
+            .ok_or_else(|| {
+                error(
+                    location.clone(),
+                    "field `init_config` is missing or not an object".into(),
+                )
+            })?;
+        let task_id = match item.get("task_id") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => location.replace(' ', "_"),
+        };
+        let states = by_env.entry(env_id.to_owned()).or_default();
+        if !states.iter().any(|(_, existing)| existing == config) {
+            states.push((task_id, config.clone()));
+        }
+    }
+    Ok(by_env)
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Converts metadata (and grouped task states) into package folders under `out`.
+pub fn import(
+    metadata: &[u8],
+    source: &str,
+    tasks: &BTreeMap<String, Vec<(String, Value)>>,
+    out: &Path,
+) -> Result<Vec<ImportedEnv>, ImportError> {
+    let error = |location: String, message: String| ImportError {
+        source_name: source.to_owned(),
+        location,
+        message,
+    };
+    let root: Map<String, Value> = match serde_json::from_slice(metadata) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return Err(error(
+                "file".into(),
+                "expected a JSON object keyed by env id".into(),
+            ))
+        }
+        Err(e) => {
+            return Err(error(
+                format!("line {} column {}", e.line(), e.column()),
+                e.to_string(),
+            ))
+        }
+    };
+    // Validate everything before writing anything.
+    let mut planned = Vec::new();
+    for (env_id, entry) in &root {
+        let field = |key: &str| entry.get(key);
+        let text = |key: &str| -> Result<String, ImportError> {
+            field(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| error(format!("{env_id}.{key}"), "missing or not a string".into()))
+        };
+        let class_name = text("env_class_name")?;
+        let code = text("env_class_code")?;
+        let tools = match field("tools") {
+            Some(Value::Array(tools)) => tools.clone(),
+            _ => {
+                return Err(error(
+                    format!("{env_id}.tools"),
+                    "missing or not a list".into(),
+                ))
+            }
+        };
+        for (i, tool) in tools.iter().enumerate() {
+            if tool
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .is_none()
+            {
+                return Err(error(
+                    format!("{env_id}.tools.{i}"),
+                    "not an OpenAI function schema (no function.name)".into(),
+                ));
+            }
+        }
+        let description = ["environment_summary", "environment_introduction"]
+            .iter()
+            .find_map(|k| field(k).and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned();
+        let rules = match field("constraints_rules") {
+            Some(Value::Array(rules)) => rules
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let name = sanitize(env_id);
+        let manifest = Manifest {
+            name: name.clone(),
+            domain: "envscaler".into(),
+            description,
+            class_name,
+            rules,
+            tools,
+        };
+        let states = tasks.get(env_id).cloned().unwrap_or_default();
+        planned.push((name, manifest, code, states));
+    }
+    let io = |path: &Path, e: std::io::Error| {
+        error(path.display().to_string(), format!("cannot write: {e}"))
+    };
+    let mut written = Vec::new();
+    for (name, manifest, code, states) in planned {
+        let dir: PathBuf = out.join(&name);
+        std::fs::create_dir_all(dir.join("states")).map_err(|e| io(&dir, e))?;
+        std::fs::write(dir.join("env.py"), &code).map_err(|e| io(&dir, e))?;
+        let manifest_text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+        std::fs::write(dir.join("manifest.json"), manifest_text + "\n").map_err(|e| io(&dir, e))?;
+        let states = if states.is_empty() {
+            // A package needs a state; an empty one lets the class's own defaults apply.
+            vec![("empty".to_owned(), Value::Object(Map::new()))]
+        } else {
+            states
+        };
+        for (i, (task, state)) in states.iter().enumerate() {
+            let path = dir
+                .join("states")
+                .join(format!("{i:03}_{}.json", sanitize(task)));
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(state).unwrap_or_default() + "\n",
+            )
+            .map_err(|e| io(&path, e))?;
+        }
+        written.push(ImportedEnv {
+            name,
+            tools: manifest.tools.len(),
+            states: states.len(),
+        });
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn imports_metadata_and_task_states() {
+        let metadata = json!({
+            "env_7": {
+                "env_class_name": "Garage",
+                "env_class_code": "class Garage:\n    def __init__(self, init_config):\n        self.spots = {}\n    def get_spot(self, spot_id: str):\n        return {'success': True, 'data': self.spots.get(spot_id)}\n",
+                "tools": [{"type": "function", "function": {"name": "get_spot", "parameters": {"type": "object", "properties": {"spot_id": {"type": "string"}}, "required": ["spot_id"]}}}],
+                "environment_summary": "A parking garage.",
+                "constraints_rules": ["A spot holds one vehicle."]
+            }
+        });
+        let tasks = "{\"env_id\": \"env_7\", \"task_id\": \"0412-1\", \"init_config\": {\"spots\": {\"B2\": {\"status\": \"free\"}}}, \"task\": \"x\"}\n\
+                     {\"env_id\": \"env_7\", \"task_id\": \"0412-2\", \"init_config\": {\"spots\": {\"B2\": {\"status\": \"free\"}}}, \"task\": \"y\"}\n";
+        let grouped = read_tasks(tasks.as_bytes(), "tasks.jsonl").unwrap();
+        assert_eq!(grouped["env_7"].len(), 1, "identical configs are kept once");
+        let out = tempfile::tempdir().unwrap();
+        let written = import(
+            metadata.to_string().as_bytes(),
+            "meta.json",
+            &grouped,
+            out.path(),
+        )
+        .unwrap();
+        assert_eq!(
+            written,
+            [ImportedEnv {
+                name: "env_7".into(),
+                tools: 1,
+                states: 1
+            }]
+        );
+        let package = crate::package::EnvPackage::load(&out.path().join("env_7")).unwrap();
+        assert_eq!(package.manifest.class_name, "Garage");
+        assert_eq!(package.manifest.rules, ["A spot holds one vehicle."]);
+        assert_eq!(
+            package.states[0].1,
+            json!({"spots": {"B2": {"status": "free"}}})
+        );
+    }
+
+    #[test]
+    fn bad_metadata_is_located_and_nothing_is_written() {
+        let out = tempfile::tempdir().unwrap();
+        let metadata = json!({"env_1": {"env_class_name": "A", "env_class_code": "class A: pass", "tools": []},
+                              "env_2": {"env_class_name": "B", "tools": []}});
+        let err = import(
+            metadata.to_string().as_bytes(),
+            "meta.json",
+            &BTreeMap::new(),
+            out.path(),
+        )
+        .unwrap_err();
+        assert_eq!(err.location, "env_2.env_class_code");
+        assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
+        let err = read_tasks(b"{\"env_id\": 3}\n", "t.jsonl").unwrap_err();
+        assert_eq!(err.location, "line 1");
+    }
+}

@@ -1,0 +1,425 @@
+//! `envsim env ...`: list, inspect, call, probe, test and import environments.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Call, Executor, Limits};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// The bundled corpus: `$ENVSIM_ENVS`, else the `envs/` folder of the source tree this binary
+/// was built from.
+fn default_envs() -> PathBuf {
+    std::env::var_os("ENVSIM_ENVS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs"))
+}
+
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
+    #[arg(long, value_name = "DIR", global = true)]
+    envs: Option<PathBuf>,
+    #[command(subcommand)]
+    command: EnvCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum EnvCommand {
+    /// List environments.
+    List {
+        /// JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one environment: description, rules, tools, states.
+    Show { name: String },
+    /// Execute one tool call and print the observation, the change and the state after.
+    Call(CallArgs),
+    /// Report which outputs depend on the clock or the random seed, for every scripted step.
+    Probe { name: String },
+    /// Check manifests against code and run the scripted tests.
+    Test {
+        /// Environments to test (default: all).
+        names: Vec<String>,
+    },
+    /// Import EnvScaler environment metadata (and task items) as packages.
+    ImportEnvscaler {
+        /// The metadata JSON (object keyed by env id).
+        file: PathBuf,
+        /// Task items (JSON array or JSONL) whose `init_config`s become initial states.
+        #[arg(long, value_name = "FILE")]
+        tasks: Option<PathBuf>,
+        /// Output folder.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    name: String,
+    tool: String,
+    /// State file (JSON object).
+    #[arg(long, value_name = "FILE", conflicts_with = "state_index")]
+    state: Option<PathBuf>,
+    /// Index of one of the package's initial states (default 0).
+    #[arg(long, value_name = "N")]
+    state_index: Option<usize>,
+    /// Arguments as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    args: String,
+    /// Seed of random and uuid.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Frozen clock, seconds since the epoch.
+    #[arg(long, default_value_t = envsim_exec::DEFAULT_CLOCK)]
+    clock: f64,
+    /// Reproduce the reference's init_config aliasing.
+    #[arg(long)]
+    alias_init_config: bool,
+    /// Record the state paths the call reads.
+    #[arg(long)]
+    trace: bool,
+    /// Print {"observation", "state_after", "delta", "delta_count", "error"}.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: EnvArgs) -> Result<()> {
+    let root = args.envs.unwrap_or_else(default_envs);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        match args.command {
+            EnvCommand::List { json } => list(&root, json),
+            EnvCommand::Show { name } => show(&find(&root, &name)?),
+            EnvCommand::Call(call) => call_cmd(&root, call).await,
+            EnvCommand::Probe { name } => probe(&find(&root, &name)?).await,
+            EnvCommand::Test { names } => test(&root, &names).await,
+            EnvCommand::ImportEnvscaler { file, tasks, out } => {
+                import(&file, tasks.as_deref(), &out)
+            }
+        }
+    })
+}
+
+fn load_all(root: &Path) -> Result<Vec<EnvPackage>> {
+    EnvPackage::load_all(root).map_err(|e| anyhow!("{e}"))
+}
+
+fn find(root: &Path, name: &str) -> Result<EnvPackage> {
+    let dir = root.join(name);
+    if !dir.join("manifest.json").is_file() {
+        let names: Vec<String> = load_all(root)?
+            .into_iter()
+            .map(|p| p.manifest.name)
+            .collect();
+        bail!(
+            "no environment {name:?} in {} (have: {})",
+            root.display(),
+            names.join(", ")
+        );
+    }
+    EnvPackage::load(&dir).map_err(|e| anyhow!("{e}"))
+}
+
+fn list(root: &Path, as_json: bool) -> Result<()> {
+    let packages = load_all(root)?;
+    if as_json {
+        let items: Vec<Value> = packages
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.manifest.name,
+                    "domain": p.manifest.domain,
+                    "description": p.manifest.description,
+                    "tools": p.manifest.tool_names(),
+                    "states": p.states.len(),
+                    "tests": p.tests.len(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    table.set_header(["name", "domain", "tools", "states", "tests"]);
+    for p in &packages {
+        table.add_row([
+            p.manifest.name.clone(),
+            p.manifest.domain.clone(),
+            p.manifest.tools.len().to_string(),
+            p.states.len().to_string(),
+            p.tests.len().to_string(),
+        ]);
+    }
+    let tools: usize = packages.iter().map(|p| p.manifest.tools.len()).sum();
+    println!("{table}\n{} environments, {tools} tools", packages.len());
+    Ok(())
+}
+
+fn show(p: &EnvPackage) -> Result<()> {
+    let m = &p.manifest;
+    println!(
+        "{} ({}) — class {}\n\n{}\n",
+        m.name, m.domain, m.class_name, m.description
+    );
+    if !m.rules.is_empty() {
+        println!("Rules:");
+        for rule in &m.rules {
+            println!("  - {rule}");
+        }
+        println!();
+    }
+    println!("Tools:");
+    for tool in &m.tools {
+        let f = &tool["function"];
+        let required: Vec<&str> = f
+            .pointer("/parameters/required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let params: Vec<String> = f
+            .pointer("/parameters/properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(k, v)| {
+                        let ty = v.get("type").and_then(Value::as_str).unwrap_or("any");
+                        if required.contains(&k.as_str()) {
+                            format!("{k}: {ty}")
+                        } else {
+                            format!("{k}?: {ty}")
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "  {}({})\n      {}",
+            f["name"].as_str().unwrap_or_default(),
+            params.join(", "),
+            f["description"].as_str().unwrap_or_default()
+        );
+    }
+    println!("\nStates:");
+    for (i, (name, state)) in p.states.iter().enumerate() {
+        println!("  [{i}] {name} ({} bytes)", state.to_string().len());
+    }
+    println!("\nTests: {} cases", p.tests.len());
+    Ok(())
+}
+
+async fn call_cmd(root: &Path, a: CallArgs) -> Result<()> {
+    let package = find(root, &a.name)?;
+    let state: Value = match (&a.state, a.state_index) {
+        (Some(path), _) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let value: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| anyhow!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+            if !value.is_object() {
+                bail!("{}: the state must be a JSON object", path.display());
+            }
+            value
+        }
+        (None, index) => {
+            let index = index.unwrap_or(0);
+            package
+                .states
+                .get(index)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "--state-index {index}: {} has {} states",
+                        a.name,
+                        package.states.len()
+                    )
+                })?
+        }
+    };
+    let args: Map<String, Value> = match serde_json::from_str(&a.args) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => bail!("--args must be a JSON object"),
+        Err(e) => bail!("--args is not valid JSON: {e}"),
+    };
+    let executor = Executor::new(1, Limits::default()).await?;
+    let call = Call {
+        seed: a.seed,
+        clock: a.clock,
+        alias_init_config: a.alias_init_config,
+        trace: a.trace,
+        ..Call::new(&package.code, &a.tool, &args, &state)
+    };
+    let result = executor.call(&call).await;
+    let (delta, count, state_after, observation, error) = match &result {
+        Ok(outcome) => {
+            let changes =
+                reference_diff(&state, &outcome.state_after, ReferenceEquality::Labelling);
+            let delta: Vec<Value> = changes
+                .iter()
+                .map(|c| reference_change_json(c, true))
+                .collect();
+            (
+                Value::Array(delta),
+                Value::from(changes.len()),
+                outcome.state_after.clone(),
+                Value::String(outcome.observation.clone()),
+                Value::Null,
+            )
+        }
+        Err(e) => (
+            Value::Array(Vec::new()),
+            Value::from(0),
+            Value::Null,
+            Value::Null,
+            e.to_json(),
+        ),
+    };
+    if a.json {
+        let mut out = json!({
+            "observation": observation,
+            "state_after": state_after,
+            "delta": delta,
+            "delta_count": count,
+            "error": error,
+        });
+        if let Ok(outcome) = &result {
+            out["observation_json"] = outcome.observation_json.clone();
+            out["converted"] = serde_json::to_value(&outcome.converted)?;
+            if let Some(reads) = &outcome.reads {
+                out["reads"] = reads.iter().map(|p| Value::String(p.to_string())).collect();
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    match result {
+        Err(e) => bail!("{e}"),
+        Ok(outcome) => {
+            println!("observation: {}", outcome.observation);
+            println!("|Δ| = {count}");
+            for change in delta.as_array().into_iter().flatten() {
+                println!(
+                    "  {} {}: {} -> {}",
+                    change["type"].as_str().unwrap_or_default(),
+                    change["path"].as_str().unwrap_or_default(),
+                    change["before"],
+                    change["after"]
+                );
+            }
+            for c in &outcome.converted {
+                println!("converted: {} ({} -> {})", c.path, c.from, c.to);
+            }
+            if let Some(reads) = &outcome.reads {
+                let reads: Vec<String> = reads.iter().map(|p| p.to_string()).collect();
+                println!("reads: {}", reads.join(" "));
+            }
+            println!(
+                "state after:\n{}",
+                serde_json::to_string_pretty(&outcome.state_after)?
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn probe(package: &EnvPackage) -> Result<()> {
+    let executor = Executor::new(2, Limits::default()).await?;
+    let mut any = false;
+    let mut seen = std::collections::BTreeSet::new();
+    for case in &package.tests {
+        let mut state = package.states[case.state].1.clone();
+        for step in &case.steps {
+            let call = Call::new(&package.code, &step.tool, &step.args, &state);
+            let report = executor.probe(&call).await;
+            let next = executor.call(&call).await;
+            if let Ok(report) = report {
+                if !report.is_deterministic() && seen.insert(step.tool.clone()) {
+                    any = true;
+                    println!("{}:", step.tool);
+                    for field in &report.clock_dependent {
+                        println!("  clock  {field}");
+                    }
+                    for field in &report.seed_dependent {
+                        println!("  seed   {field}");
+                    }
+                }
+            }
+            match next {
+                Ok(outcome) => state = outcome.state_after,
+                Err(_) => break,
+            }
+        }
+    }
+    if !any {
+        println!(
+            "{}: every scripted call is deterministic given state, code and arguments",
+            package.manifest.name
+        );
+    }
+    Ok(())
+}
+
+async fn test(root: &Path, names: &[String]) -> Result<()> {
+    let packages: Vec<EnvPackage> = if names.is_empty() {
+        load_all(root)?
+    } else {
+        names.iter().map(|n| find(root, n)).collect::<Result<_>>()?
+    };
+    let executor = Executor::new(2, Limits::default()).await?;
+    let mut failed = 0;
+    for p in &packages {
+        let mut problems = p.check(&executor).await?;
+        problems.extend(p.run_tests(&executor).await);
+        let steps: usize = p.tests.iter().map(|c| c.steps.len()).sum();
+        if problems.is_empty() {
+            println!(
+                "ok    {} ({} cases, {steps} steps)",
+                p.manifest.name,
+                p.tests.len()
+            );
+        } else {
+            failed += 1;
+            println!("FAIL  {}", p.manifest.name);
+            for problem in problems {
+                println!("      {problem}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} environments failed", packages.len());
+    }
+    Ok(())
+}
+
+fn import(file: &Path, tasks: Option<&Path>, out: &Path) -> Result<()> {
+    let metadata =
+        std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let grouped = match tasks {
+        Some(path) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            envsim_exec::envscaler::read_tasks(&bytes, &path.display().to_string())?
+        }
+        None => Default::default(),
+    };
+    let written =
+        envsim_exec::envscaler::import(&metadata, &file.display().to_string(), &grouped, out)?;
+    for env in &written {
+        println!("{}  {} tools, {} states", env.name, env.tools, env.states);
+    }
+    println!(
+        "imported {} environments into {}",
+        written.len(),
+        out.display()
+    );
+    Ok(())
+}
