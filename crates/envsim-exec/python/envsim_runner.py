@@ -402,10 +402,14 @@ def _public_state(instance):
 
 def _construct(cls, state_text, alias):
     """EnvScaler's construction: `cls(config)` (falling back to `cls({})` and `cls()` on
-    TypeError), then every top-level key of the config set as an attribute. With `alias` the
-    attributes are the very objects of the config given to the constructor, so a class that
-    keeps `self.init_config` sees every mutation twice (the reference's trajectories); without
-    it they come from a second, independent decoding of the same state."""
+    TypeError), then every top-level key of the config set as an attribute.
+
+    With `alias` the attributes are the very objects of the config given to the constructor, so
+    a class that keeps `self.init_config` sees every mutation twice (the reference's
+    trajectories). Without it, when the constructor kept the config or one of its top-level
+    values, the attributes come from a second, independent decoding of the state; otherwise the
+    config's own objects are used, as nothing else refers to them. Returns the instance and the
+    decoded state (pristine only when it was decoded separately)."""
     config = json.loads(state_text)
     if not isinstance(config, dict):
         raise _InvalidCall("the state must be an object")
@@ -413,7 +417,7 @@ def _construct(cls, state_text, alias):
         # A snapshot of an aliased instance holds `init_config` as a separate copy; drop it so
         # the constructor's own `self.init_config = init_config` re-creates the alias.
         config.pop("init_config", None)
-    attributes = config if alias else json.loads(state_text)
+    originals = {id(config)} | {id(v) for v in config.values() if isinstance(v, (dict, list))}
     try:
         instance = cls(config)
     except TypeError:
@@ -421,6 +425,9 @@ def _construct(cls, state_text, alias):
             instance = cls({})
         except TypeError:
             instance = cls()
+    attributes = config
+    if not alias and any(id(v) in originals for v in vars(instance).values()):
+        attributes = json.loads(state_text)
     for key, value in attributes.items():
         setattr(instance, key, value)
     return instance
@@ -442,19 +449,34 @@ def _traced_class(cls, reads):
     return type(cls.__name__, (cls,), {"__getattribute__": __getattribute__})
 
 
-def _dump(value, label):
-    """JSON text of a value, plus the list of non-JSON conversions. The C encoder is tried first;
-    when decoding its output does not give back an equal value (tuples, non-string keys, sets,
-    objects), the slow converter runs and reports each conversion."""
+def _dump(value, label, unchanged_text=None):
+    """JSON text of a value, plus the list of non-JSON conversions.
+
+    The C encoder is tried first (in the compact layout the Rust side sends). If its text equals
+    `unchanged_text` (the state as received) nothing was converted. Otherwise, when decoding
+    the text does not give back an equal value (tuples, non-string keys, sets, objects), the
+    slow converter runs and reports each conversion."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        if json.loads(text) == value:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        if text == unchanged_text or json.loads(text) == value:
             return text, []
     except (TypeError, ValueError):
         pass
     converted = []
-    text = json.dumps(_to_json(value, label, converted), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(_to_json(value, label, converted), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text, converted
+
+
+_SIGNATURES = {}
+
+
+def _check_arguments(cls, tool, method, args):
+    """Raises TypeError when the arguments do not fit the tool's signature."""
+    key = (cls, tool)
+    signature = _SIGNATURES.get(key)
+    if signature is None:
+        signature = _SIGNATURES[key] = inspect.signature(method)
+    signature.bind(**args)
 
 
 def _call(req, state_text):
@@ -485,7 +507,7 @@ def _call(req, state_text):
             instance.__class__ = _traced_class(cls, reads)
         method = getattr(instance, tool)
         try:
-            inspect.signature(method).bind(**args)
+            _check_arguments(cls, tool, method, args)
         except TypeError as exc:
             return _fail("invalid_call", "%s(): %s" % (tool, exc))
         result = method(**args)
@@ -500,7 +522,7 @@ def _call(req, state_text):
             for key, value in list(_public_state(instance).items()):
                 object.__setattr__(instance, key, _unwrap(value))
             result = _unwrap(result)
-        state_json, converted = _dump(_public_state(instance), "")
+        state_json, converted = _dump(_public_state(instance), "", state_text.rstrip("\n"))
         observation_json, converted_obs = _dump(result, "#observation")
         observation = str(result)
     except MemoryError:
