@@ -109,7 +109,9 @@ async fn run() {
         handles.push(tokio::spawn(async move {
             let mut done = 0usize;
             for _ in 0..ROUNDS {
-                for step in steps.iter().skip(lane).step_by(2) {
+                // Each lane takes a contiguous half, so chained steps stay together.
+                let half = steps.len().div_ceil(2);
+                for step in steps.iter().skip(lane * half).take(half) {
                     let call = Call::new(&codes[step.env], &step.tool, &step.args, &step.state);
                     let _ = executor.call(&call).await;
                     done += 1;

@@ -228,8 +228,15 @@ impl Executor {
         &self.limits
     }
 
-    async fn checkout(&self) -> Result<Worker, ExecError> {
-        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+    /// An idle worker (preferring one whose live instance holds `state`), or a new one.
+    async fn checkout(&self, state: Option<u64>) -> Result<Worker, ExecError> {
+        let reused = self.idle.lock().ok().and_then(|mut idle| {
+            let preferred = state.and_then(|s| idle.iter().position(|w| w.live_state == Some(s)));
+            match preferred {
+                Some(i) => Some(idle.swap_remove(i)),
+                None => idle.pop(),
+            }
+        });
         match reused {
             Some(worker) => Ok(worker),
             None => Worker::spawn(&self.python, self.runner.path(), &self.limits).await,
@@ -246,6 +253,7 @@ impl Executor {
     /// to the pool.
     async fn with_worker<T>(
         &self,
+        state: Option<u64>,
         work: impl AsyncFnOnce(&mut Worker) -> Result<T, ExecError>,
     ) -> Result<T, ExecError> {
         let _permit = self
@@ -253,7 +261,7 @@ impl Executor {
             .acquire()
             .await
             .map_err(|_| ExecError::Spawn("the executor is shut down".into()))?;
-        let mut worker = self.checkout().await?;
+        let mut worker = self.checkout(state).await?;
         let result = work(&mut worker).await;
         match &result {
             Err(e) if e.kills_worker() => drop(worker),
@@ -265,7 +273,7 @@ impl Executor {
     /// Interpreter and sandbox facts.
     pub async fn info(&self) -> Result<WorkerInfo, ExecError> {
         let limits = self.limits.clone();
-        self.with_worker(async |w| {
+        self.with_worker(None, async |w| {
             let reply = w.request(op("hello"), None, limits.wall, &limits).await?;
             Ok(WorkerInfo {
                 python: str_field(&reply, "python"),
@@ -299,7 +307,7 @@ impl Executor {
     /// Loads the environment (if needed) and lists its public methods with their parameters.
     pub async fn describe(&self, env: &EnvCode) -> Result<Value, ExecError> {
         let limits = self.limits.clone();
-        self.with_worker(async |w| {
+        self.with_worker(None, async |w| {
             Self::ensure_loaded(w, env, &limits).await?;
             let mut header = op("describe");
             header.insert("env".into(), env.key.to_string().into());
@@ -314,7 +322,8 @@ impl Executor {
         let limits = self.limits.clone();
         let state_line = serde_json::to_string(call.state)
             .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
-        self.with_worker(async |w| {
+        let sent = fingerprint(&state_line);
+        self.with_worker(Some(sent), async |w| {
             Self::ensure_loaded(w, call.env, &limits).await?;
             let mut header = op("call");
             header.insert("env".into(), call.env.key.to_string().into());
@@ -325,10 +334,18 @@ impl Executor {
             header.insert("alias_init_config".into(), call.alias_init_config.into());
             header.insert("trace".into(), call.trace.into());
             let started = Instant::now();
+            w.live_state = None;
             let reply = w
                 .request(header, Some(&state_line), limits.wall, &limits)
                 .await?;
-            outcome(reply, started)
+            let outcome = outcome(reply, started)?;
+            if !call.alias_init_config && !call.trace {
+                // What the next step of a chain will send; the worker keeps that instance live.
+                w.live_state = serde_json::to_string(&outcome.state_after)
+                    .ok()
+                    .map(|t| fingerprint(&t));
+            }
+            Ok(outcome)
         })
         .await
     }
@@ -355,6 +372,12 @@ impl Executor {
             clock_dependent: differing(&base, &reclocked),
         })
     }
+}
+
+fn fingerprint(text: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn op(name: &str) -> Map<String, Value> {

@@ -24,6 +24,8 @@ pub(crate) struct Worker {
     next_id: u64,
     /// Environments (by key) this process has loaded.
     pub(crate) loaded: HashSet<u64>,
+    /// Fingerprint of the state the worker's live instance holds (see the runner's `_LIVE`).
+    pub(crate) live_state: Option<u64>,
     _workdir: tempfile::TempDir,
 }
 
@@ -88,6 +90,7 @@ impl Worker {
             pgid,
             next_id: 0,
             loaded: HashSet::new(),
+            live_state: None,
             _workdir: workdir,
         })
     }
