@@ -449,22 +449,17 @@ def _traced_class(cls, reads):
     return type(cls.__name__, (cls,), {"__getattribute__": __getattribute__})
 
 
-def _dump(value, label, unchanged_text=None):
-    """JSON text of a value, plus the list of non-JSON conversions.
-
-    The C encoder is tried first (in the compact layout the Rust side sends). If its text equals
-    `unchanged_text` (the state as received) nothing was converted. Otherwise, when decoding
-    the text does not give back an equal value (tuples, non-string keys, sets, objects), the
-    slow converter runs and reports each conversion."""
+def _dump(value, label):
+    """JSON text of a value, plus the list of non-JSON conversions: the C encoder first; when
+    decoding its text does not give back an equal value (tuples, non-string keys, sets, objects),
+    the slow converter runs and reports each conversion."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        if text == unchanged_text or json.loads(text) == value:
+        if json.loads(text) == value:
             return text, []
     except (TypeError, ValueError):
         pass
-    converted = []
-    text = json.dumps(_to_json(value, label, converted), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text, converted
+    return _convert(value, label)
 
 
 _SIGNATURES = {}
@@ -477,12 +472,51 @@ _LIVE = []
 
 
 def _take_live(env, state_text):
+    """The live instance and its per-attribute JSON texts, when `state_text` is its state."""
     if _LIVE and _LIVE[0] == env and _LIVE[1] == state_text:
-        instance = _LIVE[2]
+        instance, texts = _LIVE[2], _LIVE[3]
         del _LIVE[:]
-        return instance
+        return instance, texts
     del _LIVE[:]
-    return None
+    return None, None
+
+
+def _dump_state(state, unchanged_text, previous_texts):
+    """JSON text of the state (compact), its per-attribute texts, and the conversions.
+
+    An attribute whose text equals its text after the previous call of a chain, or a whole state
+    whose text equals the text received, needs no check for non-JSON values; the other
+    attributes are decoded back and compared, and converted with a report when they differ."""
+    texts, converted, unverified = {}, [], []
+    for key, value in state.items():
+        try:
+            texts[key] = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            texts[key], found = _convert(value, "/" + _escape(key))
+            converted.extend(found)
+            continue
+        if previous_texts is None or previous_texts.get(key) != texts[key]:
+            unverified.append(key)
+    whole = _assemble(texts)
+    if previous_texts is None and whole == unchanged_text:
+        return whole, texts, converted
+    repaired = False
+    for key in unverified:
+        if json.loads(texts[key]) != state[key]:
+            texts[key], found = _convert(state[key], "/" + _escape(key))
+            converted.extend(found)
+            repaired = True
+    return (_assemble(texts) if repaired else whole), texts, converted
+
+
+def _assemble(texts):
+    return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + t for k, t in texts.items()) + "}"
+
+
+def _convert(value, label):
+    converted = []
+    text = json.dumps(_to_json(value, label, converted), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text, converted
 
 
 def _check_arguments(cls, tool, method, args):
@@ -514,7 +548,7 @@ def _call(req, state_text):
     state_text = state_text.rstrip("\n")
     try:
         try:
-            instance = _take_live(req.get("env"), state_text) if reusable else None
+            instance, previous_texts = _take_live(req.get("env"), state_text) if reusable else (None, None)
             if instance is None:
                 instance = _construct(cls, state_text, alias)
         except _InvalidCall as exc:
@@ -542,11 +576,11 @@ def _call(req, state_text):
             for key, value in list(_public_state(instance).items()):
                 object.__setattr__(instance, key, _unwrap(value))
             result = _unwrap(result)
-        state_json, converted = _dump(_public_state(instance), "", state_text)
+        state_json, texts, converted = _dump_state(_public_state(instance), state_text, previous_texts)
         observation_json, converted_obs = _dump(result, "#observation")
         observation = str(result)
         if reusable and not converted and not any(k.startswith("_") for k in vars(instance)):
-            _LIVE[:] = [req.get("env"), state_json, instance]
+            _LIVE[:] = [req.get("env"), state_json, instance, texts]
     except MemoryError:
         return _fail("memory", "out of memory while reading the state")
     except BaseException as exc:
