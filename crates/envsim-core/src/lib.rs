@@ -30,9 +30,9 @@
 //! assert_eq!(score.stratum, Stratum::Simple1);
 //! ```
 //!
-//! Module map: [`pointer`] and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
+//! Module map: [`pointer`](mod@pointer) and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
 //! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
-//! [`equality`], [`reference`] and [`score`] (metrics), [`strata`], [`report`] (aggregation),
+//! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`strata`], [`report`] (aggregation),
 //! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators).
 
 pub mod apply;
