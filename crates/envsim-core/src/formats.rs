@@ -244,7 +244,8 @@ fn record_transitions(
         Some(info) => fields.id(info, "env_id", "task_info.env_id")?,
         None => None,
     }
-    .or(fields.id(map, "env_id", "env_id")?);
+    .or(fields.id(map, "env_id", "env_id")?)
+    .or(fields.id(map, "env", "env")?);
     let task_id = match task_info {
         Some(info) => fields.id(info, "task_id", "task_info.task_id")?,
         None => None,

@@ -49,6 +49,7 @@ pub mod problem;
 pub mod pyrepr;
 pub mod reference;
 pub mod report;
+pub mod rng;
 pub mod sample;
 pub mod score;
 pub mod strata;

@@ -11,36 +11,7 @@ use envsim_core::diff::{changes_to_json, PathStyle};
 use envsim_core::pyrepr::to_python_repr;
 use serde_json::{json, Map, Value};
 
-/// A small, seedable pseudo-random generator (SplitMix64): reproducible across platforms and
-/// releases, which fixtures need and which `rand`'s generators do not promise.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeds the generator.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-}
+pub use envsim_core::rng::Rng;
 
 /// What kinds of changes the generated transitions may contain.
 #[derive(Clone, Copy, Debug)]

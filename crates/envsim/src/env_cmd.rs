@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The bundled corpus: `$ENVSIM_ENVS`, else the `envs/` folder of the source tree this binary
 /// was built from.
-fn default_envs() -> PathBuf {
+pub fn default_envs() -> PathBuf {
     std::env::var_os("ENVSIM_ENVS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs"))

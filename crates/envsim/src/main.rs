@@ -1,5 +1,6 @@
 //! The `envsim` command line.
 
+mod bench_cmd;
 mod env_cmd;
 mod render;
 mod score_cmd;
@@ -21,6 +22,8 @@ enum Command {
     Score(score_cmd::ScoreArgs),
     /// Environments: list, show, call, probe, test, import.
     Env(env_cmd::EnvArgs),
+    /// Benchmarks: build from environments, inspect.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args),
         Command::Env(args) => env_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

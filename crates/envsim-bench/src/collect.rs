@@ -1,0 +1,301 @@
+//! Collecting transitions: seeded random walks from every initial state of every environment,
+//! executed in the sandbox, each call also re-run under another seed and clock to flag the
+//! fields that state, code and arguments cannot predict.
+
+use crate::driver::{arguments, Intent, StateIndex, ToolSpec};
+use envsim_core::diff::{fine_diff, reference_change_count};
+use envsim_core::rng::Rng;
+use envsim_core::score::observation_success;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Call, ExecError, Executor, DEFAULT_CLOCK};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `success` is true.
+    Success,
+    /// `success` is false: a business-rule failure (the reference's failure stratum).
+    Failure,
+    /// The tool raised, or the call did not fit its signature (the reference drops these).
+    Exception,
+    /// The observation has no boolean `success`.
+    Undetermined,
+}
+
+/// One executed call with everything benchmark construction needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransitionRecord {
+    /// Environment (package) name.
+    pub env: String,
+    /// Environment class name.
+    pub class_name: String,
+    /// The called tool's schema.
+    pub tool_schema: Value,
+    /// Initial state file the walk started from.
+    pub initial_state: String,
+    /// Walk number and step number within the walk.
+    pub walk: usize,
+    /// Step within the walk (0-based).
+    pub step: usize,
+    /// What the driver intended.
+    pub intent: Intent,
+    /// The call.
+    pub action: Value,
+    /// State before.
+    pub config_before: Value,
+    /// State after (equal to before for exceptions).
+    pub config_after: Value,
+    /// `str()` of the return value (or the reference's `Error: ...` text for exceptions).
+    pub observation: String,
+    /// The return value as JSON (null for exceptions).
+    pub observation_json: Value,
+    /// How the call ended.
+    pub outcome: Outcome,
+    /// |Δ| as the reference counts it.
+    pub change_count: usize,
+    /// Leaf-level |Δ| (lists descended).
+    pub fine_change_count: usize,
+    /// Number of arguments.
+    pub args_count: usize,
+    /// Output fields that depend on the clock or the seed (`/observation/...`, `/state/...`).
+    pub unpredictable: Vec<String>,
+    /// The seed and clock the call ran with.
+    pub seed: u64,
+    /// Frozen clock of the call.
+    pub clock: f64,
+}
+
+/// Walk parameters.
+#[derive(Clone, Debug)]
+pub struct WalkPlan {
+    /// Walks per initial state.
+    pub walks: usize,
+    /// Steps per walk.
+    pub steps: usize,
+    /// Share of calls meant to succeed.
+    pub valid_share: f64,
+    /// Master seed.
+    pub seed: u64,
+}
+
+impl Default for WalkPlan {
+    fn default() -> Self {
+        WalkPlan {
+            walks: 10,
+            steps: 16,
+            valid_share: 0.75,
+            seed: 42,
+        }
+    }
+}
+
+/// Runs all walks of one (package, initial state) pair, in order.
+async fn walk_state(
+    executor: &Executor,
+    package: &EnvPackage,
+    state_index: usize,
+    plan: &WalkPlan,
+) -> Result<Vec<TransitionRecord>, ExecError> {
+    let tools: Vec<(ToolSpec, &Value)> = package
+        .manifest
+        .tools
+        .iter()
+        .filter_map(|t| ToolSpec::from_schema(t).map(|s| (s, t)))
+        .collect();
+    let (state_name, initial) = &package.states[state_index];
+    let mut out = Vec::new();
+    for walk in 0..plan.walks {
+        let label = format!("{}/{state_name}/{walk}", package.manifest.name);
+        let mut rng = Rng::derive(plan.seed, &label);
+        let mut state = initial.clone();
+        for step in 0..plan.steps {
+            let Some((tool, schema)) = rng.pick(&tools) else {
+                break;
+            };
+            let intent = if rng.chance(plan.valid_share) {
+                Intent::Valid
+            } else {
+                Intent::Invalid
+            };
+            let index = StateIndex::new(&state);
+            let args = arguments(tool, &index, &mut rng, intent);
+            let seed = rng.next_u64() >> 16;
+            let clock = DEFAULT_CLOCK + (step as f64) * 3600.0;
+            let call = Call {
+                seed,
+                clock,
+                ..Call::new(&package.code, &tool.name, &args, &state)
+            };
+            let record = execute(
+                executor,
+                package,
+                &call,
+                (*schema).clone(),
+                state_name,
+                walk,
+                step,
+                intent,
+            )
+            .await?;
+            let next = record.config_after.clone();
+            out.push(record);
+            state = next;
+        }
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    executor: &Executor,
+    package: &EnvPackage,
+    call: &Call<'_>,
+    tool_schema: Value,
+    state_name: &str,
+    walk: usize,
+    step: usize,
+    intent: Intent,
+) -> Result<TransitionRecord, ExecError> {
+    let action =
+        serde_json::json!({"name": call.tool, "arguments": Value::Object(call.args.clone())});
+    let base = TransitionRecord {
+        env: package.manifest.name.clone(),
+        class_name: package.manifest.class_name.clone(),
+        tool_schema,
+        initial_state: state_name.to_owned(),
+        walk,
+        step,
+        intent,
+        action,
+        config_before: call.state.clone(),
+        config_after: call.state.clone(),
+        observation: String::new(),
+        observation_json: Value::Null,
+        outcome: Outcome::Exception,
+        change_count: 0,
+        fine_change_count: 0,
+        args_count: call.args.len(),
+        unpredictable: Vec::new(),
+        seed: call.seed,
+        clock: call.clock,
+    };
+    match executor.call(call).await {
+        Ok(outcome) => {
+            let twin = executor
+                .call(&Call {
+                    seed: call.seed ^ 0x00C0_FFEE,
+                    clock: call.clock + 86_400.0 * 41.0 + 1_234.5,
+                    ..call.clone()
+                })
+                .await;
+            let mut unpredictable = Vec::new();
+            if let Ok(twin) = twin {
+                for (prefix, a, b) in [
+                    (
+                        "/observation",
+                        &outcome.observation_json,
+                        &twin.observation_json,
+                    ),
+                    ("/state", &outcome.state_after, &twin.state_after),
+                ] {
+                    unpredictable.extend(
+                        fine_diff(a, b)
+                            .iter()
+                            .map(|c| format!("{prefix}{}", c.pointer)),
+                    );
+                }
+            }
+            let verdict = match observation_success(&Value::String(outcome.observation.clone())) {
+                Some(true) => Outcome::Success,
+                Some(false) => Outcome::Failure,
+                None => Outcome::Undetermined,
+            };
+            Ok(TransitionRecord {
+                change_count: reference_change_count(call.state, &outcome.state_after),
+                fine_change_count: fine_diff(call.state, &outcome.state_after).len(),
+                config_after: outcome.state_after,
+                observation: outcome.observation,
+                observation_json: outcome.observation_json,
+                outcome: verdict,
+                unpredictable,
+                ..base
+            })
+        }
+        // Infrastructure failures stop the collection; everything the environment did is data.
+        Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => Err(e),
+        Err(e) => Ok(TransitionRecord {
+            observation: format!("Error: {e}"),
+            ..base
+        }),
+    }
+}
+
+/// Collects transitions from every initial state of every package, `concurrency` walks at a
+/// time. The result is ordered by (package, state, walk, step) whatever the concurrency, so the
+/// same inputs always give the same records. `progress` is called after each finished state.
+pub async fn collect(
+    executor: Arc<Executor>,
+    packages: Arc<Vec<EnvPackage>>,
+    plan: WalkPlan,
+    concurrency: usize,
+    progress: impl Fn(usize, usize) + Send + Sync + 'static,
+) -> Result<Vec<TransitionRecord>, ExecError> {
+    let jobs: Vec<(usize, usize)> = packages
+        .iter()
+        .enumerate()
+        .flat_map(|(p, pkg)| (0..pkg.states.len()).map(move |s| (p, s)))
+        .collect();
+    let total = jobs.len();
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let plan = Arc::new(plan);
+    let progress = Arc::new(progress);
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut handles = Vec::with_capacity(total);
+    for (p, s) in jobs {
+        let (executor, packages, plan, semaphore, progress, done) = (
+            Arc::clone(&executor),
+            Arc::clone(&packages),
+            Arc::clone(&plan),
+            Arc::clone(&semaphore),
+            Arc::clone(&progress),
+            Arc::clone(&done),
+        );
+        handles.push(tokio::spawn(async move {
+            let _permit = semaphore
+                .acquire()
+                .await
+                .map_err(|_| ExecError::Spawn("stopped".into()))?;
+            let records = walk_state(&executor, &packages[p], s, &plan).await;
+            progress(
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
+                total,
+            );
+            records
+        }));
+    }
+    let mut out = Vec::new();
+    for handle in handles {
+        let records = handle
+            .await
+            .map_err(|e| ExecError::Spawn(format!("a collection task failed: {e}")))??;
+        out.extend(records);
+    }
+    Ok(out)
+}
+
+/// The action as the reference renders it, for dedup keys and ids.
+pub fn action_key(action: &Value) -> String {
+    let name = action
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let args = action
+        .get("arguments")
+        .cloned()
+        .unwrap_or(Value::Object(Map::new()));
+    format!("{name}({args})")
+}

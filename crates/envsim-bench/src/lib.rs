@@ -1,0 +1,12 @@
+//! # envsim-bench
+//!
+//! Benchmark construction in one reproducible pipeline: a scenario [`driver`] generates calls
+//! from tool schemas and the current state, [`collect`] executes seeded random walks in the
+//! sandbox (flagging clock- and seed-dependent output), [`sample`] fills a stratified
+//! composition with environment coverage first, and [`output`] writes the reference JSON
+//! format, envsim's JSONL and a datasheet with the benchmark's fingerprint.
+
+pub mod collect;
+pub mod driver;
+pub mod output;
+pub mod sample;

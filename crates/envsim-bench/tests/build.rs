@@ -1,0 +1,112 @@
+//! End to end over three corpus environments: collect, sample, render — twice, byte-identical —
+//! and the oracle scores 100% on the strict metrics of the result.
+
+use envsim_bench::collect::{collect, Outcome, WalkPlan};
+use envsim_bench::output::render;
+use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
+use envsim_core::formats::parse_benchmark;
+use envsim_core::prelude::*;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+fn packages() -> Vec<EnvPackage> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs");
+    ["online_shop", "retail_banking", "file_system"]
+        .iter()
+        .map(|n| EnvPackage::load(&root.join(n)).expect("package"))
+        .collect()
+}
+
+fn composition() -> Composition {
+    let b = |name: &str, outcome, delta, count| Bucket {
+        name: name.into(),
+        outcome,
+        delta,
+        args: None,
+        count,
+    };
+    Composition {
+        buckets: vec![
+            b("failure", BucketOutcome::Failure, Some([0, 0]), 4),
+            b("no_change", BucketOutcome::Success, Some([0, 0]), 4),
+            b("changed", BucketOutcome::Success, Some([1, 12]), 6),
+        ],
+    }
+}
+
+async fn build(seed: u64) -> (envsim_bench::output::BenchmarkFiles, usize) {
+    let packages = packages();
+    let codes: BTreeMap<String, String> = packages
+        .iter()
+        .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
+        .collect();
+    let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
+    let plan = WalkPlan {
+        walks: 2,
+        steps: 10,
+        seed,
+        ..WalkPlan::default()
+    };
+    let transitions = collect(executor, Arc::new(packages), plan, 2, |_, _| {})
+        .await
+        .expect("collects");
+    assert_eq!(transitions.len(), 3 * 3 * 2 * 10);
+    assert!(transitions.iter().any(|t| t.outcome == Outcome::Failure));
+    assert!(transitions
+        .iter()
+        .any(|t| t.outcome == Outcome::Success && t.change_count > 0));
+    let options = SampleOptions {
+        seed,
+        allow_unpredictable: false,
+        allow_underfill: false,
+    };
+    let sampled = sample(&transitions, &composition(), &options).expect("fills");
+    (
+        render(&transitions, &sampled, &composition(), &codes, seed),
+        transitions.len(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builds_are_reproducible_and_the_oracle_is_exact() {
+    let (first, _) = build(7).await;
+    let (second, _) = build(7).await;
+    assert_eq!(first.fingerprint, second.fingerprint);
+    assert!(first.envsim_jsonl == second.envsim_jsonl);
+    assert!(first.reference_json == second.reference_json);
+    assert_eq!(first.datasheet_json["samples"], 14);
+    assert_eq!(
+        first.datasheet_json["environments"], 3,
+        "coverage comes first"
+    );
+
+    let transitions = parse_benchmark(first.reference_json.as_bytes(), "benchmark.json")
+        .expect("reference format parses");
+    let jsonl = parse_benchmark(first.envsim_jsonl.as_bytes(), "benchmark.jsonl")
+        .expect("envsim format parses");
+    assert_eq!(transitions.len(), 14);
+    assert_eq!(jsonl.len(), 14);
+    let mut scores = Vec::new();
+    for t in transitions {
+        let mut sample = PreparedSample::new(t);
+        let prediction = Baseline::Oracle.predict(sample.transition());
+        scores.push(sample.score(&prediction, None));
+    }
+    let report = Report::new("oracle", scores);
+    assert_eq!(report.overall.cm_strict, Some(1.0));
+    assert_eq!(report.overall.fm_strict, Some(1.0));
+    assert_eq!(report.overall.field_f1, Some(1.0));
+    let failures = report
+        .strata
+        .iter()
+        .find(|(k, _)| *k == "failure")
+        .map(|(_, s)| s.n);
+    assert_eq!(
+        failures,
+        Some(4),
+        "the scorer's strata agree with the sampler's buckets"
+    );
+}

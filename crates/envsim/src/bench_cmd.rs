@@ -1,0 +1,216 @@
+//! `envsim bench build|info`.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use envsim_bench::collect::{collect, WalkPlan};
+use envsim_bench::output::render;
+use envsim_bench::sample::{sample, Composition, SampleOptions};
+use envsim_core::formats::parse_benchmark;
+use envsim_core::score::PreparedSample;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Collect transitions from environments and sample a stratified benchmark.
+    Build(BuildArgs),
+    /// Counts per stratum and environment of a benchmark file, and its fingerprint.
+    Info {
+        /// Benchmark file (reference JSON or JSONL).
+        file: PathBuf,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+struct BuildArgs {
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
+    #[arg(long, value_name = "DIR")]
+    envs: Option<PathBuf>,
+    /// Composition file (JSON); default: the reference composition (400 samples).
+    #[arg(long, value_name = "FILE")]
+    composition: Option<PathBuf>,
+    /// Seed of the walks and of the sampling.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Random walks per initial state.
+    #[arg(long, default_value_t = 10)]
+    walks: usize,
+    /// Steps per walk.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Keep transitions whose output depends on the clock or the random seed.
+    #[arg(long)]
+    allow_unpredictable: bool,
+    /// Write a benchmark even when some bucket cannot be filled.
+    #[arg(long)]
+    allow_underfill: bool,
+    /// Output folder.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    match args.command {
+        BenchCommand::Build(build) => build_cmd(build),
+        BenchCommand::Info { file, json } => info(&file, json),
+    }
+}
+
+fn build_cmd(a: BuildArgs) -> Result<()> {
+    let root = a.envs.clone().unwrap_or_else(crate::env_cmd::default_envs);
+    let composition = match &a.composition {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Composition::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?
+        }
+        None => Composition::reference(),
+    };
+    let packages = EnvPackage::load_all(&root).map_err(|e| anyhow!("{e}"))?;
+    if packages.is_empty() {
+        bail!("no environment packages in {}", root.display());
+    }
+    let env_codes: BTreeMap<String, String> = packages
+        .iter()
+        .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let plan = WalkPlan {
+        walks: a.walks,
+        steps: a.steps,
+        seed: a.seed,
+        ..WalkPlan::default()
+    };
+    let started = std::time::Instant::now();
+    let progress = indicatif::ProgressBar::new(0);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let bar = progress.clone();
+    let transitions = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(a.workers, Limits::default()).await?);
+        collect(
+            executor,
+            Arc::new(packages),
+            plan,
+            a.workers,
+            move |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .await
+    })?;
+    progress.finish_and_clear();
+    let collected = started.elapsed();
+    let options = SampleOptions {
+        seed: a.seed,
+        allow_unpredictable: a.allow_unpredictable,
+        allow_underfill: a.allow_underfill,
+    };
+    let sampled = sample(&transitions, &composition, &options)?;
+    let files = render(&transitions, &sampled, &composition, &env_codes, a.seed);
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
+    let outputs = [
+        ("benchmark.json", files.reference_json.clone()),
+        ("benchmark.jsonl", files.envsim_jsonl.clone()),
+        (
+            "datasheet.json",
+            serde_json::to_string_pretty(&files.datasheet_json)? + "\n",
+        ),
+        ("datasheet.md", files.datasheet_md.clone()),
+    ];
+    // Each file is written to a temporary name and renamed, so a failure leaves no torn file.
+    for (name, text) in &outputs {
+        let path = a.out.join(name);
+        let tmp = a.out.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!(
+        "collected {} transitions in {:.1} s; sampled {} from {} environments into {}",
+        transitions.len(),
+        collected.as_secs_f64(),
+        sampled.picks.len(),
+        files.datasheet_json["environments"],
+        a.out.display()
+    );
+    for s in &sampled.shortfalls {
+        eprintln!(
+            "warning: bucket {:?} holds {} of {}",
+            s.bucket, s.available, s.wanted
+        );
+    }
+    println!("{}", files.fingerprint);
+    Ok(())
+}
+
+fn info(file: &Path, as_json: bool) -> Result<()> {
+    use sha2_digest::hex_sha256;
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let transitions = parse_benchmark(&bytes, &file.display().to_string())?;
+    let mut strata: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut envs: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &transitions {
+        let sample = PreparedSample::new(t.clone());
+        *strata.entry(sample.stratum.key()).or_default() += 1;
+        *envs
+            .entry(t.env_id.clone().unwrap_or_else(|| "(unknown)".into()))
+            .or_default() += 1;
+    }
+    let fingerprint = hex_sha256(&bytes);
+    if as_json {
+        let out = serde_json::json!({"file": file.display().to_string(), "samples": transitions.len(), "sha256": fingerprint, "strata": strata, "environments": envs});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} samples, sha256 {fingerprint}",
+        file.display(),
+        transitions.len()
+    );
+    println!("strata:");
+    for (k, v) in &strata {
+        println!("  {k:<16} {v}");
+    }
+    println!("environments ({}):", envs.len());
+    for (k, v) in &envs {
+        println!("  {k:<24} {v}");
+    }
+    Ok(())
+}
+
+mod sha2_digest {
+    use sha2::{Digest, Sha256};
+
+    /// Hex SHA-256 of a file's bytes.
+    pub fn hex_sha256(bytes: &[u8]) -> String {
+        Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
