@@ -262,9 +262,15 @@ fn valid_value(
                 return id.clone();
             }
             let strings: Vec<&Value> = seen.iter().filter(|v| v.is_string()).collect();
-            match rng.pick(&strings) {
-                Some(v) => (*v).clone(),
-                None => Value::String(format!("{name} {}", 1 + rng.below(99))),
+            if let Some(v) = rng.pick(&strings) {
+                return (*v).clone();
+            }
+            // Identifiers with unguessable names (`sku`, `path`) are usually keys of some
+            // collection.
+            let keys: Vec<&String> = index.collections.values().flatten().collect();
+            match rng.pick(&keys) {
+                Some(k) if rng.chance(0.8) => Value::String((*k).clone()),
+                _ => Value::String(format!("{name} {}", 1 + rng.below(99))),
             }
         }
     }

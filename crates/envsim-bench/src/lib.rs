@@ -8,5 +8,6 @@
 
 pub mod collect;
 pub mod driver;
+pub mod export;
 pub mod output;
 pub mod sample;

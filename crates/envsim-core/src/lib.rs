@@ -46,6 +46,7 @@ pub mod literal;
 pub mod path;
 pub mod pointer;
 pub mod problem;
+pub mod prompt;
 pub mod pyrepr;
 pub mod reference;
 pub mod report;

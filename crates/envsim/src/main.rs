@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod env_cmd;
+mod export_cmd;
 mod render;
 mod score_cmd;
 
@@ -24,6 +25,8 @@ enum Command {
     Env(env_cmd::EnvArgs),
     /// Benchmarks: build from environments, inspect.
     Bench(bench_cmd::BenchArgs),
+    /// Training data for simulator models.
+    Export(export_cmd::ExportArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Score(args) => score_cmd::run(args),
         Command::Env(args) => env_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Export(args) => export_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

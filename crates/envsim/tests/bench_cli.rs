@@ -1,0 +1,221 @@
+//! `envsim bench build|info` and `envsim export sft` end to end on small packages written by
+//! the test.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const CODE: &str = r#"
+class Stock:
+    def __init__(self, init_config: dict):
+        self.items = {}
+
+    def list_all(self) -> dict:
+        """All SKUs."""
+        return {"success": True, "data": sorted(self.items)}
+
+    def get(self, sku: str) -> dict:
+        """One SKU."""
+        if sku not in self.items:
+            return {"success": False, "error": f"unknown sku {sku}"}
+        return {"success": True, "data": self.items[sku]}
+
+    def restock(self, sku: str, qty: int) -> dict:
+        """Add stock; qty must be a positive integer."""
+        if sku not in self.items:
+            return {"success": False, "error": f"unknown sku {sku}"}
+        if not isinstance(qty, int) or qty <= 0:
+            return {"success": False, "error": "qty must be a positive integer"}
+        self.items[sku]["qty"] += qty
+        self.items[sku]["restocks"] += 1
+        return {"success": True, "message": f"{sku} now {self.items[sku]['qty']}"}
+"#;
+
+fn write_package(root: &Path, name: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("states")).unwrap();
+    std::fs::write(dir.join("env.py"), CODE).unwrap();
+    let tool = |n: &str, props: Value, required: Value| json!({"type": "function", "function": {"name": n, "description": n, "parameters": {"type": "object", "properties": props, "required": required}}});
+    let manifest = json!({"name": name, "domain": "test", "description": "Stock.", "class_name": "Stock", "tools": [
+        tool("list_all", json!({}), json!([])),
+        tool("get", json!({"sku": {"type": "string"}}), json!(["sku"])),
+        tool("restock", json!({"sku": {"type": "string"}, "qty": {"type": "integer"}}), json!(["sku", "qty"])),
+    ]});
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    for (i, skus) in [["A", "B"], ["C", "D"], ["E", "F"]].iter().enumerate() {
+        let items: serde_json::Map<String, Value> = skus
+            .iter()
+            .map(|s| (s.to_string(), json!({"qty": 1, "restocks": 0})))
+            .collect();
+        std::fs::write(
+            dir.join(format!("states/{i:02}.json")),
+            json!({"items": items}).to_string(),
+        )
+        .unwrap();
+    }
+}
+
+fn envsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn build_is_reproducible_and_export_holds_out_benchmark_environments() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench_envs = dir.path().join("bench_envs");
+    let all_envs = dir.path().join("all_envs");
+    write_package(&bench_envs, "stock_a");
+    write_package(&all_envs, "stock_a");
+    write_package(&all_envs, "stock_b");
+    let composition = dir.path().join("composition.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "delta": [0, 0], "count": 2},
+            {"name": "no_change", "outcome": "success", "delta": [0, 0], "count": 2},
+            {"name": "changed", "outcome": "success", "delta": [2, 2], "count": 2}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let build = |out: &str| {
+        envsim(&[
+            "bench",
+            "build",
+            "--envs",
+            bench_envs.to_str().unwrap(),
+            "--composition",
+            composition.to_str().unwrap(),
+            "--walks",
+            "2",
+            "--steps",
+            "8",
+            "--out",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let first = ok(&build("b1"));
+    let second = ok(&build("b2"));
+    assert_eq!(first, second, "same inputs, same fingerprint");
+    assert_eq!(first.trim().len(), 64);
+    let jsonl = std::fs::read(dir.path().join("b1/benchmark.jsonl")).unwrap();
+    assert_eq!(
+        jsonl,
+        std::fs::read(dir.path().join("b2/benchmark.jsonl")).unwrap()
+    );
+    let sheet: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("b1/datasheet.json")).unwrap())
+            .unwrap();
+    assert_eq!(sheet["fingerprint_sha256"], first.trim());
+    assert_eq!(sheet["samples"], 6);
+    assert!(std::fs::read_to_string(dir.path().join("b1/datasheet.md"))
+        .unwrap()
+        .contains("| changed | 2 | 2 |"));
+
+    let info = ok(&envsim(&[
+        "bench",
+        "info",
+        dir.path().join("b1/benchmark.jsonl").to_str().unwrap(),
+        "--json",
+    ]));
+    let info: Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["samples"], 6);
+    assert_eq!(
+        info["sha256"],
+        first.trim(),
+        "info fingerprints the file it reads"
+    );
+    assert_eq!(info["strata"]["failure"], 2);
+    assert_eq!(info["strata"]["simple_2"], 2);
+    assert_eq!(info["environments"]["stock_a"], 6);
+
+    let oracle = ok(&envsim(&[
+        "score",
+        "--bench",
+        dir.path().join("b1/benchmark.json").to_str().unwrap(),
+        "--baseline",
+        "oracle",
+        "--format",
+        "json",
+    ]));
+    let oracle: Value = serde_json::from_str(&oracle).unwrap();
+    assert_eq!(oracle["overall"]["cm_strict"], 1.0);
+    assert_eq!(oracle["overall"]["cm_reference"], 1.0);
+
+    // Too few candidates: a located error, nothing written.
+    std::fs::write(
+        &composition,
+        json!({"buckets": [{"name": "huge", "outcome": "success", "delta": [7, 12], "count": 5}]})
+            .to_string(),
+    )
+    .unwrap();
+    let short = build("b3");
+    assert_eq!(short.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&short.stderr)
+        .contains("bucket \"huge\" lacks 5 of 5 (0 available)"));
+    assert!(!dir.path().join("b3/benchmark.json").exists());
+
+    // Export: environment hold-out trains on stock_b only.
+    let out = dir.path().join("sft");
+    let export = envsim(&[
+        "export",
+        "sft",
+        "--bench",
+        dir.path().join("b1/benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        all_envs.to_str().unwrap(),
+        "--walks",
+        "2",
+        "--steps",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&export);
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("export.json")).unwrap()).unwrap();
+    assert_eq!(summary["holdout"]["training_envs"], json!(["stock_b"]));
+    assert_eq!(summary["holdout"]["shared_envs"], json!([]));
+    let alpaca: Value =
+        serde_json::from_slice(&std::fs::read(out.join("train_alpaca.json")).unwrap()).unwrap();
+    assert_eq!(
+        alpaca.as_array().unwrap().len(),
+        summary["examples"].as_u64().unwrap() as usize
+    );
+    assert!(
+        std::fs::read_to_string(out.join("train_openai.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+            > 0
+    );
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(out.join("dataset_info.json")).unwrap()).unwrap();
+    assert_eq!(info["envsim_sft_alpaca"]["file_name"], "train_alpaca.json");
+
+    // Environment hold-out with nothing left to train on.
+    let none = envsim(&[
+        "export",
+        "sft",
+        "--bench",
+        dir.path().join("b1/benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        bench_envs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("--holdout task"));
+}
