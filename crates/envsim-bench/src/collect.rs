@@ -26,6 +26,37 @@ pub enum Outcome {
     Undetermined,
 }
 
+/// A state kept as compact JSON text, shared (`Arc`) between the transitions that hold it.
+///
+/// States are the bulk of a collection (tens of thousands of 10–100 KB states) and as parsed
+/// values take about 25 times their text size; consecutive steps share the state between them,
+/// and calls that change nothing share one state for before and after.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateText(Arc<str>);
+
+impl StateText {
+    /// Serialises a state.
+    pub fn from_value(value: &Value) -> StateText {
+        StateText(Arc::from(serde_json::to_string(value).unwrap_or_default()))
+    }
+
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The state as a value (the text is envsim's own serialisation, so it always parses).
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for StateText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(serializer)
+    }
+}
+
 /// One executed call with everything benchmark construction needs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TransitionRecord {
@@ -46,9 +77,9 @@ pub struct TransitionRecord {
     /// The call.
     pub action: Value,
     /// State before.
-    pub config_before: Value,
+    pub config_before: StateText,
     /// State after (equal to before for exceptions).
-    pub config_after: Value,
+    pub config_after: StateText,
     /// `str()` of the return value (or the reference's `Error: ...` text for exceptions).
     pub observation: String,
     /// The return value as JSON (null for exceptions).
@@ -112,6 +143,7 @@ async fn walk_state(
         let label = format!("{}/{state_name}/{walk}", package.manifest.name);
         let mut rng = Rng::derive(plan.seed, &label);
         let mut state = initial.clone();
+        let mut state_text = StateText::from_value(&state);
         for step in 0..plan.steps {
             let Some((tool, schema)) = rng.pick(&tools) else {
                 break;
@@ -130,10 +162,11 @@ async fn walk_state(
                 clock,
                 ..Call::new(&package.code, &tool.name, &args, &state)
             };
-            let record = execute(
+            let (record, after) = execute(
                 executor,
                 package,
                 &call,
+                &state_text,
                 (*schema).clone(),
                 state_name,
                 walk,
@@ -141,25 +174,29 @@ async fn walk_state(
                 intent,
             )
             .await?;
-            let next = record.config_after.clone();
+            if let Some(after) = after {
+                state = after;
+            }
+            state_text = record.config_after.clone();
             out.push(record);
-            state = next;
         }
     }
     Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Executes one call; returns the record and, when the state changed, the new state.
 async fn execute(
     executor: &Executor,
     package: &EnvPackage,
     call: &Call<'_>,
+    before: &StateText,
     tool_schema: Value,
     state_name: &str,
     walk: usize,
     step: usize,
     intent: Intent,
-) -> Result<TransitionRecord, ExecError> {
+) -> Result<(TransitionRecord, Option<Value>), ExecError> {
     let action =
         serde_json::json!({"name": call.tool, "arguments": Value::Object(call.args.clone())});
     let base = TransitionRecord {
@@ -171,8 +208,8 @@ async fn execute(
         step,
         intent,
         action,
-        config_before: call.state.clone(),
-        config_after: call.state.clone(),
+        config_before: before.clone(),
+        config_after: before.clone(),
         observation: String::new(),
         observation_json: Value::Null,
         outcome: Outcome::Exception,
@@ -214,23 +251,32 @@ async fn execute(
                 Some(false) => Outcome::Failure,
                 None => Outcome::Undetermined,
             };
-            Ok(TransitionRecord {
+            let changed = outcome.state_after != *call.state;
+            let record = TransitionRecord {
                 change_count: reference_change_count(call.state, &outcome.state_after),
                 fine_change_count: fine_diff(call.state, &outcome.state_after).len(),
-                config_after: outcome.state_after,
+                config_after: if changed {
+                    StateText::from_value(&outcome.state_after)
+                } else {
+                    before.clone()
+                },
                 observation: outcome.observation,
                 observation_json: outcome.observation_json,
                 outcome: verdict,
                 unpredictable,
                 ..base
-            })
+            };
+            Ok((record, changed.then_some(outcome.state_after)))
         }
         // Infrastructure failures stop the collection; everything the environment did is data.
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => Err(e),
-        Err(e) => Ok(TransitionRecord {
-            observation: format!("Error: {e}"),
-            ..base
-        }),
+        Err(e) => Ok((
+            TransitionRecord {
+                observation: format!("Error: {e}"),
+                ..base
+            },
+            None,
+        )),
     }
 }
 

@@ -144,7 +144,7 @@ pub fn hold_out(
 ) -> (Vec<usize>, LeakageReport) {
     let pair_of = |t: &TransitionRecord| {
         (
-            t.env.clone() + "\u{0}" + &t.config_before.to_string(),
+            t.env.clone() + "\u{0}" + t.config_before.as_str(),
             action_key(&t.action),
         )
     };
@@ -237,13 +237,10 @@ pub fn render(
             .get(&t.env)
             .map(String::as_str)
             .unwrap_or_default();
-        let prompt = template.render(code, &t.config_before, &action_of(t));
-        let answer = serde_json::to_string_pretty(&target(
-            &t.observation,
-            &t.config_before,
-            &t.config_after,
-        ))
-        .unwrap_or_default();
+        let (before, after) = (t.config_before.value(), t.config_after.value());
+        let prompt = template.render(code, &before, &action_of(t));
+        let answer = serde_json::to_string_pretty(&target(&t.observation, &before, &after))
+            .unwrap_or_default();
         (prompt, answer)
     });
     match format {
@@ -303,6 +300,7 @@ pub fn dataset_info(formats: &[SftFormat], template: Template) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::StateText;
     use crate::driver::Intent;
 
     fn record(
@@ -321,8 +319,8 @@ mod tests {
             step: 0,
             intent: Intent::Valid,
             action: json!({"name": "set", "arguments": {"n": n}}),
-            config_before: json!({"n": 0}),
-            config_after: json!({"n": n}),
+            config_before: StateText::from_value(&json!({"n": 0})),
+            config_after: StateText::from_value(&json!({"n": n})),
             observation: "{'success': True}".into(),
             observation_json: json!({"success": true}),
             outcome,

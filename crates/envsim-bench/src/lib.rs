@@ -11,3 +11,4 @@ pub mod driver;
 pub mod export;
 pub mod output;
 pub mod sample;
+pub mod trajectories;

@@ -24,11 +24,8 @@ pub struct BenchmarkFiles {
 
 /// A sample in the reference format (`task_info`, `step_detail`, `env_code`), with its id.
 pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Value {
-    let changes = reference_diff(
-        &t.config_before,
-        &t.config_after,
-        ReferenceEquality::Labelling,
-    );
+    let (before, after) = (t.config_before.value(), t.config_after.value());
+    let changes = reference_diff(&before, &after, ReferenceEquality::Labelling);
     json!({
         "sample_id": id.to_string(),
         "task_info": {"env_id": t.env, "task_id": format!("{}/{}/{}", t.initial_state, t.walk, t.step), "task": "", "step": t.step + 1},
@@ -36,8 +33,8 @@ pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Valu
             "step": t.step + 1,
             "action": t.action,
             "observation": {"type": "tool", "content": t.observation},
-            "config_before": t.config_before,
-            "config_after": t.config_after,
+            "config_before": before,
+            "config_after": after,
             "config_change": {
                 "changes": changes.iter().map(|c| reference_change_json(c, true)).collect::<Vec<_>>(),
                 "change_count": changes.len(),
@@ -119,7 +116,8 @@ pub fn datasheet(
             .and_then(Value::as_str)
             .unwrap_or_default();
         *tools.entry(format!("{}.{tool}", t.env)).or_default() += 1;
-        let changes = reference_diff(&t.config_before, &t.config_after, ReferenceEquality::Python);
+        let (before, after) = (t.config_before.value(), t.config_after.value());
+        let changes = reference_diff(&before, &after, ReferenceEquality::Python);
         if changes
             .iter()
             .any(|c| c.after.is_none() || c.pointer.tokens().iter().any(|k| k.contains('.')))

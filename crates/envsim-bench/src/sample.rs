@@ -173,22 +173,10 @@ pub struct Sampled {
     pub unpredictable: usize,
 }
 
-/// A hash of a value's JSON text, computed without building the text.
-fn value_hash(value: &serde_json::Value) -> u64 {
-    struct HashWriter(std::collections::hash_map::DefaultHasher);
-    impl std::io::Write for HashWriter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            std::hash::Hasher::write(&mut self.0, buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut writer = HashWriter(Default::default());
-    // Writing into a hasher cannot fail.
-    let _ = serde_json::to_writer(&mut writer, value);
-    std::hash::Hasher::finish(&writer.0)
+fn text_hash(text: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(text, &mut hasher);
+    std::hash::Hasher::finish(&hasher)
 }
 
 /// Samples a benchmark from collected transitions.
@@ -204,7 +192,7 @@ pub fn sample(
     for (i, t) in transitions.iter().enumerate() {
         let key = (
             t.env.as_str(),
-            value_hash(&t.config_before),
+            text_hash(t.config_before.as_str()),
             action_key(&t.action),
         );
         if !seen.insert(key) {
@@ -295,6 +283,7 @@ pub fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::StateText;
     use crate::driver::Intent;
     use serde_json::json;
 
@@ -314,8 +303,8 @@ mod tests {
             step: n,
             intent: Intent::Valid,
             action: json!({"name": "t", "arguments": {"n": n}}),
-            config_before: json!({"n": n}),
-            config_after: json!({"n": n}),
+            config_before: StateText::from_value(&json!({"n": n})),
+            config_after: StateText::from_value(&json!({"n": n})),
             observation: String::new(),
             observation_json: json!(null),
             outcome,

@@ -2,9 +2,10 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use envsim_bench::collect::{collect, WalkPlan};
+use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::output::render;
 use envsim_bench::sample::{sample, Composition, SampleOptions};
+use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::score::PreparedSample;
 use envsim_exec::package::EnvPackage;
@@ -33,6 +34,12 @@ enum BenchCommand {
     },
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TrajectoryFormatArg {
+    Reference,
+    Envsim,
+}
+
 #[derive(Debug, Args)]
 struct BuildArgs {
     /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
@@ -53,6 +60,12 @@ struct BuildArgs {
     /// Worker processes.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Build from recorded agent trajectories instead of random walks (JSONL or JSON array).
+    #[arg(long, value_name = "FILE")]
+    trajectories: Option<PathBuf>,
+    /// Format of --trajectories: the reference's run records, or envsim trajectory JSONL.
+    #[arg(long, value_enum, default_value_t = TrajectoryFormatArg::Envsim)]
+    trajectory_format: TrajectoryFormatArg,
     /// Keep transitions whose output depends on the clock or the random seed.
     #[arg(long)]
     allow_unpredictable: bool,
@@ -82,48 +95,26 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         None => Composition::reference(),
     };
     let packages = EnvPackage::load_all(&root).map_err(|e| anyhow!("{e}"))?;
-    if packages.is_empty() {
+    if packages.is_empty() && a.trajectories.is_none() {
         bail!("no environment packages in {}", root.display());
     }
     let env_codes: BTreeMap<String, String> = packages
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let plan = WalkPlan {
-        walks: a.walks,
-        steps: a.steps,
-        seed: a.seed,
-        ..WalkPlan::default()
-    };
     let started = std::time::Instant::now();
-    let progress = indicatif::ProgressBar::new(0);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let bar = progress.clone();
-    let transitions = runtime.block_on(async {
-        let executor = Arc::new(Executor::new(a.workers, Limits::default()).await?);
-        collect(
-            executor,
-            Arc::new(packages),
-            plan,
-            a.workers,
-            move |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )
-        .await
-    })?;
-    progress.finish_and_clear();
+    let transitions = match &a.trajectories {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let format = match a.trajectory_format {
+                TrajectoryFormatArg::Reference => TrajectoryFormat::Reference,
+                TrajectoryFormatArg::Envsim => TrajectoryFormat::Envsim,
+            };
+            import_trajectories(&text, &path.display().to_string(), format, &packages)?
+        }
+        None => walk_transitions(packages, a.walks, a.steps, a.seed, a.workers)?,
+    };
     let collected = started.elapsed();
     let options = SampleOptions {
         seed: a.seed,
@@ -166,6 +157,51 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     }
     println!("{}", files.fingerprint);
     Ok(())
+}
+
+/// Collects transitions by seeded random walks over the packages, with a progress bar.
+pub fn walk_transitions(
+    packages: Vec<EnvPackage>,
+    walks: usize,
+    steps: usize,
+    seed: u64,
+    workers: usize,
+) -> Result<Vec<TransitionRecord>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let plan = WalkPlan {
+        walks,
+        steps,
+        seed,
+        ..WalkPlan::default()
+    };
+    let progress = indicatif::ProgressBar::new(0);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let bar = progress.clone();
+    let transitions = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(workers, Limits::default()).await?);
+        collect(
+            executor,
+            Arc::new(packages),
+            plan,
+            workers,
+            move |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .await
+    })?;
+    progress.finish_and_clear();
+    Ok(transitions)
 }
 
 fn info(file: &Path, as_json: bool) -> Result<()> {

@@ -2,18 +2,16 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
+use envsim_bench::collect::TransitionRecord;
 use envsim_bench::export::{
     dataset_info, hold_out, mix, reference_best_mix, render, BenchmarkIndex, Holdout, SftFormat,
 };
 use envsim_bench::sample::Composition;
 use envsim_core::prompt::Template;
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Executor, Limits};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -126,40 +124,8 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
-    let plan = WalkPlan {
-        walks: a.walks,
-        steps: a.steps,
-        seed: a.seed,
-        ..WalkPlan::default()
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let progress = indicatif::ProgressBar::new(0);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let bar = progress.clone();
-    let pool: Vec<TransitionRecord> = runtime.block_on(async {
-        let executor = Arc::new(Executor::new(a.workers, Limits::default()).await?);
-        collect(
-            executor,
-            Arc::new(packages),
-            plan,
-            a.workers,
-            move |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )
-        .await
-    })?;
-    progress.finish_and_clear();
+    let pool: Vec<TransitionRecord> =
+        crate::bench_cmd::walk_transitions(packages, a.walks, a.steps, a.seed, a.workers)?;
     let (kept, leakage) = hold_out(&pool, &bench, holdout);
     let (chosen, sampled) = mix(&pool, &kept, &mixture, a.seed);
     if chosen.is_empty() {

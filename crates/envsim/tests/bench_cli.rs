@@ -219,3 +219,82 @@ fn build_is_reproducible_and_export_holds_out_benchmark_environments() {
     assert_eq!(none.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&none.stderr).contains("--holdout task"));
 }
+
+#[test]
+fn build_from_recorded_trajectories() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    let trajectory = json!({"env": "stock_a", "task_id": "t1", "initial_state": {"items": {"A": {"qty": 1, "restocks": 0}}}, "steps": [
+        {"action": {"name": "get", "arguments": {"sku": "Z"}}, "observation": "{'success': False, 'error': 'unknown sku Z'}"},
+        {"action": {"name": "get", "arguments": {"sku": "A"}}, "observation": "{'success': True, 'data': {'qty': 1, 'restocks': 0}}"},
+        {"action": {"name": "restock", "arguments": {"sku": "A", "qty": 2}}, "observation": "{'success': True, 'message': 'A now 3'}",
+         "state_after": {"items": {"A": {"qty": 3, "restocks": 1}}}}
+    ]});
+    let file = dir.path().join("runs.jsonl");
+    std::fs::write(&file, format!("{trajectory}\n")).unwrap();
+    let composition = dir.path().join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "count": 1},
+            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
+            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("bench");
+    ok(&envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--trajectories",
+        file.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let report = ok(&envsim(&[
+        "score",
+        "--bench",
+        out.join("benchmark.json").to_str().unwrap(),
+        "--baseline",
+        "oracle",
+        "--format",
+        "json",
+    ]));
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["overall"]["n"], 3);
+    assert_eq!(report["overall"]["cm_strict"], 1.0);
+    let reference: Value =
+        serde_json::from_slice(&std::fs::read(out.join("benchmark.json")).unwrap()).unwrap();
+    assert!(
+        reference[2]["env_code"]
+            .as_str()
+            .unwrap()
+            .contains("class Stock"),
+        "code comes from the package"
+    );
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"env\": \"stock_a\", \"initial_state\": 5, \"steps\": []}\n",
+    )
+    .unwrap();
+    let failed = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--trajectories",
+        bad.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&failed.stderr)
+        .contains("bad.jsonl: line 1, field `initial_state`"));
+}
