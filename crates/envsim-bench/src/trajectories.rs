@@ -20,6 +20,9 @@ use envsim_core::score::observation_success;
 use envsim_exec::package::EnvPackage;
 use serde_json::{json, Value};
 
+/// One recorded step: action, observation, state after (absent: unchanged).
+type RecordedStep = (Value, Value, Option<Value>);
+
 /// Which trajectory format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrajectoryFormat {
@@ -82,12 +85,7 @@ pub fn import(
             location: format!("{location}, field `{field}`"),
             message: message.to_owned(),
         };
-        let (env, task, initial, steps): (
-            String,
-            String,
-            Value,
-            Vec<(Value, Value, Option<Value>)>,
-        ) = match format {
+        let (env, task, initial, steps): (String, String, Value, Vec<RecordedStep>) = match format {
             TrajectoryFormat::Reference => {
                 let info = record
                     .get("task_info")
