@@ -40,6 +40,20 @@ enum TrajectoryFormatArg {
     Envsim,
 }
 
+/// How transitions are collected (shared by `bench build` and `export sft`).
+#[derive(Debug, Args)]
+pub struct WalkArgs {
+    /// Random walks per initial state.
+    #[arg(long, default_value_t = 10)]
+    pub walks: usize,
+    /// Steps per walk.
+    #[arg(long, default_value_t = 16)]
+    pub steps: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+}
+
 #[derive(Debug, Args)]
 struct BuildArgs {
     /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
@@ -51,15 +65,8 @@ struct BuildArgs {
     /// Seed of the walks and of the sampling.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Random walks per initial state.
-    #[arg(long, default_value_t = 10)]
-    walks: usize,
-    /// Steps per walk.
-    #[arg(long, default_value_t = 16)]
-    steps: usize,
-    /// Worker processes.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    #[command(flatten)]
+    walk: WalkArgs,
     /// Build from recorded agent trajectories instead of random walks (JSONL or JSON array).
     #[arg(long, value_name = "FILE")]
     trajectories: Option<PathBuf>,
@@ -113,7 +120,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             };
             import_trajectories(&text, &path.display().to_string(), format, &packages)?
         }
-        None => walk_transitions(packages, a.walks, a.steps, a.seed, a.workers)?,
+        None => walk_transitions(packages, &a.walk, a.seed)?,
     };
     let collected = started.elapsed();
     let options = SampleOptions {
@@ -162,11 +169,10 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
 /// Collects transitions by seeded random walks over the packages, with a progress bar.
 pub fn walk_transitions(
     packages: Vec<EnvPackage>,
-    walks: usize,
-    steps: usize,
+    walk: &WalkArgs,
     seed: u64,
-    workers: usize,
 ) -> Result<Vec<TransitionRecord>> {
+    let (walks, steps, workers) = (walk.walks, walk.steps, walk.workers);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

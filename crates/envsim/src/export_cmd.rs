@@ -70,15 +70,8 @@ struct SftArgs {
     /// Seed of the walks and of the mixture (use another seed than the benchmark's).
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Random walks per initial state.
-    #[arg(long, default_value_t = 10)]
-    walks: usize,
-    /// Steps per walk.
-    #[arg(long, default_value_t = 16)]
-    steps: usize,
-    /// Worker processes.
-    #[arg(long, default_value_t = 2)]
-    workers: usize,
+    #[command(flatten)]
+    walk: crate::bench_cmd::WalkArgs,
     /// Output folder.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -125,7 +118,7 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
     let pool: Vec<TransitionRecord> =
-        crate::bench_cmd::walk_transitions(packages, a.walks, a.steps, a.seed, a.workers)?;
+        crate::bench_cmd::walk_transitions(packages, &a.walk, a.seed)?;
     let (kept, leakage) = hold_out(&pool, &bench, holdout);
     let (chosen, sampled) = mix(&pool, &kept, &mixture, a.seed);
     if chosen.is_empty() {
