@@ -94,6 +94,9 @@ pub struct TransitionRecord {
     pub args_count: usize,
     /// Output fields that depend on the clock or the seed (`/observation/...`, `/state/...`).
     pub unpredictable: Vec<String>,
+    /// State paths the call read, when the walk was traced (its writes are the diff).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<Vec<String>>,
     /// The seed and clock the call ran with.
     pub seed: u64,
     /// Frozen clock of the call.
@@ -111,6 +114,8 @@ pub struct WalkPlan {
     pub valid_share: f64,
     /// Master seed.
     pub seed: u64,
+    /// Record the state paths each call reads (footprints).
+    pub trace: bool,
 }
 
 impl Default for WalkPlan {
@@ -120,6 +125,7 @@ impl Default for WalkPlan {
             steps: 16,
             valid_share: 0.75,
             seed: 42,
+            trace: false,
         }
     }
 }
@@ -160,6 +166,7 @@ async fn walk_state(
             let call = Call {
                 seed,
                 clock,
+                trace: plan.trace,
                 ..Call::new(&package.code, &tool.name, &args, &state)
             };
             let (record, after) = execute(
@@ -217,6 +224,7 @@ async fn execute(
         fine_change_count: 0,
         args_count: call.args.len(),
         unpredictable: Vec::new(),
+        reads: None,
         seed: call.seed,
         clock: call.clock,
     };
@@ -225,6 +233,7 @@ async fn execute(
             let twin = executor
                 .call(&Call {
                     seed: call.seed ^ 0x00C0_FFEE,
+                    trace: false,
                     clock: call.clock + 86_400.0 * 41.0 + 1_234.5,
                     ..call.clone()
                 })
@@ -264,6 +273,9 @@ async fn execute(
                 observation_json: outcome.observation_json,
                 outcome: verdict,
                 unpredictable,
+                reads: outcome
+                    .reads
+                    .map(|paths| paths.iter().map(ToString::to_string).collect()),
                 ..base
             };
             Ok((record, changed.then_some(outcome.state_after)))

@@ -328,6 +328,7 @@ mod tests {
             fine_change_count: change_count,
             args_count: 1,
             unpredictable: Vec::new(),
+            reads: None,
             seed: 0,
             clock: 0.0,
         }

@@ -312,6 +312,7 @@ mod tests {
             fine_change_count: change_count,
             args_count: args,
             unpredictable: Vec::new(),
+            reads: None,
             seed: 0,
             clock: 0.0,
         }

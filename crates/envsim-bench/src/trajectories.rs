@@ -227,6 +227,7 @@ pub fn import(
                 observation,
                 outcome,
                 unpredictable: Vec::new(),
+                reads: None,
                 seed: 0,
                 clock: 0.0,
                 config_before: StateText::from_value(&state),

@@ -110,3 +110,31 @@ async fn builds_are_reproducible_and_the_oracle_is_exact() {
         "the scorer's strata agree with the sampler's buckets"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traced_walks_record_footprints() {
+    let packages: Vec<EnvPackage> = packages().into_iter().take(1).collect();
+    let executor = Arc::new(Executor::new(1, Limits::default()).await.expect("python3"));
+    let plan = WalkPlan {
+        walks: 1,
+        steps: 6,
+        seed: 3,
+        trace: true,
+        ..WalkPlan::default()
+    };
+    let transitions = collect(executor, Arc::new(packages), plan, 1, |_, _| {})
+        .await
+        .expect("collects");
+    let traced: Vec<&Vec<String>> = transitions
+        .iter()
+        .filter_map(|t| t.reads.as_ref())
+        .collect();
+    assert!(!traced.is_empty());
+    // Every call that got past its argument checks read some state.
+    assert!(
+        traced
+            .iter()
+            .any(|reads| reads.iter().any(|p| p.starts_with('/'))),
+        "{traced:?}"
+    );
+}

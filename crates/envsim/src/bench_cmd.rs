@@ -52,6 +52,9 @@ pub struct WalkArgs {
     /// Worker processes.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    /// Record the state paths each call reads (footprints) in benchmark.jsonl.
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -172,7 +175,7 @@ pub fn walk_transitions(
     walk: &WalkArgs,
     seed: u64,
 ) -> Result<Vec<TransitionRecord>> {
-    let (walks, steps, workers) = (walk.walks, walk.steps, walk.workers);
+    let (walks, steps, workers, trace) = (walk.walks, walk.steps, walk.workers, walk.trace);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -182,6 +185,7 @@ pub fn walk_transitions(
         walks,
         steps,
         seed,
+        trace,
         ..WalkPlan::default()
     };
     let progress = indicatif::ProgressBar::new(0);
