@@ -353,7 +353,12 @@ def _unwrap(value):
 # Environments and calls.
 
 _ENVS = {}
-_WORKDIR = os.getcwd()
+# The private working directory the executor created for this worker. Only a directory handed
+# over explicitly (ENVSIM_WORKDIR) and named like one of the executor's is ever emptied, so
+# importing or running this file anywhere else can never delete files.
+_WORKDIR = os.environ.get("ENVSIM_WORKDIR") or None
+if _WORKDIR is not None and not os.path.basename(os.path.normpath(_WORKDIR)).startswith("envsim-worker-"):
+    _WORKDIR = None
 
 
 def _load(req):
@@ -603,7 +608,9 @@ class _Raw:
 
 
 def _reset_workdir():
-    """Each call starts in an empty working directory."""
+    """Each call starts in an empty working directory (the executor's private one only)."""
+    if _WORKDIR is None:
+        return
     try:
         if os.listdir(_WORKDIR):
             for name in os.listdir(_WORKDIR):

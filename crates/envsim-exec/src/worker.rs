@@ -53,6 +53,7 @@ impl Worker {
             .env("ENVSIM_OUTPUT_CAP", limits.output_bytes.to_string())
             .env("ENVSIM_CPU_SECONDS", limits.cpu_seconds.to_string())
             .env("ENVSIM_MEMORY_BYTES", limits.memory_bytes.to_string())
+            .env("ENVSIM_WORKDIR", workdir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -58,6 +58,14 @@ class Hostile:
         self.items = {1: {"tags": {"b", "a"}}}
         return {"success": True, "t": (1, 2)}
 
+    def write_file(self):
+        with open("junk.txt", "w") as f:
+            f.write("x")
+        return {"success": True, "data": sorted(os.listdir("."))}
+
+    def list_cwd(self):
+        return {"success": True, "data": sorted(os.listdir("."))}
+
     def read_some(self, key: str):
         return {"success": True, "data": self.items.get(key)}
 "#;
@@ -245,4 +253,47 @@ async fn init_config_aliasing_is_an_explicit_option() {
         envsim_core::diff::reference_change_count(&state, &aliased.state_after),
         2
     );
+}
+
+#[tokio::test]
+async fn every_call_starts_in_an_empty_private_directory() {
+    let ex = Executor::new(1, Limits::default()).await.unwrap();
+    let env = env();
+    let (args, state) = (Map::new(), json!({}));
+    let wrote = ex
+        .call(&Call::new(&env, "write_file", &args, &state))
+        .await
+        .unwrap();
+    assert_eq!(wrote.observation_json["data"], json!(["junk.txt"]));
+    let next = ex
+        .call(&Call::new(&env, "list_cwd", &args, &state))
+        .await
+        .unwrap();
+    assert_eq!(next.observation_json["data"], json!([]));
+}
+
+/// The runner empties only the directory the executor hands it: importing it elsewhere (or a
+/// missing or foreign ENVSIM_WORKDIR) must never delete files.
+#[test]
+fn the_runner_never_empties_a_directory_it_was_not_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("envsim_runner.py"),
+        envsim_exec::RUNNER_SOURCE,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("precious.txt"), "keep").unwrap();
+    for workdir in [None, Some(dir.path().to_str().unwrap())] {
+        let mut command = std::process::Command::new("python3");
+        command
+            .current_dir(dir.path())
+            .args(["-c", "import envsim_runner as r; r._reset_workdir()"]);
+        command.env_remove("ENVSIM_WORKDIR");
+        if let Some(w) = workdir {
+            command.env("ENVSIM_WORKDIR", w);
+        }
+        let status = command.status().unwrap();
+        assert!(status.success());
+        assert!(dir.path().join("precious.txt").exists(), "{workdir:?}");
+    }
 }
