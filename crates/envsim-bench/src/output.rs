@@ -69,7 +69,7 @@ pub fn render(
         jsonl.push_str(&serde_json::to_string(&record).unwrap_or_default());
         jsonl.push('\n');
     }
-    let fingerprint = hex(&Sha256::digest(jsonl.as_bytes()));
+    let fingerprint = fingerprint(jsonl.as_bytes());
     let datasheet_json = datasheet(transitions, sampled, composition, seed, &fingerprint);
     let datasheet_md = datasheet_markdown(&datasheet_json);
     BenchmarkFiles {
@@ -81,8 +81,12 @@ pub fn render(
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// Hex SHA-256 of bytes: the fingerprint of a benchmark file.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Counts per bucket, environment, |Δ| and tool, plus provenance.

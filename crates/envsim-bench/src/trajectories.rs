@@ -45,30 +45,16 @@ pub struct TrajectoryError {
 }
 
 fn records(text: &str, source: &str) -> Result<Vec<(String, Value)>, TrajectoryError> {
-    let err = |location: String, message: String| TrajectoryError {
-        source_name: source.to_owned(),
-        location,
-        message,
-    };
-    if text.trim_start().starts_with('[') {
-        let items: Vec<Value> = serde_json::from_str(text)
-            .map_err(|e| err(format!("line {}", e.line()), e.to_string()))?;
-        return Ok(items
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (format!("record {i}"), v))
-            .collect());
-    }
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value = serde_json::from_str(line)
-            .map_err(|e| err(format!("line {}", i + 1), e.to_string()))?;
-        out.push((format!("line {}", i + 1), value));
-    }
-    Ok(out)
+    let records =
+        envsim_core::formats::records(text.as_bytes(), source).map_err(|e| TrajectoryError {
+            source_name: source.to_owned(),
+            location: e.location.to_string(),
+            message: e.message,
+        })?;
+    Ok(records
+        .into_iter()
+        .map(|r| (r.location.to_string(), r.value))
+        .collect())
 }
 
 /// Reads trajectories and turns every step into a transition.

@@ -39,6 +39,17 @@ pub struct FormatError {
     pub message: String,
 }
 
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File => write!(f, "file"),
+            Location::LineColumn(l, c) => write!(f, "line {l} column {c}"),
+            Location::Line(l) => write!(f, "line {l}"),
+            Location::Record(r) => write!(f, "record {r}"),
+        }
+    }
+}
+
 impl fmt::Display for FormatError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.source)?;
@@ -57,11 +68,15 @@ impl fmt::Display for FormatError {
 
 impl std::error::Error for FormatError {}
 
-/// One top-level record and where it came from.
-struct Record {
-    value: Value,
-    location: Location,
-    index: usize,
+/// One top-level record of a JSON array or JSON Lines file, and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// The record.
+    pub value: Value,
+    /// Line (JSON Lines) or index (JSON array).
+    pub location: Location,
+    /// 0-based position among the records.
+    pub index: usize,
 }
 
 fn syntax_error(source: &str, e: &serde_json::Error, line_offset: usize) -> FormatError {
@@ -96,8 +111,9 @@ fn first_byte(bytes: &[u8]) -> Option<u8> {
     bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
 }
 
-/// Splits a file into records: a JSON array's elements, or one record per non-blank line.
-fn records(bytes: &[u8], source: &str) -> Result<Vec<Record>, FormatError> {
+/// Splits a file into records: a JSON array's elements, or one record per non-blank line
+/// (any file whose first non-blank byte is not `[`).
+pub fn records(bytes: &[u8], source: &str) -> Result<Vec<Record>, FormatError> {
     let bytes = strip_bom(bytes);
     match first_byte(bytes) {
         None => Err(file_error(source, "the file is empty")),

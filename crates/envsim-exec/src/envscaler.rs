@@ -44,28 +44,11 @@ pub fn read_tasks(
         location,
         message,
     };
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| error("file".into(), format!("not UTF-8: {e}")))?;
-    let items: Vec<(String, Value)> = if text.trim_start().starts_with('[') {
-        let values: Vec<Value> = serde_json::from_str(text)
-            .map_err(|e| error(format!("line {}", e.line()), e.to_string()))?;
-        values
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (format!("record {i}"), v))
-            .collect()
-    } else {
-        let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let v = serde_json::from_str(line)
-                .map_err(|e| error(format!("line {}", i + 1), e.to_string()))?;
-            out.push((format!("line {}", i + 1), v));
-        }
-        out
-    };
+    let items: Vec<(String, Value)> = envsim_core::formats::records(bytes, source)
+        .map_err(|e| error(e.location.to_string(), e.message))?
+        .into_iter()
+        .map(|r| (r.location.to_string(), r.value))
+        .collect();
     let mut by_env: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
     for (location, item) in items {
         let env_id = item.get("env_id").and_then(Value::as_str).ok_or_else(|| {

@@ -215,7 +215,6 @@ pub fn walk_transitions(
 }
 
 fn info(file: &Path, as_json: bool) -> Result<()> {
-    use sha2_digest::hex_sha256;
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let transitions = parse_benchmark(&bytes, &file.display().to_string())?;
     let mut strata: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -227,7 +226,7 @@ fn info(file: &Path, as_json: bool) -> Result<()> {
             .entry(t.env_id.clone().unwrap_or_else(|| "(unknown)".into()))
             .or_default() += 1;
     }
-    let fingerprint = hex_sha256(&bytes);
+    let fingerprint = envsim_bench::output::fingerprint(&bytes);
     if as_json {
         let out = serde_json::json!({"file": file.display().to_string(), "samples": transitions.len(), "sha256": fingerprint, "strata": strata, "environments": envs});
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -247,16 +246,4 @@ fn info(file: &Path, as_json: bool) -> Result<()> {
         println!("  {k:<24} {v}");
     }
     Ok(())
-}
-
-mod sha2_digest {
-    use sha2::{Digest, Sha256};
-
-    /// Hex SHA-256 of a file's bytes.
-    pub fn hex_sha256(bytes: &[u8]) -> String {
-        Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
-    }
 }
