@@ -454,12 +454,18 @@ def _traced_class(cls, reads):
     return type(cls.__name__, (cls,), {"__getattribute__": __getattribute__})
 
 
+# One encoder for every compact encoding: `json.dumps` with options builds a new encoder per call,
+# which costs as much as encoding a small attribute.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_STRING = json.encoder.encode_basestring
+
+
 def _dump(value, label):
     """JSON text of a value, plus the list of non-JSON conversions: the C encoder first; when
     decoding its text does not give back an equal value (tuples, non-string keys, sets, objects),
     the slow converter runs and reports each conversion."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _COMPACT(value)
         if json.loads(text) == value:
             return text, []
     except (TypeError, ValueError):
@@ -495,7 +501,7 @@ def _dump_state(state, unchanged_text, previous_texts):
     texts, converted, unverified = {}, [], []
     for key, value in state.items():
         try:
-            texts[key] = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            texts[key] = _COMPACT(value)
         except (TypeError, ValueError):
             texts[key], found = _convert(value, "/" + _escape(key))
             converted.extend(found)
@@ -515,12 +521,12 @@ def _dump_state(state, unchanged_text, previous_texts):
 
 
 def _assemble(texts):
-    return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + t for k, t in texts.items()) + "}"
+    return "{" + ",".join(_STRING(k) + ":" + t for k, t in texts.items()) + "}"
 
 
 def _convert(value, label):
     converted = []
-    text = json.dumps(_to_json(value, label, converted), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = _COMPACT(_to_json(value, label, converted))
     return text, converted
 
 
@@ -596,7 +602,7 @@ def _call(req, state_text):
     # Assembled as text so the (possibly large) state is encoded once.
     return _Raw(
         '"ok": true, "observation": %s, "observation_json": %s, "state_after": %s, %s'
-        % (json.dumps(observation, ensure_ascii=False), observation_json, state_json, json.dumps(extra)[1:-1])
+        % (_STRING(observation), observation_json, state_json, json.dumps(extra)[1:-1])
     )
 
 
