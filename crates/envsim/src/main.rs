@@ -30,6 +30,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
+    // quietly on SIGPIPE instead of panicking on a failed write.
+    // SAFETY: restoring the default disposition of a signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args),

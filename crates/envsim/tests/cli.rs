@@ -344,3 +344,35 @@ fn bad_inputs_fail_cleanly_with_locations() {
     ]);
     assert_eq!(out.status.code(), Some(2), "usage errors exit with 2");
 }
+
+/// A reader that goes away (`envsim ... | head`) ends the process quietly, never with a panic.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = write(
+        dir.path(),
+        "bench.json",
+        to_json_array(&small_bench()).as_bytes(),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args([
+            "score",
+            "--bench",
+            bench.to_str().unwrap(),
+            "--baseline",
+            "null",
+            "--baseline",
+            "oracle",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
