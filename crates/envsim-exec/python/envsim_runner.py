@@ -378,6 +378,16 @@ def _load(req):
     return {"ok": True}
 
 
+def _annotation_text(ann):
+    """`str` for plain classes, the written form for typing constructs (`Optional[int]`,
+    `str | None`, `list[str]`) and for string annotations."""
+    if isinstance(ann, str):
+        return ann
+    if type(ann) is type:
+        return ann.__name__
+    return str(ann)
+
+
 def _describe(req):
     cls = _ENVS.get(req["env"])
     if cls is None:
@@ -395,7 +405,7 @@ def _describe(req):
             params.append({
                 "name": p.name,
                 "required": p.default is p.empty,
-                "annotation": None if ann is p.empty else (ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))),
+                "annotation": None if ann is p.empty else _annotation_text(ann),
             })
         methods.append({"name": name, "params": params, "doc": inspect.getdoc(member) or ""})
     return {"ok": True, "methods": methods}

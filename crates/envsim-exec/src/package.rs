@@ -130,6 +130,40 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PackageEr
     serde_json::from_slice(&bytes).map_err(|e| err(path, e.to_string()))
 }
 
+/// The JSON Schema type a Python annotation stands for, when it clearly stands for one
+/// (`str`, `int`, `Optional[float]`, `list[str]`, `Dict[str, int]`, `bool | None`, …).
+pub fn json_type_of_annotation(annotation: &str) -> Option<&'static str> {
+    let mut a = annotation.trim().trim_start_matches("typing.");
+    for wrapper in ["Optional[", "optional["] {
+        if let Some(inner) = a.strip_prefix(wrapper).and_then(|r| r.strip_suffix(']')) {
+            a = inner.trim();
+        }
+    }
+    let parts: Vec<&str> = a
+        .split('|')
+        .map(str::trim)
+        .filter(|p| *p != "None")
+        .collect();
+    let [single] = parts.as_slice() else {
+        return None;
+    };
+    let head = single
+        .split('[')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .trim_start_matches("typing.");
+    Some(match head {
+        "str" => "string",
+        "int" => "integer",
+        "float" => "number",
+        "bool" => "boolean",
+        "list" | "List" | "tuple" | "Tuple" | "set" | "Set" | "Sequence" => "array",
+        "dict" | "Dict" | "Mapping" => "object",
+        _ => return None,
+    })
+}
+
 impl EnvPackage {
     /// Loads one package folder.
     pub fn load(dir: &Path) -> Result<EnvPackage, PackageError> {
@@ -275,6 +309,24 @@ impl EnvPackage {
                         }
                     ));
                 }
+                let annotation = p.get("annotation").and_then(Value::as_str);
+                let declared = props
+                    .and_then(|m| m.get(pname))
+                    .and_then(|schema| schema.get("type"))
+                    .and_then(Value::as_str);
+                if let (Some(expected), Some(declared)) =
+                    (annotation.and_then(json_type_of_annotation), declared)
+                {
+                    // JSON Schema's "number" also admits integers.
+                    let compatible =
+                        expected == declared || (expected == "integer" && declared == "number");
+                    if !compatible {
+                        problems.push(format!(
+                            "tool `{name}`: parameter `{pname}` is annotated {:?} in the code but typed {declared:?} in the schema",
+                            annotation.unwrap_or_default()
+                        ));
+                    }
+                }
             }
             if let Some(props) = props {
                 for key in props.keys() {
@@ -367,5 +419,23 @@ impl EnvPackage {
             }
         }
         failures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_type_of_annotation as t;
+
+    #[test]
+    fn annotations_map_to_json_types() {
+        assert_eq!(t("str"), Some("string"));
+        assert_eq!(t("Optional[int]"), Some("integer"));
+        assert_eq!(t("typing.Optional[float]"), Some("number"));
+        assert_eq!(t("bool | None"), Some("boolean"));
+        assert_eq!(t("List[str]"), Some("array"));
+        assert_eq!(t("dict[str, int]"), Some("object"));
+        assert_eq!(t("int | str"), None, "a union is not one type");
+        assert_eq!(t("Any"), None);
+        assert_eq!(t("MyRecord"), None);
     }
 }

@@ -238,3 +238,23 @@ fn import_envscaler_writes_loadable_packages() {
     ));
     assert_eq!(call["observation"], "{'success': True, 'message': 'q = 1'}");
 }
+
+#[test]
+fn manifest_types_are_checked_against_annotations() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path());
+    let mut m = manifest();
+    m["tools"][1]["function"]["parameters"]["properties"]["by"]["type"] = json!("string");
+    m["tools"][0]["function"]["parameters"]["required"] = json!([]);
+    std::fs::write(dir.path().join("counter/manifest.json"), m.to_string()).unwrap();
+    let out = envsim(dir.path(), &["test"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tool `bump`: parameter `by` is annotated \"int\" in the code but typed \"string\" in the schema"), "{text}");
+    assert!(
+        text.contains(
+            "tool `get`: parameter `name` is required in the code but optional in the schema"
+        ),
+        "{text}"
+    );
+}
