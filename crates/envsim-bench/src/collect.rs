@@ -238,23 +238,7 @@ async fn execute(
                     ..call.clone()
                 })
                 .await;
-            let mut unpredictable = Vec::new();
-            if let Ok(twin) = twin {
-                for (prefix, a, b) in [
-                    (
-                        "/observation",
-                        &outcome.observation_json,
-                        &twin.observation_json,
-                    ),
-                    ("/state", &outcome.state_after, &twin.state_after),
-                ] {
-                    unpredictable.extend(
-                        fine_diff(a, b)
-                            .iter()
-                            .map(|c| format!("{prefix}{}", c.pointer)),
-                    );
-                }
-            }
+            let unpredictable = twin.map(|t| outcome.differences(&t)).unwrap_or_default();
             let verdict = match observation_success(&Value::String(outcome.observation.clone())) {
                 Some(true) => Outcome::Success,
                 Some(false) => Outcome::Failure,

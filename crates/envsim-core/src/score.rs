@@ -465,6 +465,18 @@ fn compare_facts(
     out
 }
 
+/// The reference stratum of a transition, without the rest of [`PreparedSample::new`].
+pub fn stratum_of(transition: &Transition) -> Stratum {
+    let change_count = transition.stored_change_count.unwrap_or_else(|| {
+        reference_change_count(&transition.config_before, &transition.config_after)
+    });
+    Stratum::classify(
+        observation_success(&transition.observation),
+        change_count,
+        transition.action.arguments.len(),
+    )
+}
+
 /// Reads `success` from an observation the way the reference's sampler does: the observation
 /// normalised by `parse_to_obj` must be an object whose `success` is exactly a boolean.
 pub fn observation_success(observation: &Value) -> Option<bool> {

@@ -164,6 +164,29 @@ pub struct CallOutcome {
     pub reads: Option<Vec<JsonPointer>>,
 }
 
+impl CallOutcome {
+    /// Locations where two outcomes of the same call differ, prefixed `/observation` or
+    /// `/state`: the fields that depend on whatever differed between the runs.
+    pub fn differences(&self, other: &CallOutcome) -> Vec<String> {
+        let mut out = Vec::new();
+        for (prefix, x, y) in [
+            (
+                "/observation",
+                &self.observation_json,
+                &other.observation_json,
+            ),
+            ("/state", &self.state_after, &other.state_after),
+        ] {
+            out.extend(
+                fine_diff(x, y)
+                    .iter()
+                    .map(|c| format!("{prefix}{}", c.pointer)),
+            );
+        }
+        out
+    }
+}
+
 /// Which output fields depend on the clock or on the random seed.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ProbeReport {
@@ -368,8 +391,8 @@ impl Executor {
             })
             .await?;
         Ok(ProbeReport {
-            seed_dependent: differing(&base, &reseeded),
-            clock_dependent: differing(&base, &reclocked),
+            seed_dependent: base.differences(&reseeded),
+            clock_dependent: base.differences(&reclocked),
         })
     }
 }
@@ -423,22 +446,6 @@ fn outcome(mut reply: Value, started: Instant) -> Result<CallOutcome, ExecError>
         tool_time: Duration::from_secs_f64(tool_ms.max(0.0) / 1000.0),
         reads,
     })
-}
-
-/// Locations where two outcomes differ, prefixed `/observation` or `/state`.
-fn differing(a: &CallOutcome, b: &CallOutcome) -> Vec<String> {
-    let mut out = Vec::new();
-    for (prefix, x, y) in [
-        ("/observation", &a.observation_json, &b.observation_json),
-        ("/state", &a.state_after, &b.state_after),
-    ] {
-        out.extend(
-            fine_diff(x, y)
-                .iter()
-                .map(|c| format!("{prefix}{}", c.pointer)),
-        );
-    }
-    out
 }
 
 /// Finds the Python interpreter and returns its real path.

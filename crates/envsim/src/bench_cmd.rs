@@ -7,7 +7,7 @@ use envsim_bench::output::render;
 use envsim_bench::sample::{sample, Composition, SampleOptions};
 use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
 use envsim_core::formats::parse_benchmark;
-use envsim_core::score::PreparedSample;
+use envsim_core::score::stratum_of;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
 use std::collections::BTreeMap;
@@ -220,8 +220,7 @@ fn info(file: &Path, as_json: bool) -> Result<()> {
     let mut strata: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut envs: BTreeMap<String, usize> = BTreeMap::new();
     for t in &transitions {
-        let sample = PreparedSample::new(t.clone());
-        *strata.entry(sample.stratum.key()).or_default() += 1;
+        *strata.entry(stratum_of(t).key()).or_default() += 1;
         *envs
             .entry(t.env_id.clone().unwrap_or_else(|| "(unknown)".into()))
             .or_default() += 1;
