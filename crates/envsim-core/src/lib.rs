@@ -33,7 +33,9 @@
 //! Module map: [`pointer`](mod@pointer) and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
 //! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
 //! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`strata`], [`report`] (aggregation),
-//! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators).
+//! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators),
+//! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
+//! intervals and paired significance tests).
 
 pub mod apply;
 pub mod baseline;
@@ -47,12 +49,14 @@ pub mod path;
 pub mod pointer;
 pub mod problem;
 pub mod prompt;
+pub mod pyjson;
 pub mod pyrepr;
 pub mod reference;
 pub mod report;
 pub mod rng;
 pub mod sample;
 pub mod score;
+pub mod stats;
 pub mod strata;
 
 /// The types most callers need.

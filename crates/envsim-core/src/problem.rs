@@ -1,10 +1,10 @@
 //! Located problems met while reading or applying a predicted delta.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How bad a problem is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The operation was applied, with an interpretation the model did not state exactly
@@ -15,7 +15,7 @@ pub enum Severity {
 }
 
 /// What went wrong.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// The change list itself is not a list.
@@ -62,7 +62,7 @@ impl ProblemKind {
 }
 
 /// One problem, located by change index and path.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// 0-based index of the change entry in the model's list (`None`: the list as a whole).
     pub op: Option<usize>,

@@ -6,12 +6,19 @@
 //! - [`Template::Reference`]: the reference benchmark's training *layout* — one instruction that
 //!   carries the environment code, an input holding `initial_config` and `tool_call`
 //!   (`name({json args})`) as indented JSON — in envsim's wording.
+//! - [`reference_eval_prompt`] (and [`Template::render_eval`] for `Reference`): the reference
+//!   evaluator's prompt, reproduced character for character — its wording, and the JSON that
+//!   CPython's `json.dumps` writes ([`crate::pyjson`]) — so that scores obtained with it are
+//!   comparable with the published tables. It never states the path syntax of
+//!   `config_changes`, so a model must guess the convention; that is why envsim's own template
+//!   exists, and why this one is kept only for parity.
 //!
 //! The target is the canonical form: `{"feedback": <str() of the return value>,
 //! "config_changes": [{"type": "add"|"modify"|"delete", "path": "<JSON Pointer>", "value": …}]}`
 //! with the changes of the fine diff (lists descended).
 
 use crate::diff::{changes_to_json, fine_diff, PathStyle};
+use crate::pyjson::{dumps, DumpOptions};
 use crate::sample::Action;
 use serde_json::{json, Value};
 
@@ -90,6 +97,86 @@ impl Template {
             },
         }
     }
+
+    /// Renders the prompt for evaluating a simulator on one call: [`Template::render`] for
+    /// `Envsim` (evaluation and training share envsim's text), the reference evaluator's exact
+    /// prompt ([`reference_eval_prompt`] with [`ReferenceVariant::Frontier`]) for `Reference`.
+    pub fn render_eval(self, env_code: &str, state: &Value, action: &Action) -> Prompt {
+        match self {
+            Template::Envsim => self.render(env_code, state, action),
+            Template::Reference => {
+                reference_eval_prompt(env_code, state, action, ReferenceVariant::Frontier)
+            }
+        }
+    }
+}
+
+/// Which reference evaluator's wording [`reference_eval_prompt`] reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReferenceVariant {
+    /// The prompt the reference uses for frontier (API) models.
+    Frontier,
+    /// The prompt the reference uses for its fine-tuned models: the frontier wording plus a
+    /// sentence that stops the model from repeating its answer.
+    Sft,
+}
+
+/// The reference evaluator's instructions, one line with single spaces between sentences.
+const REFERENCE_EVAL_INSTRUCTIONS: &str = concat!(
+    "Instructions: You are given the environment code and the initial config. ",
+    "A tool call will be provided; you must predict the environment's textual feedback ",
+    "(exact output string) and any configuration changes that result from executing the tool. ",
+    "Only report config changes using types: add, modify, delete. ",
+    "Output ONLY a JSON object with keys: \"feedback\": string, ",
+    "\"config_changes\": [{\"type\":..., \"path\":..., \"value\": ...}]. ",
+    "If no config change, set \"config_changes\": []. ",
+    "Do not output other text.",
+);
+
+/// What [`ReferenceVariant::Sft`] appends to the system prompt (with its leading space).
+const REFERENCE_SFT_SUFFIX: &str =
+    " Do not repeat the JSON. Output exactly one JSON object and stop.";
+
+/// The reference evaluator's prompt for one call, exactly as it builds it:
+///
+/// - system: `"Environment code:\n\n{env_code}\n\nInitial config:\n{json.dumps(state,
+///   ensure_ascii=False, indent=2)}\n\nInstructions: …"`, plus the [`ReferenceVariant::Sft`]
+///   suffix for that variant;
+/// - user: `"Tool call: {name}({json.dumps(arguments)})\n\nReturn the JSON as specified."` —
+///   the arguments with `json.dumps`'s defaults, so non-ASCII text is `\uXXXX`-escaped there
+///   while the state shows it raw.
+pub fn reference_eval_prompt(
+    env_code: &str,
+    state: &Value,
+    action: &Action,
+    variant: ReferenceVariant,
+) -> Prompt {
+    let state_json = dumps(
+        state,
+        DumpOptions {
+            indent: Some(2),
+            ensure_ascii: false,
+        },
+    );
+    let suffix = match variant {
+        ReferenceVariant::Frontier => "",
+        ReferenceVariant::Sft => REFERENCE_SFT_SUFFIX,
+    };
+    // `dumps` takes a `Value`; the arguments are a map, so wrap a copy (prompts are small).
+    let arguments = dumps(
+        &Value::Object(action.arguments.clone()),
+        DumpOptions::default(),
+    );
+    Prompt {
+        system: format!(
+            "Environment code:\n\n{env_code}\n\nInitial config:\n{state_json}\n\n\
+             {REFERENCE_EVAL_INSTRUCTIONS}{suffix}"
+        ),
+        user: format!(
+            "Tool call: {}({arguments})\n\nReturn the JSON as specified.",
+            action.name
+        ),
+    }
 }
 
 /// The training target for a transition: canonical feedback and fine-diff changes.
@@ -133,6 +220,90 @@ mod tests {
         );
         assert_eq!(Template::parse("reference"), Some(Template::Reference));
         assert_eq!(Template::parse("x"), None);
+    }
+
+    fn ship_action() -> Action {
+        Action {
+            name: "ship_order".into(),
+            arguments: json!({"order_id": "O1", "note": "café ☕"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn reference_eval_prompt_frontier_is_exact() {
+        let state = json!({"orders": {"O1": {"status": "paid", "tags": [], "total": 1.0}}});
+        let p = reference_eval_prompt(
+            "class Shop: ...",
+            &state,
+            &ship_action(),
+            ReferenceVariant::Frontier,
+        );
+        let expected_system = "Environment code:\n\nclass Shop: ...\n\nInitial config:\n{\n  \"orders\": {\n    \"O1\": {\n      \"status\": \"paid\",\n      \"tags\": [],\n      \"total\": 1.0\n    }\n  }\n}\n\nInstructions: You are given the environment code and the initial config. A tool call will be provided; you must predict the environment's textual feedback (exact output string) and any configuration changes that result from executing the tool. Only report config changes using types: add, modify, delete. Output ONLY a JSON object with keys: \"feedback\": string, \"config_changes\": [{\"type\":..., \"path\":..., \"value\": ...}]. If no config change, set \"config_changes\": []. Do not output other text.";
+        assert_eq!(p.system, expected_system);
+        assert_eq!(
+            p.user,
+            "Tool call: ship_order({\"order_id\": \"O1\", \"note\": \"caf\\u00e9 \\u2615\"})\n\nReturn the JSON as specified."
+        );
+    }
+
+    #[test]
+    fn reference_eval_prompt_sft_appends_the_stop_sentence() {
+        let state = json!({"a": 1});
+        let frontier =
+            reference_eval_prompt("code", &state, &ship_action(), ReferenceVariant::Frontier);
+        let sft = reference_eval_prompt("code", &state, &ship_action(), ReferenceVariant::Sft);
+        assert_eq!(
+            sft.system,
+            "Environment code:\n\ncode\n\nInitial config:\n{\n  \"a\": 1\n}\n\nInstructions: You are given the environment code and the initial config. A tool call will be provided; you must predict the environment's textual feedback (exact output string) and any configuration changes that result from executing the tool. Only report config changes using types: add, modify, delete. Output ONLY a JSON object with keys: \"feedback\": string, \"config_changes\": [{\"type\":..., \"path\":..., \"value\": ...}]. If no config change, set \"config_changes\": []. Do not output other text. Do not repeat the JSON. Output exactly one JSON object and stop."
+        );
+        assert_eq!(sft.user, frontier.user);
+        let simple = reference_eval_prompt("code", &json!({}), &action(), ReferenceVariant::Sft);
+        assert_eq!(
+            simple.user,
+            "Tool call: pay({\"order_id\": \"O1\"})\n\nReturn the JSON as specified."
+        );
+        assert!(simple
+            .system
+            .contains("Initial config:\n{}\n\nInstructions:"));
+    }
+
+    #[test]
+    fn reference_eval_prompt_keeps_state_unicode_raw_but_escapes_arguments() {
+        let state = json!({"customer": "Zoë 😀", "line": "a\tb"});
+        let p = reference_eval_prompt("", &state, &ship_action(), ReferenceVariant::Frontier);
+        assert!(
+            p.system
+                .contains("\"customer\": \"Zoë 😀\",\n  \"line\": \"a\\tb\""),
+            "{}",
+            p.system
+        );
+        assert!(p.user.contains("\"caf\\u00e9 \\u2615\"") && p.user.is_ascii());
+    }
+
+    #[test]
+    fn render_eval_dispatches_by_template() {
+        let state = json!({"orders": {"O1": {"status": "new"}}});
+        assert_eq!(
+            Template::Envsim.render_eval("class Shop: ...", &state, &action()),
+            Template::Envsim.render("class Shop: ...", &state, &action())
+        );
+        assert_eq!(
+            Template::Reference.render_eval("class Shop: ...", &state, &action()),
+            reference_eval_prompt(
+                "class Shop: ...",
+                &state,
+                &action(),
+                ReferenceVariant::Frontier
+            )
+        );
+        // Evaluation with the reference template does not reuse the training layout.
+        assert_ne!(
+            Template::Reference.render_eval("c", &state, &action()),
+            Template::Reference.render("c", &state, &action())
+        );
     }
 
     #[test]

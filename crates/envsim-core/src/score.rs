@@ -30,7 +30,7 @@ use crate::problem::Problem;
 use crate::reference::{reference_apply_in_place, reference_config_match, TruthChange};
 use crate::sample::{Prediction, Transition, Usage};
 use crate::strata::Stratum;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Keys a simulator's output object is expected to have.
@@ -59,16 +59,16 @@ pub struct PreparedSample {
 }
 
 /// Why a prediction could not be read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParseFailureInfo {
     /// Stable code (`truncated`, `no_object`, …).
-    pub code: &'static str,
+    pub code: String,
     /// Human-readable detail.
     pub message: String,
 }
 
 /// Error categories of one sample (several may apply).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorTag {
     /// A true change the prediction does not make.
@@ -118,7 +118,7 @@ impl ErrorTag {
 }
 
 /// Field-level agreement between predicted and true leaf facts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FieldScore {
     /// True facts.
     pub truth: usize,
@@ -159,8 +159,10 @@ impl FieldScore {
     }
 }
 
-/// The score of one prediction (one line of envsim's result JSONL).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The score of one prediction (one line of envsim's result JSONL). Deserialising reads the
+/// same JSON back (the stratum from its key and `change_count`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SampleScoreWire")]
 pub struct SampleScore {
     /// The transition's id.
     pub sample_id: String,
@@ -188,7 +190,7 @@ pub struct SampleScore {
     /// Problems reading or applying the delta.
     pub problems: Vec<Problem>,
     /// Leniencies the parser needed (`fenced`, `python_literals`, …).
-    pub repairs: Vec<&'static str>,
+    pub repairs: Vec<String>,
     /// The request error, for API failures.
     pub api_error: Option<String>,
     /// Token usage, when known.
@@ -197,6 +199,53 @@ pub struct SampleScore {
 
 fn serialize_stratum<S: serde::Serializer>(s: &Stratum, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(s.key())
+}
+
+/// The serialised form of [`SampleScore`]: the stratum is a key there, and the difficult
+/// stratum's exact |Δ| comes back from `change_count`.
+#[derive(Deserialize)]
+struct SampleScoreWire {
+    sample_id: String,
+    stratum: String,
+    change_count: usize,
+    args_count: usize,
+    fm: bool,
+    fm_strict: bool,
+    cm_strict: bool,
+    cm_reference: bool,
+    field: FieldScore,
+    errors: Vec<ErrorTag>,
+    parse_failure: Option<ParseFailureInfo>,
+    problems: Vec<Problem>,
+    repairs: Vec<String>,
+    api_error: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl TryFrom<SampleScoreWire> for SampleScore {
+    type Error = String;
+
+    fn try_from(w: SampleScoreWire) -> Result<Self, String> {
+        let stratum = Stratum::from_key(&w.stratum, w.change_count)
+            .ok_or_else(|| format!("unknown stratum key {:?}", w.stratum))?;
+        Ok(SampleScore {
+            sample_id: w.sample_id,
+            stratum,
+            change_count: w.change_count,
+            args_count: w.args_count,
+            fm: w.fm,
+            fm_strict: w.fm_strict,
+            cm_strict: w.cm_strict,
+            cm_reference: w.cm_reference,
+            field: w.field,
+            errors: w.errors,
+            parse_failure: w.parse_failure,
+            problems: w.problems,
+            repairs: w.repairs,
+            api_error: w.api_error,
+            usage: w.usage,
+        })
+    }
 }
 
 impl PreparedSample {
@@ -266,7 +315,7 @@ impl PreparedSample {
             Prediction::Raw(text) => match extract_object(text, &OUTPUT_KEYS) {
                 Ok(found) => (
                     Value::Object(found.object),
-                    found.repairs.iter().map(|r| r.code()).collect(),
+                    found.repairs.iter().map(|r| r.code().to_owned()).collect(),
                 ),
                 Err(failure) => {
                     return self.parse_failed(score, failure.code(), failure.to_string())
@@ -355,7 +404,10 @@ impl PreparedSample {
         message: String,
     ) -> SampleScore {
         score.errors.push(ErrorTag::ParseFailure);
-        score.parse_failure = Some(ParseFailureInfo { code, message });
+        score.parse_failure = Some(ParseFailureInfo {
+            code: code.to_owned(),
+            message,
+        });
         score
     }
 

@@ -77,6 +77,27 @@ impl Stratum {
         }
     }
 
+    /// The stratum whose [`Stratum::key`] is `key`; `change_count` gives the exact |Δ| of the
+    /// medium and difficult strata (`medium_6` and `difficult_7_12` cover ranges). `None` for an
+    /// unknown key.
+    pub fn from_key(key: &str, change_count: usize) -> Option<Stratum> {
+        let clamp = |lo: usize, hi: usize| change_count.clamp(lo, hi) as u8;
+        Some(match key {
+            "failure" => Stratum::Failure,
+            "no_change_args0" => Stratum::NoChangeArgs0,
+            "no_change_args1" => Stratum::NoChangeArgs1,
+            "simple_1" => Stratum::Simple1,
+            "simple_2" => Stratum::Simple2,
+            "medium_3" => Stratum::Medium(3),
+            "medium_4" => Stratum::Medium(4),
+            "medium_5" => Stratum::Medium(5),
+            "medium_6" => Stratum::Medium(6),
+            "difficult_7_12" => Stratum::Difficult(clamp(7, 12)),
+            "unclassified" => Stratum::Unclassified,
+            _ => return None,
+        })
+    }
+
     /// For difficult samples, the per-|Δ| sub-stratum key (`difficult_7`…`difficult_12`).
     pub fn detail_key(self) -> Option<&'static str> {
         const KEYS: [&str; 6] = [
@@ -152,6 +173,23 @@ mod tests {
         assert_eq!(Stratum::classify(Some(true), 12, 0), Stratum::Difficult(12));
         assert_eq!(Stratum::classify(Some(true), 13, 0), Stratum::Unclassified);
         assert_eq!(Stratum::classify(None, 1, 0), Stratum::Unclassified);
+    }
+
+    #[test]
+    fn from_key_inverts_key() {
+        for success in [Some(true), Some(false), None] {
+            for n in 0..15 {
+                for args in 0..3 {
+                    let s = Stratum::classify(success, n, args);
+                    assert_eq!(Stratum::from_key(s.key(), n), Some(s), "{s:?}");
+                }
+            }
+        }
+        assert_eq!(
+            Stratum::from_key("difficult_7_12", 3),
+            Some(Stratum::Difficult(7))
+        );
+        assert_eq!(Stratum::from_key("nope", 1), None);
     }
 
     #[test]

@@ -120,3 +120,39 @@ fn null_scores_exactly_the_no_change_share() {
     assert_eq!(report.strata[0].1.cm_strict, Some(1.0), "failure stratum");
     assert_eq!(report.strata[3].1.cm_strict, Some(0.0), "simple_1 stratum");
 }
+
+#[test]
+fn sample_scores_round_trip_through_json() {
+    let records = SyntheticBench::records(5, 2, &BenchOptions::default());
+    let mut samples: Vec<PreparedSample> = parse_benchmark(to_json_array(&records).as_bytes(), "f")
+        .expect("fixture parses")
+        .into_iter()
+        .map(PreparedSample::new)
+        .collect();
+    let mut noisy = envsim_testkit::NoisySimulator::new(9);
+    let mut kinds = std::collections::BTreeSet::new();
+    for (sample, record) in samples.iter_mut().zip(&records) {
+        let usage = Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 3,
+        });
+        for prediction in [
+            Prediction::Raw(noisy.output(record)),
+            Prediction::ApiError("HTTP 500".into()),
+            Prediction::Missing,
+        ] {
+            let score = sample.score(&prediction, usage);
+            kinds.insert(score.stratum.key());
+            let text = serde_json::to_string(&score).unwrap();
+            let back: SampleScore = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, score, "{text}");
+        }
+    }
+    assert!(kinds.contains("difficult_7_12") && kinds.contains("failure"));
+    let bad = r#"{"sample_id":"x","stratum":"nope","change_count":0,"args_count":0,"fm":false,"fm_strict":false,"cm_strict":false,"cm_reference":false,"field":{"truth":0,"predicted":0,"correct":0,"precision":1.0,"recall":1.0,"f1":1.0},"errors":[],"parse_failure":null,"problems":[],"repairs":[],"api_error":null,"usage":null}"#;
+    let err = serde_json::from_str::<SampleScore>(bad).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown stratum key \"nope\""),
+        "{err}"
+    );
+}

@@ -6,6 +6,10 @@
 //! reference stratum. [`NoisySimulator`] turns a transition into the kind of raw text an LLM
 //! simulator produces (prose, fences, Python literals) with a chosen error rate that grows with
 //! |Δ|, to exercise the scorer like a real model would.
+//!
+//! [`openai_double`] is a loopback OpenAI-compatible chat-completions test double.
+
+pub mod openai_double;
 
 use envsim_core::diff::{changes_to_json, PathStyle};
 use envsim_core::pyrepr::to_python_repr;

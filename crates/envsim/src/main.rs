@@ -1,9 +1,12 @@
 //! The `envsim` command line.
 
 mod bench_cmd;
+mod bundled;
 mod env_cmd;
+mod eval_cmd;
 mod export_cmd;
 mod render;
+mod run_render;
 mod score_cmd;
 
 use clap::{Parser, Subcommand};
@@ -27,6 +30,16 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Training data for simulator models.
     Export(export_cmd::ExportArgs),
+    /// Evaluate a simulator (OpenAI-compatible server, oracle, null, replay) on a benchmark.
+    Eval(eval_cmd::EvalArgs),
+    /// Report a stored run: per-stratum scores with 95% intervals, cost, latency, cliff chart.
+    Report(eval_cmd::ReportArgs),
+    /// List stored runs.
+    Runs(eval_cmd::RunsArgs),
+    /// Compare stored runs: paired bootstrap and McNemar per stratum, disagreeing samples.
+    Compare(eval_cmd::CompareArgs),
+    /// OpenAI Batch API files: export requests, import results as a run.
+    Batch(eval_cmd::BatchArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,9 +55,15 @@ fn main() -> ExitCode {
         Command::Env(args) => env_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),
+        Command::Eval(args) => eval_cmd::eval(args),
+        Command::Report(args) => eval_cmd::report(args),
+        Command::Runs(args) => eval_cmd::runs(args),
+        Command::Compare(args) => eval_cmd::compare_cmd(args),
+        Command::Batch(args) => eval_cmd::batch(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is::<eval_cmd::Interrupted>() => ExitCode::from(130),
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

@@ -1,0 +1,481 @@
+//! Reports of stored runs: the per-stratum score table with 95% bootstrap intervals, the null
+//! baseline line, tokens, cost and cost per correct transition, latency percentiles, request
+//! statistics; comparisons of several runs (paired bootstrap and McNemar per stratum); and the
+//! data of the cliff chart.
+
+use crate::chart::{CliffPoint, CliffSeries};
+use crate::store::{RunRecord, Store, StoreError};
+use envsim_core::report::Report;
+use envsim_core::score::SampleScore;
+use envsim_core::stats::{
+    bootstrap_mean_ci, mcnemar, mean, paired_bootstrap, percentile, Interval, McNemar,
+    PairedComparison,
+};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+/// Bootstrap resamples for every interval.
+pub const RESAMPLES: usize = 2000;
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+/// Seed of every bootstrap (fixed, so reports are byte-reproducible).
+pub const SEED: u64 = 20_261_129;
+
+/// Metrics that get intervals.
+pub const INTERVAL_METRICS: [&str; 4] = ["fm", "cm_strict", "cm_reference", "field_f1"];
+
+fn metric(sample: &SampleScore, name: &str) -> f64 {
+    match name {
+        "fm" => f64::from(u8::from(sample.fm)),
+        "fm_strict" => f64::from(u8::from(sample.fm_strict)),
+        "cm_strict" => f64::from(u8::from(sample.cm_strict)),
+        "cm_reference" => f64::from(u8::from(sample.cm_reference)),
+        "field_f1" => sample.field.f1,
+        _ => 0.0,
+    }
+}
+
+/// Cost per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct Price {
+    /// USD per million prompt tokens.
+    pub input_per_mtok: f64,
+    /// USD per million completion tokens.
+    pub output_per_mtok: f64,
+}
+
+/// Money spent.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Cost {
+    /// USD for prompt tokens.
+    pub input_usd: f64,
+    /// USD for completion tokens.
+    pub output_usd: f64,
+    /// Total USD.
+    pub total_usd: f64,
+    /// Total divided by the CM-strict-correct samples (`None` when none is correct).
+    pub per_correct_usd: Option<f64>,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Samples measured.
+    pub n: usize,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(values: &[f64]) -> Option<Latency> {
+        Some(Latency {
+            n: values.len(),
+            mean_ms: mean(values)?,
+            p50_ms: percentile(values, 50.0)?,
+            p90_ms: percentile(values, 90.0)?,
+            p99_ms: percentile(values, 99.0)?,
+            max_ms: percentile(values, 100.0)?,
+        })
+    }
+}
+
+/// Request statistics from the audit log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Requests {
+    /// HTTP attempts.
+    pub attempts: usize,
+    /// Attempts after the first of a sample.
+    pub retries: usize,
+    /// Attempts that failed (any reason).
+    pub failed_attempts: usize,
+    /// Samples answered from the cache.
+    pub cache_hits: usize,
+    /// Samples that ended as API errors (counted as wrong).
+    pub api_errors: usize,
+}
+
+/// A stored run, scored and summarised.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The run.
+    pub record: RunRecord,
+    /// Scores over the whole benchmark (unfinished samples count as missing predictions).
+    pub report: Report,
+    /// The null baseline on the same benchmark.
+    pub null: Report,
+    /// Finished samples.
+    pub finished: usize,
+    /// Per-request latency (HTTP attempts only).
+    pub request_latency: Option<Latency>,
+    /// Per-sample latency including retries and waits (finished samples).
+    pub sample_latency: Option<Latency>,
+    /// Request statistics.
+    pub requests: Requests,
+    /// Cost, when a price is known.
+    pub cost: Option<Cost>,
+    /// The price used.
+    pub price: Option<Price>,
+}
+
+impl RunReport {
+    /// Loads and summarises a run. `price` overrides the price stored with the run.
+    pub fn load(
+        store: &Store,
+        record: RunRecord,
+        price: Option<Price>,
+    ) -> Result<RunReport, StoreError> {
+        let corrupt = |message: String| StoreError::Corrupt {
+            path: store.path().to_owned(),
+            message,
+        };
+        let rows = store.results(&record.hash)?;
+        let mut samples = Vec::with_capacity(rows.len());
+        let mut sample_latency = Vec::new();
+        let mut requests = Requests::default();
+        let mut finished = 0;
+        for row in &rows {
+            let score: SampleScore = serde_json::from_str(&row.score).map_err(|e| {
+                corrupt(format!(
+                    "run {} sample {}: score: {e}",
+                    record.run_id, row.sample_id
+                ))
+            })?;
+            if row.done {
+                finished += 1;
+                if let Some(ms) = row.latency_ms {
+                    sample_latency.push(ms);
+                }
+                requests.cache_hits += usize::from(row.cached);
+                requests.api_errors += usize::from(score.api_error.is_some());
+            }
+            samples.push(score);
+        }
+        let null_samples: Vec<SampleScore> = serde_json::from_str(&record.null_scores)
+            .map_err(|e| corrupt(format!("run {}: null baseline: {e}", record.run_id)))?;
+        let mut request_latency = Vec::new();
+        for attempt in store.attempts(&record.hash)? {
+            if attempt.attempt == 0 {
+                continue;
+            }
+            requests.attempts += 1;
+            requests.retries += usize::from(attempt.attempt > 1);
+            requests.failed_attempts +=
+                usize::from(!matches!(attempt.outcome.as_str(), "ok" | "batch"));
+            if !attempt.outcome.starts_with("batch") {
+                request_latency.push(attempt.latency_ms);
+            }
+        }
+        let price = price.or_else(|| {
+            record
+                .prices
+                .as_ref()
+                .and_then(|p| serde_json::from_value(p.clone()).ok())
+        });
+        let report = Report::new(record.system.clone(), samples);
+        let cost = price.map(|p| {
+            let input_usd = report.overall.prompt_tokens as f64 * p.input_per_mtok / 1e6;
+            let output_usd = report.overall.completion_tokens as f64 * p.output_per_mtok / 1e6;
+            let correct = report.samples.iter().filter(|s| s.cm_strict).count();
+            let total_usd = input_usd + output_usd;
+            Cost {
+                input_usd,
+                output_usd,
+                total_usd,
+                per_correct_usd: (correct > 0).then(|| total_usd / correct as f64),
+            }
+        });
+        Ok(RunReport {
+            null: Report::new("null", null_samples),
+            report,
+            finished,
+            request_latency: Latency::of(&request_latency),
+            sample_latency: Latency::of(&sample_latency),
+            requests,
+            cost,
+            price,
+            record,
+        })
+    }
+
+    /// Whether every sample finished.
+    pub fn complete(&self) -> bool {
+        self.finished == self.report.samples.len()
+    }
+
+    /// Rows of the report as `(key, samples)`: `overall`, the groups, then every stratum.
+    pub fn rows(&self) -> Vec<(String, Vec<&SampleScore>)> {
+        rows_of(&self.report)
+    }
+
+    /// 95% bootstrap intervals per row and metric.
+    pub fn intervals(&self) -> Vec<(String, Vec<(&'static str, Option<Interval>)>)> {
+        self.rows()
+            .into_iter()
+            .map(|(key, samples)| {
+                let cells = INTERVAL_METRICS
+                    .iter()
+                    .map(|m| {
+                        let values: Vec<f64> = samples.iter().map(|s| metric(s, m)).collect();
+                        (
+                            *m,
+                            bootstrap_mean_ci(&values, RESAMPLES, LEVEL, seed_for(&key, m)),
+                        )
+                    })
+                    .collect();
+                (key, cells)
+            })
+            .collect()
+    }
+
+    /// The `envsim.score.v1` report plus `run`, `intervals` and `null_baseline`.
+    pub fn to_json(&self) -> Value {
+        let mut root = match self.report.to_json() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let config = serde_json::to_value(&self.record.config).unwrap_or(Value::Null);
+        root.insert(
+            "run".into(),
+            json!({
+                "id": self.record.run_id,
+                "hash": self.record.hash,
+                "config": config,
+                "bench_path": self.record.bench_path,
+                "created_at": self.record.created_at,
+                "updated_at": self.record.updated_at,
+                "samples": self.report.samples.len(),
+                "finished": self.finished,
+                "complete": self.complete(),
+                "tokens": {
+                    "prompt": self.report.overall.prompt_tokens,
+                    "completion": self.report.overall.completion_tokens,
+                },
+                "price": self.price,
+                "cost": self.cost,
+                "latency": {"request": self.request_latency, "sample": self.sample_latency},
+                "requests": self.requests,
+            }),
+        );
+        let mut intervals = Map::new();
+        for (key, cells) in self.intervals() {
+            let cells: Map<String, Value> = cells
+                .into_iter()
+                .map(|(m, ci)| {
+                    (
+                        m.to_owned(),
+                        serde_json::to_value(ci).unwrap_or(Value::Null),
+                    )
+                })
+                .collect();
+            intervals.insert(key, Value::Object(cells));
+        }
+        root.insert(
+            "intervals".into(),
+            json!({"level": LEVEL, "resamples": RESAMPLES, "method": "percentile bootstrap over samples", "rows": intervals}),
+        );
+        let mut null = match self.null.to_json() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        null.remove("samples");
+        root.insert("null_baseline".into(), Value::Object(null));
+        Value::Object(root)
+    }
+
+    /// The run's cliff curve: CM-strict per |Δ| with 95% intervals.
+    pub fn cliff(&self, name: &str) -> CliffSeries {
+        cliff_series(name, &self.report.samples)
+    }
+
+    /// The null baseline's cliff curve.
+    pub fn null_cliff(&self) -> CliffSeries {
+        cliff_series("null baseline", &self.null.samples)
+    }
+}
+
+fn seed_for(key: &str, metric: &str) -> u64 {
+    // FNV-1a over the row and metric names: independent, stable streams per cell.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ SEED;
+    for b in key.bytes().chain([0]).chain(metric.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn rows_of(report: &Report) -> Vec<(String, Vec<&SampleScore>)> {
+    let mut rows = vec![("overall".to_owned(), report.samples.iter().collect())];
+    for (group, _) in &report.groups {
+        rows.push((
+            group.key().to_owned(),
+            report
+                .samples
+                .iter()
+                .filter(|s| s.stratum.group() == Some(*group))
+                .collect(),
+        ));
+    }
+    for (key, _) in &report.strata {
+        rows.push((
+            (*key).to_owned(),
+            report
+                .samples
+                .iter()
+                .filter(|s| s.stratum.key() == *key || s.stratum.detail_key() == Some(key))
+                .collect(),
+        ));
+    }
+    rows
+}
+
+/// CM-strict per |Δ| (0 to the largest present), with 95% bootstrap intervals.
+pub fn cliff_series(name: &str, samples: &[SampleScore]) -> CliffSeries {
+    let max = samples.iter().map(|s| s.change_count).max().unwrap_or(0);
+    let points = (0..=max)
+        .map(|k| {
+            let values: Vec<f64> = samples
+                .iter()
+                .filter(|s| s.change_count == k)
+                .map(|s| f64::from(u8::from(s.cm_strict)))
+                .collect();
+            let ci = bootstrap_mean_ci(&values, RESAMPLES, LEVEL, seed_for(name, &k.to_string()));
+            CliffPoint {
+                change_count: k,
+                n: values.len(),
+                rate: mean(&values).unwrap_or(0.0),
+                lo: ci.map_or(0.0, |c| c.lo),
+                hi: ci.map_or(0.0, |c| c.hi),
+            }
+        })
+        .collect();
+    CliffSeries {
+        name: format!("{name} (n={})", samples.len()),
+        points,
+    }
+}
+
+/// One row of a comparison: a stratum (or group, or overall) across runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompareRow {
+    /// Row key.
+    pub key: String,
+    /// Samples in the row.
+    pub n: usize,
+    /// CM-strict per run.
+    pub cm_strict: Vec<Option<f64>>,
+    /// Per run after the first: paired bootstrap of CM-strict (run − first run).
+    pub paired: Vec<Option<PairedComparison>>,
+    /// Per run after the first: exact McNemar test on CM-strict.
+    pub mcnemar: Vec<Option<McNemar>>,
+}
+
+/// A sample on which runs disagree (CM-strict).
+#[derive(Clone, Debug, Serialize)]
+pub struct Disagreement {
+    /// Sample id.
+    pub sample_id: String,
+    /// Stratum key.
+    pub stratum: String,
+    /// |Δ|.
+    pub change_count: usize,
+    /// CM-strict per run.
+    pub cm_strict: Vec<bool>,
+}
+
+/// Several runs over the same benchmark, side by side.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// Row per overall/group/stratum.
+    pub rows: Vec<CompareRow>,
+    /// Samples where the runs disagree.
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// Compares runs; every run must be over the same benchmark (same fingerprint).
+pub fn compare(runs: &[RunReport]) -> Result<Comparison, String> {
+    let first = runs.first().ok_or("nothing to compare")?;
+    for run in &runs[1..] {
+        if run.record.config.subset != first.record.config.subset
+            || run.report.samples.len() != first.report.samples.len()
+        {
+            return Err(format!(
+                "runs {} and {} evaluate different subsets of the benchmark; paired comparisons need the same samples",
+                first.record.run_id, run.record.run_id
+            ));
+        }
+        if run.record.config.bench_sha256 != first.record.config.bench_sha256 {
+            return Err(format!(
+                "runs {} and {} are over different benchmarks (fingerprints {}… and {}…); paired comparisons need the same samples",
+                first.record.run_id,
+                run.record.run_id,
+                &first.record.config.bench_sha256[..12.min(first.record.config.bench_sha256.len())],
+                &run.record.config.bench_sha256[..12.min(run.record.config.bench_sha256.len())]
+            ));
+        }
+    }
+    let per_run_rows: Vec<Vec<(String, Vec<&SampleScore>)>> =
+        runs.iter().map(|r| r.rows()).collect();
+    let mut rows = Vec::new();
+    for (i, (key, base)) in per_run_rows[0].iter().enumerate() {
+        let base_values: Vec<f64> = base.iter().map(|s| metric(s, "cm_strict")).collect();
+        let base_bools: Vec<bool> = base.iter().map(|s| s.cm_strict).collect();
+        let mut row = CompareRow {
+            key: key.clone(),
+            n: base.len(),
+            cm_strict: vec![mean(&base_values)],
+            paired: Vec::new(),
+            mcnemar: Vec::new(),
+        };
+        for other in &per_run_rows[1..] {
+            let values: Vec<f64> = other[i].1.iter().map(|s| metric(s, "cm_strict")).collect();
+            let bools: Vec<bool> = other[i].1.iter().map(|s| s.cm_strict).collect();
+            row.cm_strict.push(mean(&values));
+            row.paired.push(paired_bootstrap(
+                &base_values,
+                &values,
+                RESAMPLES,
+                LEVEL,
+                seed_for(key, "paired"),
+            ));
+            row.mcnemar.push(mcnemar(&base_bools, &bools));
+        }
+        rows.push(row);
+    }
+    let disagreements = (0..first.report.samples.len())
+        .filter_map(|i| {
+            let verdicts: Vec<bool> = runs.iter().map(|r| r.report.samples[i].cm_strict).collect();
+            let s = &first.report.samples[i];
+            (verdicts.iter().any(|v| *v != verdicts[0])).then(|| Disagreement {
+                sample_id: s.sample_id.clone(),
+                stratum: s.stratum.detail_key().unwrap_or(s.stratum.key()).to_owned(),
+                change_count: s.change_count,
+                cm_strict: verdicts,
+            })
+        })
+        .collect();
+    Ok(Comparison {
+        rows,
+        disagreements,
+    })
+}
+
+impl Comparison {
+    /// JSON form (`envsim.compare.v1`).
+    pub fn to_json(&self, runs: &[RunReport]) -> Value {
+        json!({
+            "schema": "envsim.compare.v1",
+            "runs": runs.iter().map(|r| json!({"id": r.record.run_id, "system": r.record.system})).collect::<Vec<_>>(),
+            "metric": "cm_strict",
+            "rows": self.rows,
+            "disagreements": self.disagreements,
+        })
+    }
+}

@@ -1,0 +1,675 @@
+//! `envsim eval`, `envsim report`, `envsim runs`, `envsim compare` and `envsim batch`: the
+//! evaluation harness's command line (the work happens in `envsim-eval`).
+
+use crate::bundled;
+use crate::render::OutputFormat;
+use crate::run_render::{render_compare, render_run, render_runs};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use envsim_core::formats::{match_predictions, parse_benchmark, parse_predictions};
+use envsim_core::prelude::*;
+use envsim_core::prompt::Template;
+use envsim_core::score::stratum_of;
+use envsim_eval::batch;
+use envsim_eval::chart::cliff_svg;
+use envsim_eval::config::{sha256_hex, BackendConfig, Decoding, RunConfig, Subset};
+use envsim_eval::openai::{ClientSettings, OpenAiClient};
+use envsim_eval::report::{compare, Price, RunReport};
+use envsim_eval::runner::{self, RunRequest, RunnerOptions, Simulator};
+use envsim_eval::store::Store;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The process was stopped by Ctrl-C; finished samples are stored.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Simulators `envsim eval` can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// An OpenAI-compatible /v1/chat/completions endpoint (vLLM, llama.cpp server, SGLang, hosted APIs).
+    Openai,
+    /// The benchmark's own labels: the ceiling line.
+    Oracle,
+    /// "No change" with an empty feedback: the floor line.
+    Null,
+    /// Predictions from a file (--predictions).
+    Replay,
+}
+
+/// Prompt templates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TemplateArg {
+    /// envsim's prompt: states the path syntax, change vocabulary and output schema.
+    Envsim,
+    /// The reference evaluator's exact prompt (for parity with published tables).
+    Reference,
+}
+
+impl TemplateArg {
+    fn template(self) -> Template {
+        match self {
+            TemplateArg::Envsim => Template::Envsim,
+            TemplateArg::Reference => Template::Reference,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArg {
+    /// The run store (SQLite).
+    #[arg(
+        long,
+        env = "ENVSIM_STORE",
+        default_value = ".envsim/runs.sqlite",
+        value_name = "FILE"
+    )]
+    store: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchSelection {
+    /// Benchmark file (reference JSON array or JSON Lines); default: the bundled benchmark.
+    #[arg(long, value_name = "FILE")]
+    bench: Option<PathBuf>,
+    /// Evaluate only the first N samples of each stratum (benchmark order).
+    #[arg(long, value_name = "N")]
+    per_stratum: Option<usize>,
+    /// Evaluate at most N samples (after --per-stratum).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct DecodingArgs {
+    /// Model name sent to the server.
+    #[arg(long, env = "ENVSIM_MODEL")]
+    model: Option<String>,
+    /// Prompt template (part of the run's identity).
+    #[arg(long, value_enum, default_value_t = TemplateArg::Envsim)]
+    template: TemplateArg,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    /// Completion token limit (default: the server's).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Stop sequence (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    stop: Vec<String>,
+    /// Extra JSON object merged into every request body, e.g. '{"repetition_penalty": 1.15}'.
+    #[arg(long, value_name = "JSON")]
+    extra_body: Option<String>,
+}
+
+impl DecodingArgs {
+    fn decoding(&self) -> Result<Decoding> {
+        let extra_body = match &self.extra_body {
+            None => serde_json::Map::new(),
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Object(map)) => map,
+                Ok(_) => bail!("--extra-body must be a JSON object, got {text}"),
+                Err(e) => bail!("--extra-body is not JSON: {e}"),
+            },
+        };
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            bail!(
+                "--temperature must be a number ≥ 0, got {}",
+                self.temperature
+            );
+        }
+        Ok(Decoding {
+            temperature: Some(self.temperature),
+            max_tokens: self.max_tokens,
+            stop: self.stop.clone(),
+            extra_body,
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    selection: BenchSelection,
+    /// The simulator.
+    #[arg(long, value_enum, default_value_t = BackendArg::Oracle)]
+    backend: BackendArg,
+    /// Server base URL up to /v1 (openai backend); default https://api.openai.com/v1.
+    #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
+    base_url: Option<String>,
+    /// API key (openai backend).
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    #[command(flatten)]
+    decoding: DecodingArgs,
+    /// Prediction file for --backend replay (envsim JSONL or a reference result file).
+    #[arg(long, value_name = "FILE")]
+    predictions: Option<PathBuf>,
+    /// Requests in flight at most.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    concurrency: usize,
+    /// Requests per minute at most.
+    #[arg(long, value_name = "N")]
+    rpm: Option<u32>,
+    /// Estimated tokens per minute at most (prompt characters / 4 + max tokens).
+    #[arg(long, value_name = "N")]
+    tpm: Option<u32>,
+    /// Request timeout in seconds.
+    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    timeout: f64,
+    /// Retries after a failed attempt (429, 5xx, timeouts, connection errors, garbled bodies).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    retries: u32,
+    /// Do not answer from (or fill) the response cache.
+    #[arg(long)]
+    no_cache: bool,
+    /// Delete this run's stored results and start over.
+    #[arg(long)]
+    fresh: bool,
+    #[command(flatten)]
+    store: StoreArg,
+    /// USD per million prompt tokens (for cost columns).
+    #[arg(long, value_name = "USD")]
+    price_input: Option<f64>,
+    /// USD per million completion tokens.
+    #[arg(long, value_name = "USD")]
+    price_output: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Write the cliff chart (CM-strict vs |Δ|) as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    chart: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run id (or unique prefix of it), or `latest`.
+    #[arg(default_value = "latest")]
+    run: String,
+    #[command(flatten)]
+    store: StoreArg,
+    /// Price table: JSON object {"<model>": {"input_per_mtok": x, "output_per_mtok": y}}.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Write the cliff chart as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    chart: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more run ids; each later run is compared with the first.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<String>,
+    #[command(flatten)]
+    store: StoreArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Disagreeing samples to list in table/Markdown output (JSON lists all).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    show: usize,
+    /// Write the runs' cliff charts (one SVG) here.
+    #[arg(long, value_name = "FILE.svg")]
+    chart: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    command: BatchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BatchCommand {
+    /// Write the evaluation requests as an OpenAI Batch input file (JSONL).
+    Export(BatchExportArgs),
+    /// Score a Batch output file (and error file) and store it as a run.
+    Import(BatchImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchExportArgs {
+    #[command(flatten)]
+    selection: BenchSelection,
+    #[command(flatten)]
+    decoding: DecodingArgs,
+    /// Output file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchImportArgs {
+    #[command(flatten)]
+    selection: BenchSelection,
+    /// The request file given to the Batch API (written by `envsim batch export`).
+    #[arg(long, value_name = "FILE.jsonl")]
+    requests: PathBuf,
+    /// Batch output and error files (repeatable).
+    #[arg(long = "output", value_name = "FILE.jsonl", required = true)]
+    outputs: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArg,
+    /// Replace a previous import of the same files.
+    #[arg(long)]
+    fresh: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// A loaded benchmark, after subset selection.
+struct LoadedBench {
+    display: String,
+    sha256: String,
+    subset: Option<Subset>,
+    transitions: Vec<Transition>,
+}
+
+fn load_bench(selection: &BenchSelection) -> Result<LoadedBench> {
+    let (bytes, display) = match &selection.bench {
+        Some(path) => (read(path)?, path.display().to_string()),
+        None => (bundled::benchmark()?, bundled::NAME.to_owned()),
+    };
+    let sha256 = sha256_hex(&bytes);
+    let mut transitions = parse_benchmark(&bytes, &display)?;
+    let subset = Subset::new(selection.per_stratum, selection.limit);
+    if let Some(subset) = &subset {
+        if subset.per_stratum == Some(0) || subset.limit == Some(0) {
+            bail!("--per-stratum and --limit must be at least 1");
+        }
+        let strata: Vec<Stratum> = transitions.iter().map(stratum_of).collect();
+        let keys: Vec<&str> = strata.iter().map(|s| s.key()).collect();
+        let keep = subset.select(&keys);
+        let mut all: Vec<Option<Transition>> = transitions.into_iter().map(Some).collect();
+        transitions = keep.into_iter().filter_map(|i| all[i].take()).collect();
+    }
+    if transitions.is_empty() {
+        bail!("{display}: no samples to evaluate");
+    }
+    Ok(LoadedBench {
+        display,
+        sha256,
+        subset,
+        transitions,
+    })
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("tmp-envsim");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn price_of(input: Option<f64>, output: Option<f64>) -> Result<Option<Price>> {
+    match (input, output) {
+        (None, None) => Ok(None),
+        (Some(i), Some(o)) if i >= 0.0 && o >= 0.0 => Ok(Some(Price {
+            input_per_mtok: i,
+            output_per_mtok: o,
+        })),
+        (Some(_), Some(_)) => bail!("prices must be ≥ 0"),
+        _ => bail!("give both --price-input and --price-output (USD per million tokens)"),
+    }
+}
+
+pub fn eval(args: EvalArgs) -> Result<()> {
+    let bench = load_bench(&args.selection)?;
+    let decoding = args.decoding.decoding()?;
+    if args.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let template = args.decoding.template;
+    let (backend, simulator, system) = match args.backend {
+        BackendArg::Oracle => (
+            BackendConfig::Oracle,
+            Simulator::Baseline(Baseline::Oracle),
+            "oracle".to_owned(),
+        ),
+        BackendArg::Null => (
+            BackendConfig::Null,
+            Simulator::Baseline(Baseline::Null),
+            "null".to_owned(),
+        ),
+        BackendArg::Replay => {
+            let path = args
+                .predictions
+                .as_ref()
+                .context("--backend replay needs --predictions FILE")?;
+            let bytes = read(path)?;
+            let name = path.display().to_string();
+            let records = parse_predictions(&bytes, &name)?;
+            let matched = match_predictions(&bench.transitions, records, true, &name)?;
+            let missing = matched
+                .iter()
+                .filter(|(p, _)| *p == Prediction::Missing)
+                .count();
+            if missing > 0 {
+                eprintln!("warning: {name} has no prediction for {missing} of {} samples; they count as wrong", matched.len());
+            }
+            (
+                BackendConfig::Replay {
+                    file_sha256: sha256_hex(&bytes),
+                },
+                Simulator::Replay(matched),
+                name,
+            )
+        }
+        BackendArg::Openai => {
+            let model = args
+                .decoding
+                .model
+                .clone()
+                .context("--backend openai needs --model (the name the server serves, e.g. Qwen/Qwen2.5-7B-Instruct)")?;
+            let base_url = match &args.base_url {
+                Some(url) => url.clone(),
+                None if args.api_key.is_some() => "https://api.openai.com/v1".to_owned(),
+                None => bail!("--backend openai needs --base-url URL (or OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for vLLM; for api.openai.com set OPENAI_API_KEY"),
+            };
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                bail!("--base-url must start with http:// or https://, got {base_url:?}");
+            }
+            let client = OpenAiClient::new(&ClientSettings {
+                base_url: base_url.clone(),
+                api_key: args.api_key.clone(),
+                timeout: Duration::from_secs_f64(args.timeout),
+                max_connections: args.concurrency,
+            })
+            .map_err(anyhow::Error::msg)?;
+            (
+                BackendConfig::Openai {
+                    base_url,
+                    model: model.clone(),
+                },
+                Simulator::OpenAi {
+                    client,
+                    model: model.clone(),
+                    template: template.template(),
+                    decoding: decoding.clone(),
+                },
+                model,
+            )
+        }
+    };
+    let mut config = RunConfig::new(
+        bench.sha256.clone(),
+        backend,
+        template.template().name(),
+        decoding,
+    );
+    config.subset = bench.subset;
+    let price = price_of(args.price_input, args.price_output)?;
+    let request = RunRequest {
+        store: args.store.store.clone(),
+        system,
+        config,
+        bench_path: bench.display.clone(),
+        samples: bench
+            .transitions
+            .into_iter()
+            .map(PreparedSample::new)
+            .collect(),
+        simulator,
+        options: RunnerOptions {
+            concurrency: args.concurrency,
+            requests_per_minute: args.rpm,
+            tokens_per_minute: args.tpm,
+            max_retries: args.retries,
+            use_cache: !args.no_cache,
+            progress: !args.no_progress,
+            handle_ctrl_c: true,
+            ..RunnerOptions::default()
+        },
+        fresh: args.fresh,
+        prices: price.map(|p| serde_json::to_value(p).unwrap_or_default()),
+    };
+    let outcome = runtime()?.block_on(runner::run(request))?;
+    let store = Store::open(&args.store.store)?;
+    if outcome.resumed && outcome.already_done > 0 && !args.no_progress {
+        eprintln!(
+            "resumed run {}: {} samples were already stored, {} run now",
+            outcome.record.run_id, outcome.already_done, outcome.processed
+        );
+    }
+    let report = RunReport::load(&store, outcome.record, None)?;
+    if outcome.interrupted {
+        eprintln!(
+            "interrupted: {} of {} samples are stored in run {} ({}); rerun the same command to resume",
+            report.finished,
+            report.report.samples.len(),
+            report.record.run_id,
+            args.store.store.display()
+        );
+        return Err(Interrupted.into());
+    }
+    finish_report(&report, args.format, args.chart.as_deref())
+}
+
+fn finish_report(report: &RunReport, format: OutputFormat, chart: Option<&Path>) -> Result<()> {
+    let rendered = render_run(report, format)?;
+    if let Some(path) = chart {
+        let svg = cliff_svg(
+            &format!("Config match vs |Δ| — {}", report.record.system),
+            &[report.cliff(&report.record.system)],
+            Some(&report.null_cliff()),
+        );
+        write_atomic(path, &svg)?;
+    }
+    print(&rendered)
+}
+
+fn load_price_table(path: &Path, model: Option<&str>) -> Result<Option<Price>> {
+    let bytes = read(path)?;
+    let table: std::collections::BTreeMap<String, Price> = serde_json::from_slice(&bytes)
+        .with_context(|| {
+            format!(
+                "{}: expected {{\"<model>\": {{\"input_per_mtok\": x, \"output_per_mtok\": y}}}}",
+                path.display()
+            )
+        })?;
+    Ok(model.and_then(|m| table.get(m).copied()))
+}
+
+fn model_of(config: &RunConfig) -> Option<&str> {
+    match &config.backend {
+        BackendConfig::Openai { model, .. } | BackendConfig::Batch { model, .. } => Some(model),
+        _ => None,
+    }
+}
+
+pub fn report(args: ReportArgs) -> Result<()> {
+    let store = Store::open(&args.store.store)?;
+    let record = store.find_run(&args.run)?;
+    let price = match &args.prices {
+        Some(path) => {
+            let price = load_price_table(path, model_of(&record.config))?;
+            if price.is_none() {
+                eprintln!(
+                    "warning: {} has no entry for this run's model; cost not shown",
+                    path.display()
+                );
+            }
+            price
+        }
+        None => None,
+    };
+    let report = RunReport::load(&store, record, price)?;
+    finish_report(&report, args.format, args.chart.as_deref())
+}
+
+pub fn runs(args: RunsArgs) -> Result<()> {
+    let store = Store::open(&args.store.store)?;
+    let mut reports = Vec::new();
+    for record in store.list_runs()? {
+        reports.push(RunReport::load(&store, record, None)?);
+    }
+    print(&render_runs(&reports, args.format)?)
+}
+
+pub fn compare_cmd(args: CompareArgs) -> Result<()> {
+    let store = Store::open(&args.store.store)?;
+    let mut reports = Vec::new();
+    for key in &args.runs {
+        reports.push(RunReport::load(&store, store.find_run(key)?, None)?);
+    }
+    let comparison = compare(&reports).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.chart {
+        let series: Vec<_> = reports
+            .iter()
+            .map(|r| r.cliff(&format!("{} [{}]", r.record.system, r.record.run_id)))
+            .collect();
+        let svg = cliff_svg(
+            "Config match vs |Δ|",
+            &series,
+            Some(&reports[0].null_cliff()),
+        );
+        write_atomic(path, &svg)?;
+    }
+    print(&render_compare(
+        &reports,
+        &comparison,
+        args.format,
+        args.show,
+    )?)
+}
+
+pub fn batch(args: BatchArgs) -> Result<()> {
+    match args.command {
+        BatchCommand::Export(args) => {
+            let bench = load_bench(&args.selection)?;
+            let model = args
+                .decoding
+                .model
+                .clone()
+                .context("batch export needs --model (the model named in every request)")?;
+            let text = batch::export_requests(
+                &bench.transitions,
+                &model,
+                args.decoding.template.template(),
+                &args.decoding.decoding()?,
+            )
+            .map_err(anyhow::Error::msg)?;
+            write_atomic(&args.out, &text)?;
+            eprintln!(
+                "wrote {} requests to {} (model {model}, template {})",
+                bench.transitions.len(),
+                args.out.display(),
+                args.decoding.template.template().name()
+            );
+            Ok(())
+        }
+        BatchCommand::Import(args) => {
+            let bench = load_bench(&args.selection)?;
+            let request_name = args.requests.display().to_string();
+            let requests = batch::parse_requests(&read(&args.requests)?, &request_name)
+                .map_err(anyhow::Error::msg)?;
+            let mut answers = std::collections::HashMap::new();
+            for path in &args.outputs {
+                batch::parse_output(
+                    &read(path)?,
+                    &path.display().to_string(),
+                    &requests,
+                    &mut answers,
+                )
+                .map_err(anyhow::Error::msg)?;
+            }
+            let unknown: Vec<&String> = requests
+                .bodies
+                .keys()
+                .filter(|id| !bench.transitions.iter().any(|t| &t.id == *id))
+                .collect();
+            if let Some(id) = unknown.first() {
+                bail!("{request_name}: custom_id {id:?} is not a sample of {} ({} such ids); import with the benchmark and selection used for the export", bench.display, unknown.len());
+            }
+            let bodies: Vec<Option<String>> = bench
+                .transitions
+                .iter()
+                .map(|t| requests.bodies.get(&t.id).cloned())
+                .collect();
+            let ordered = batch::answers_in_order(&bench.transitions, answers);
+            let missing = ordered.iter().filter(|a| a.is_none()).count();
+            if missing > 0 {
+                eprintln!("warning: the batch output has no answer for {missing} of {} samples; they count as wrong", ordered.len());
+            }
+            let mut config = RunConfig::new(
+                bench.sha256.clone(),
+                BackendConfig::Batch {
+                    model: requests.model.clone(),
+                    requests_sha256: requests.sha256.clone(),
+                },
+                "",
+                Decoding::default(),
+            );
+            config.subset = bench.subset;
+            let request = RunRequest {
+                store: args.store.store.clone(),
+                system: format!("batch:{}", requests.model),
+                config,
+                bench_path: bench.display.clone(),
+                samples: bench
+                    .transitions
+                    .into_iter()
+                    .map(PreparedSample::new)
+                    .collect(),
+                simulator: Simulator::Batch(ordered.into_iter().zip(bodies).collect()),
+                options: RunnerOptions::default(),
+                fresh: args.fresh,
+                prices: None,
+            };
+            let outcome = runtime()?.block_on(runner::run(request))?;
+            let store = Store::open(&args.store.store)?;
+            let report = RunReport::load(&store, outcome.record, None)?;
+            finish_report(&report, args.format, None)
+        }
+    }
+}
