@@ -35,6 +35,10 @@ fn metric(sample: &SampleScore, name: &str) -> f64 {
     }
 }
 
+/// Intervals of one report row: `(metric, interval)` for each of [`INTERVAL_METRICS`]
+/// (`None` for an empty row).
+pub type RowIntervals = Vec<(&'static str, Option<Interval>)>;
+
 /// Cost per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Price {
@@ -216,7 +220,7 @@ impl RunReport {
     }
 
     /// 95% bootstrap intervals per row and metric.
-    pub fn intervals(&self) -> Vec<(String, Vec<(&'static str, Option<Interval>)>)> {
+    pub fn intervals(&self) -> Vec<(String, RowIntervals)> {
         self.rows()
             .into_iter()
             .map(|(key, samples)| {
@@ -301,6 +305,12 @@ impl RunReport {
     }
 }
 
+/// Share of `true`, computed as count / n exactly like the report's rates.
+fn rate(verdicts: &[bool]) -> Option<f64> {
+    (!verdicts.is_empty())
+        .then(|| verdicts.iter().filter(|v| **v).count() as f64 / verdicts.len() as f64)
+}
+
 fn seed_for(key: &str, metric: &str) -> u64 {
     // FNV-1a over the row and metric names: independent, stable streams per cell.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ SEED;
@@ -350,7 +360,7 @@ pub fn cliff_series(name: &str, samples: &[SampleScore]) -> CliffSeries {
             CliffPoint {
                 change_count: k,
                 n: values.len(),
-                rate: mean(&values).unwrap_or(0.0),
+                rate: rate(&values.iter().map(|v| *v > 0.5).collect::<Vec<_>>()).unwrap_or(0.0),
                 lo: ci.map_or(0.0, |c| c.lo),
                 hi: ci.map_or(0.0, |c| c.hi),
             }
@@ -430,14 +440,14 @@ pub fn compare(runs: &[RunReport]) -> Result<Comparison, String> {
         let mut row = CompareRow {
             key: key.clone(),
             n: base.len(),
-            cm_strict: vec![mean(&base_values)],
+            cm_strict: vec![rate(&base_bools)],
             paired: Vec::new(),
             mcnemar: Vec::new(),
         };
         for other in &per_run_rows[1..] {
             let values: Vec<f64> = other[i].1.iter().map(|s| metric(s, "cm_strict")).collect();
             let bools: Vec<bool> = other[i].1.iter().map(|s| s.cm_strict).collect();
-            row.cm_strict.push(mean(&values));
+            row.cm_strict.push(rate(&bools));
             row.paired.push(paired_bootstrap(
                 &base_values,
                 &values,
