@@ -367,7 +367,7 @@ pub fn cliff_series(name: &str, samples: &[SampleScore]) -> CliffSeries {
         })
         .collect();
     CliffSeries {
-        name: format!("{name} (n={})", samples.len()),
+        name: name.to_owned(),
         points,
     }
 }

@@ -566,7 +566,7 @@ pub fn compare_cmd(args: CompareArgs) -> Result<()> {
     if let Some(path) = &args.chart {
         let series: Vec<_> = reports
             .iter()
-            .map(|r| r.cliff(&format!("{} [{}]", r.record.system, r.record.run_id)))
+            .map(|r| r.cliff(&format!("{} {}", r.record.system, &r.record.run_id[..6])))
             .collect();
         let svg = cliff_svg(
             "Config match vs |Δ|",
