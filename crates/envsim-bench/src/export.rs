@@ -248,7 +248,7 @@ pub fn render(
             let items: Vec<Value> = examples
                 .map(|(p, a)| match template {
                     Template::Reference => json!({"instruction": p.system, "input": p.user, "output": a}),
-                    Template::Envsim => json!({"system": p.system, "instruction": p.user, "input": "", "output": a}),
+                    Template::Envsim | Template::EnvsimSliced => json!({"system": p.system, "instruction": p.user, "input": "", "output": a}),
                 })
                 .collect();
             serde_json::to_string_pretty(&items).unwrap_or_default() + "\n"
@@ -277,7 +277,7 @@ pub fn dataset_info(formats: &[SftFormat], template: Template) -> Value {
             SftFormat::Alpaca => {
                 let mut columns =
                     json!({"prompt": "instruction", "query": "input", "response": "output"});
-                if template == Template::Envsim {
+                if template != Template::Reference {
                     columns["system"] = json!("system");
                 }
                 info.insert(

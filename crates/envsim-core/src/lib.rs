@@ -35,7 +35,8 @@
 //! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`strata`], [`report`] (aggregation),
 //! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators),
 //! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
-//! intervals and paired significance tests).
+//! intervals and paired significance tests), [`slice`] (the code and state one tool call can
+//! use, for sliced prompts, and the footprint oracle).
 
 pub mod apply;
 pub mod baseline;
@@ -56,6 +57,7 @@ pub mod report;
 pub mod rng;
 pub mod sample;
 pub mod score;
+pub mod slice;
 pub mod stats;
 pub mod strata;
 

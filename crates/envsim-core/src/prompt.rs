@@ -3,6 +3,12 @@
 //! - [`Template::Envsim`]: envsim's own prompt. It states the output schema, the delta
 //!   vocabulary and the path syntax (JSON Pointer) precisely, so a correct answer is never
 //!   lost to an unstated convention. Evaluation and training use the same text.
+//! - [`Template::EnvsimSliced`]: envsim's prompt over a slice ([`crate::slice`]): only the
+//!   called method with the code it uses, and only the state the call can read or write, so a
+//!   small model with a short context can take it. The rules come first and the code slice
+//!   (which starts with the environment's shared prefix: module code, class header, constants,
+//!   `__init__`) follows in the system message, so a prefix cache is reused across calls of the
+//!   same environment; the sliced state and the call are the user message.
 //! - [`Template::Reference`]: the reference benchmark's training *layout* — one instruction that
 //!   carries the environment code, an input holding `initial_config` and `tool_call`
 //!   (`name({json args})`) as indented JSON — in envsim's wording.
@@ -20,6 +26,7 @@
 use crate::diff::{changes_to_json, fine_diff, PathStyle};
 use crate::pyjson::{dumps, DumpOptions};
 use crate::sample::Action;
+use crate::slice::{slice_code, slice_state};
 use serde_json::{json, Value};
 
 /// Which prompt layout.
@@ -27,6 +34,8 @@ use serde_json::{json, Value};
 pub enum Template {
     /// envsim's prompt (system + user).
     Envsim,
+    /// envsim's prompt over the code and state slice of the call ([`crate::slice`]).
+    EnvsimSliced,
     /// The reference's training layout (instruction + input).
     Reference,
 }
@@ -54,11 +63,18 @@ Each change is {\"type\": \"add\" | \"modify\" | \"delete\", \"path\": <JSON Poi
 index (\"/items/0\"), \"/items/-\" appends; inside a key write \"~1\" for \"/\" and \"~0\" for \"~\".\n\
 - Creating a record is one \"add\" of the whole record; changing one field is one \"modify\" of that field.";
 
+/// What [`Template::EnvsimSliced`] adds to the rules (with its leading space).
+const SLICED_NOTE: &str =
+    " Only the called method with the code it uses and the parts of the state \
+the call can read or write are shown: anything the call looks up that is not shown does not exist, \
+and paths are those of the full state.";
+
 impl Template {
-    /// Parses `envsim` or `reference`.
+    /// Parses `envsim`, `envsim-sliced` or `reference`.
     pub fn parse(name: &str) -> Option<Template> {
         match name {
             "envsim" => Some(Template::Envsim),
+            "envsim-sliced" => Some(Template::EnvsimSliced),
             "reference" => Some(Template::Reference),
             _ => None,
         }
@@ -68,21 +84,34 @@ impl Template {
     pub fn name(self) -> &'static str {
         match self {
             Template::Envsim => "envsim",
+            Template::EnvsimSliced => "envsim-sliced",
             Template::Reference => "reference",
         }
     }
 
     /// Renders the prompt for one call.
+    ///
+    /// `EnvsimSliced` slices the code and state ([`slice_code`], [`slice_state`]) and renders
+    /// them with [`sliced_prompt`]; when that would not be shorter (in characters) than the
+    /// `Envsim` prompt (nothing to cut, or less than the added sentence) it renders the `Envsim`
+    /// prompt.
     pub fn render(self, env_code: &str, state: &Value, action: &Action) -> Prompt {
         match self {
-            Template::Envsim => Prompt {
-                system: format!("{ENVSIM_RULES}\n\nEnvironment code:\n```python\n{env_code}\n```"),
-                user: format!(
-                    "State:\n{}\n\nTool call: {}",
-                    serde_json::to_string_pretty(state).unwrap_or_default(),
-                    action.render()
-                ),
-            },
+            Template::Envsim => envsim_prompt(ENVSIM_RULES, env_code, state, action),
+            Template::EnvsimSliced => {
+                let code = slice_code(env_code, &action.name);
+                let sliced = slice_state(&code, &action.arguments, state);
+                let full = Template::Envsim.render(env_code, state, action);
+                if code.full && sliced.full {
+                    return full;
+                }
+                let prompt = sliced_prompt(&code.source, &sliced.state, action);
+                let chars = |p: &Prompt| p.system.chars().count() + p.user.chars().count();
+                if chars(&prompt) >= chars(&full) {
+                    return full;
+                }
+                prompt
+            }
             Template::Reference => Prompt {
                 system: format!(
                     "Act as the environment below. For the tool call in the input, give the environment's \
@@ -99,16 +128,35 @@ impl Template {
     }
 
     /// Renders the prompt for evaluating a simulator on one call: [`Template::render`] for
-    /// `Envsim` (evaluation and training share envsim's text), the reference evaluator's exact
-    /// prompt ([`reference_eval_prompt`] with [`ReferenceVariant::Frontier`]) for `Reference`.
+    /// `Envsim` and `EnvsimSliced` (evaluation and training share envsim's text), the reference
+    /// evaluator's exact prompt ([`reference_eval_prompt`] with [`ReferenceVariant::Frontier`])
+    /// for `Reference`.
     pub fn render_eval(self, env_code: &str, state: &Value, action: &Action) -> Prompt {
         match self {
-            Template::Envsim => self.render(env_code, state, action),
+            Template::Envsim | Template::EnvsimSliced => self.render(env_code, state, action),
             Template::Reference => {
                 reference_eval_prompt(env_code, state, action, ReferenceVariant::Frontier)
             }
         }
     }
+}
+
+fn envsim_prompt(rules: &str, env_code: &str, state: &Value, action: &Action) -> Prompt {
+    Prompt {
+        system: format!("{rules}\n\nEnvironment code:\n```python\n{env_code}\n```"),
+        user: format!(
+            "State:\n{}\n\nTool call: {}",
+            serde_json::to_string_pretty(state).unwrap_or_default(),
+            action.render()
+        ),
+    }
+}
+
+/// The `envsim-sliced` layout for an already sliced code and state (from [`crate::slice`], or
+/// a footprint slice): system = envsim's rules, the sentence about slicing, the code; user =
+/// the state as indented JSON and the call — the `Envsim` layout with one more sentence.
+pub fn sliced_prompt(code: &str, state: &Value, action: &Action) -> Prompt {
+    envsim_prompt(&format!("{ENVSIM_RULES}{SLICED_NOTE}"), code, state, action)
 }
 
 /// Which reference evaluator's wording [`reference_eval_prompt`] reproduces.
@@ -303,6 +351,76 @@ mod tests {
         assert_ne!(
             Template::Reference.render_eval("c", &state, &action()),
             Template::Reference.render("c", &state, &action())
+        );
+    }
+
+    const SHOP: &str = "class Shop:\n    def __init__(self, init_config):\n        self.orders = {}\n\n    def pay(self, order_id):\n        if order_id not in self.orders:\n            return {'success': False}\n        self.orders[order_id]['status'] = 'paid'\n        return {'success': True}\n\n    def count(self):\n        return {'success': True, 'data': len(self.orders)}\n";
+
+    #[test]
+    fn envsim_sliced_prompt_is_exact_on_a_tiny_example() {
+        // Enough to cut that the slice is shorter than the full prompt.
+        let notes = "n".repeat(300);
+        let state =
+            json!({"orders": {"O1": {"status": "new"}, "O2": {"status": "new"}}, "notes": notes});
+        let p = Template::EnvsimSliced.render(SHOP, &state, &action());
+        let code = "class Shop:\n    def __init__(self, init_config):\n        self.orders = {}\n\n    def pay(self, order_id):\n        if order_id not in self.orders:\n            return {'success': False}\n        self.orders[order_id]['status'] = 'paid'\n        return {'success': True}\n";
+        assert_eq!(
+            p.system,
+            format!("{ENVSIM_RULES} Only the called method with the code it uses and the parts of the state the call can read or write are shown: anything the call looks up that is not shown does not exist, and paths are those of the full state.\n\nEnvironment code:\n```python\n{code}\n```")
+        );
+        assert_eq!(
+            p.user,
+            "State:\n{\n  \"orders\": {\n    \"O1\": {\n      \"status\": \"new\"\n    }\n  }\n}\n\nTool call: pay({\"order_id\":\"O1\"})"
+        );
+        assert!(p.system.starts_with(ENVSIM_RULES));
+        assert_eq!(
+            Template::parse("envsim-sliced"),
+            Some(Template::EnvsimSliced)
+        );
+        assert_eq!(Template::EnvsimSliced.name(), "envsim-sliced");
+        assert_eq!(
+            Template::EnvsimSliced.render_eval(SHOP, &state, &action()),
+            p
+        );
+    }
+
+    #[test]
+    fn envsim_sliced_prompt_is_never_longer_than_envsim() {
+        let len = |p: &Prompt| p.system.len() + p.user.len();
+        let big: serde_json::Map<String, Value> = (0..50)
+            .map(|i| {
+                (
+                    format!("O{i}"),
+                    json!({"status": "new", "lines": [1, 2, 3]}),
+                )
+            })
+            .collect();
+        let count = Action {
+            name: "count".into(),
+            arguments: serde_json::Map::new(),
+        };
+        for (code, state, action) in [
+            (SHOP, json!({"orders": big}), action()),
+            (SHOP, json!({"orders": {}}), action()),
+            (SHOP, json!({"orders": {"O1": {}}}), count.clone()),
+            (SHOP, json!({}), count.clone()),
+            ("", json!({"a": 1}), action()),
+            (
+                "class E:\n    def pay(self, order_id):\n        return vars(self)\n",
+                json!({"a": 1}),
+                action(),
+            ),
+            ("not python at all (", json!([1, 2]), action()),
+        ] {
+            let full = Template::Envsim.render(code, &state, &action);
+            let sliced = Template::EnvsimSliced.render(code, &state, &action);
+            assert!(len(&sliced) <= len(&full), "{code:?} {state}");
+        }
+        // Too little to cut (less than the added sentence): the envsim prompt itself.
+        let state = json!({"orders": {"O1": {}}});
+        assert_eq!(
+            Template::EnvsimSliced.render(SHOP, &state, &count),
+            Template::Envsim.render(SHOP, &state, &count)
         );
     }
 

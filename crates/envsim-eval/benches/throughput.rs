@@ -26,7 +26,9 @@
 //! (and its connection pool) is shared by all runs, and the warm-up is not in the results.
 //!
 //! Knobs (environment variables): `ENVSIM_BENCH_ROUNDS` (default 40) and
-//! `ENVSIM_BENCH_IN_FLIGHT` (comma-separated, default `64,512`).
+//! `ENVSIM_BENCH_IN_FLIGHT` (comma-separated, default `64,128,256,512`). With the defaults the
+//! bench prepares 20,480 samples (about 30 s on 2 cores, not measured) and peaks at about 8 GB
+//! of memory (the samples, and the copy handed to the current run).
 
 use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
@@ -53,7 +55,7 @@ const LATENCY: Duration = Duration::from_millis(100);
 const ANSWER: &str = r#"{"feedback": "", "config_changes": []}"#;
 /// Per-request timeout of the client.
 const TIMEOUT: Duration = Duration::from_secs(30);
-/// Users per synthetic state (prompts of about 5 KB).
+/// Users per synthetic state (envsim prompts of about 13 KB).
 const USERS: usize = 12;
 
 fn main() -> ExitCode {
@@ -254,8 +256,8 @@ fn monotonic_ns() -> u64 {
 }
 
 /// CPU time (user + system) per live thread of this process, from `/proc/self/task/*/stat`
-/// (clock-tick resolution, 10 ms): tid → (name, time).
-fn thread_cpu() -> HashMap<u32, (String, Duration)> {
+/// (clock-tick resolution, 10 ms): tid → time.
+fn thread_cpu() -> HashMap<u32, Duration> {
     // SAFETY: sysconf has no preconditions.
     let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let mut out = HashMap::new();
@@ -271,19 +273,15 @@ fn thread_cpu() -> HashMap<u32, (String, Duration)> {
         };
         // "tid (name) state ppid …": fields 14 and 15 (utime, stime) come after the name,
         // which may itself contain spaces and parentheses.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+        let Some(close) = stat.rfind(')') else {
             continue;
         };
-        let name = stat[open + 1..close].to_owned();
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
         let ticks: u64 = fields
             .get(11..13)
             .map(|f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum())
             .unwrap_or(0);
-        out.insert(
-            tid,
-            (name, Duration::from_micros(ticks * 1_000_000 / ticks_per_s)),
-        );
+        out.insert(tid, Duration::from_micros(ticks * 1_000_000 / ticks_per_s));
     }
     out
 }
@@ -301,22 +299,21 @@ struct ThreadSplit {
 
 impl ThreadSplit {
     fn between(
-        before: &HashMap<u32, (String, Duration)>,
-        after: &HashMap<u32, (String, Duration)>,
+        before: &HashMap<u32, Duration>,
+        after: &HashMap<u32, Duration>,
         total: Duration,
     ) -> ThreadSplit {
         let main_tid = std::process::id();
         let mut split = ThreadSplit::default();
         let mut live = Duration::ZERO;
-        for (tid, (name, time)) in after {
-            let used = time.saturating_sub(before.get(tid).map_or(Duration::ZERO, |(_, t)| *t));
+        for (tid, time) in after {
+            let used = time.saturating_sub(before.get(tid).copied().unwrap_or_default());
             live += used;
-            // Live threads other than the main one are the runtime's ("bench-rt"): worker and
-            // blocking-pool threads.
+            // During a run the only live threads besides the main one are the runtime's
+            // ("bench-rt": workers and the blocking pool).
             if *tid == main_tid {
                 split.main += used;
             } else {
-                debug_assert!(name.starts_with("bench-rt"), "unexpected thread {name}");
                 split.runtime += used;
             }
         }
@@ -441,6 +438,10 @@ struct Measured {
     threads: ThreadSplit,
     /// Set-up before the first request, request phase, tail after the last answer.
     phases: Option<(Duration, Duration, Duration)>,
+    /// Mean time of one HTTP attempt as the client saw it (ms), from the audit log.
+    http_ms: Option<f64>,
+    /// Mean time of one sample, from taking its slot to scoring it (ms), from the results.
+    sample_ms: f64,
     double: Option<DoubleView>,
 }
 
@@ -471,7 +472,7 @@ fn bench_main() -> Result<(), String> {
     let rounds: usize = env_or("ENVSIM_BENCH_ROUNDS", "40")
         .parse()
         .map_err(|_| "ENVSIM_BENCH_ROUNDS must be a whole number".to_owned())?;
-    let mut in_flight: Vec<usize> = env_or("ENVSIM_BENCH_IN_FLIGHT", "64,512")
+    let mut in_flight: Vec<usize> = env_or("ENVSIM_BENCH_IN_FLIGHT", "64,128,256,512")
         .split(',')
         .map(|s| s.trim().parse::<usize>())
         .collect::<Result<_, _>>()
@@ -612,26 +613,52 @@ fn raise_open_files_limit(needed: usize) {
 }
 
 /// `count` distinct prepared samples (every one a different state, so every prompt differs),
-/// generated in chunks to keep the intermediate benchmark text small.
+/// generated in chunks of 960 (one seed each, to keep the intermediate benchmark text small) on
+/// all cores.
 fn make_samples(count: usize) -> Vec<PreparedSample> {
     const ROUNDS_PER_CHUNK: usize = 64;
+    const PER_CHUNK: usize = ROUNDS_PER_CHUNK * 15;
     let options = BenchOptions {
         users: USERS,
         ..BenchOptions::default()
     };
-    let mut samples = Vec::with_capacity(count);
-    let mut seed = 1u64;
-    while samples.len() < count {
+    let chunk = |seed: u64| -> Vec<PreparedSample> {
         let records = SyntheticBench::records(seed, ROUNDS_PER_CHUNK, &options);
-        let transitions = parse_benchmark(to_json_array(&records).as_bytes(), "bench")
-            .expect("synthetic benchmark parses");
-        for mut t in transitions.into_iter().take(count - samples.len()) {
-            t.id = samples.len().to_string();
-            samples.push(PreparedSample::new(t));
-        }
-        seed += 1;
-    }
-    samples
+        parse_benchmark(to_json_array(&records).as_bytes(), "bench")
+            .expect("synthetic benchmark parses")
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut t)| {
+                // Each chunk numbers its records from 0; ids must be distinct overall.
+                t.id = ((seed - 1) as usize * PER_CHUNK + i).to_string();
+                PreparedSample::new(t)
+            })
+            .collect()
+    };
+    let chunks = count.div_ceil(PER_CHUNK) as u64;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let mut parts: Vec<(u64, Vec<PreparedSample>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|worker| {
+                scope.spawn(move || {
+                    (1 + worker..=chunks)
+                        .step_by(threads as usize)
+                        .map(|seed| (seed, chunk(seed)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("sample generation panicked"))
+            .collect()
+    });
+    parts.sort_by_key(|(seed, _)| *seed);
+    parts
+        .into_iter()
+        .flat_map(|(_, part)| part)
+        .take(count)
+        .collect()
 }
 
 fn measure(
@@ -713,9 +740,19 @@ fn measure(
             job.label, outcome.processed
         ));
     }
-    let rows = Store::open(&store)
-        .and_then(|s| s.results(&outcome.record.hash))
+    // Read back (outside the measurement): failures, and the per-sample and per-attempt times.
+    let opened = Store::open(&store).map_err(|e| e.to_string())?;
+    let rows = opened
+        .results(&outcome.record.hash)
         .map_err(|e| e.to_string())?;
+    let attempts = opened
+        .attempts(&outcome.record.hash)
+        .map_err(|e| e.to_string())?;
+    drop(opened);
+    let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len().max(1) as f64;
+    let sample_ms = mean(&rows.iter().filter_map(|r| r.latency_ms).collect::<Vec<_>>());
+    let http_ms = (!attempts.is_empty())
+        .then(|| mean(&attempts.iter().map(|a| a.latency_ms).collect::<Vec<_>>()));
     let failed = rows
         .iter()
         .filter(|r| r.prediction_kind.as_deref() == Some("api_error"))
@@ -762,16 +799,18 @@ fn measure(
         cpu,
         threads,
         phases,
+        http_ms,
+        sample_ms,
         double: view,
     })
 }
 
 fn print_results(results: &[Measured]) {
     println!();
-    println!("| run | requests | wall | req/s | ideal | % of ideal | set-up / requests / tail | request-phase req/s (% ideal) | most open at the double |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| run | requests | wall | req/s | ideal | % of ideal | set-up / requests / tail | request-phase req/s (% ideal) | mean HTTP / sample / slot cycle | most open at the double |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for m in results {
-        let (phases, steady) = match m.phases {
+        let (phases, steady, cycle) = match m.phases {
             Some((setup, active, tail)) => {
                 let rate = m.requests as f64 / active.as_secs_f64();
                 (
@@ -782,10 +821,17 @@ fn print_results(results: &[Measured]) {
                         tail.as_secs_f64()
                     ),
                     format!("{rate:.0} ({:.1}%)", rate * 100.0 / m.ideal()),
+                    // A slot's cycle: the request phase spread over the slots' requests.
+                    format!("{:.1}", m.in_flight as f64 * 1000.0 / rate),
                 )
             }
-            None => ("—".to_owned(), "—".to_owned()),
+            None => ("—".to_owned(), "—".to_owned(), "—".to_owned()),
         };
+        let times = format!(
+            "{} / {:.1} / {cycle} ms",
+            m.http_ms.map_or("—".to_owned(), |ms| format!("{ms:.1}")),
+            m.sample_ms
+        );
         let (ideal, share, open) = match &m.double {
             Some(v) => (
                 format!("{:.0}", m.ideal()),
@@ -795,7 +841,7 @@ fn print_results(results: &[Measured]) {
             None => ("—".to_owned(), "—".to_owned(), "—".to_owned()),
         };
         println!(
-            "| {} | {} | {:.2} s | {:.0} | {ideal} | {share} | {phases} | {steady} | {open} |",
+            "| {} | {} | {:.2} s | {:.0} | {ideal} | {share} | {phases} | {steady} | {times} | {open} |",
             m.label,
             m.requests,
             m.wall.as_secs_f64(),

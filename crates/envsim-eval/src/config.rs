@@ -44,6 +44,16 @@ pub enum BackendConfig {
         /// SHA-256 of the predictions file.
         file_sha256: String,
     },
+    /// The embedded local model (llama.cpp on the CPU).
+    Local {
+        /// The model's name (GGUF `general.name`, else the file name).
+        model: String,
+        /// SHA-256 of the model file, when verified (the default model); otherwise its size
+        /// and file name identify it.
+        model_id: String,
+        /// Context length in tokens.
+        n_ctx: u32,
+    },
     /// Responses of an offline OpenAI Batch job, imported from its output file.
     Batch {
         /// Model named in the exported requests.
@@ -54,11 +64,12 @@ pub enum BackendConfig {
 }
 
 impl BackendConfig {
-    /// Whether this backend sends prompts (so the template and decoding matter).
+    /// Whether this backend renders prompts itself (so the template and decoding are part of
+    /// the run). A batch run's prompts are fixed by its request file, whose hash it carries.
     pub fn uses_prompts(&self) -> bool {
         matches!(
             self,
-            BackendConfig::Openai { .. } | BackendConfig::Batch { .. }
+            BackendConfig::Openai { .. } | BackendConfig::Local { .. }
         )
     }
 
@@ -72,6 +83,7 @@ impl BackendConfig {
                 format!("replay:{}", &file_sha256[..8.min(file_sha256.len())])
             }
             BackendConfig::Batch { model, .. } => format!("batch:{model}"),
+            BackendConfig::Local { model, .. } => format!("local:{model}"),
         }
     }
 }
@@ -123,27 +135,45 @@ impl RunConfig {
     }
 }
 
-/// A deterministic subset of a benchmark: the first `per_stratum` samples of every stratum
-/// (benchmark order), then the first `limit` of those.
+/// A deterministic subset of a benchmark: the samples whose prompt has at most
+/// `max_prompt_chars` characters (with the run's template), then the first `per_stratum` of
+/// every stratum (benchmark order), then the first `limit` of those.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subset {
     /// Samples kept per stratum (difficult |Δ| values count as one stratum).
     pub per_stratum: Option<usize>,
     /// Samples kept in all.
     pub limit: Option<usize>,
+    /// Only samples whose rendered prompt (system + user) has at most this many characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prompt_chars: Option<usize>,
 }
 
 impl Subset {
-    /// `None` when neither bound is set.
-    pub fn new(per_stratum: Option<usize>, limit: Option<usize>) -> Option<Subset> {
-        (per_stratum.is_some() || limit.is_some()).then_some(Subset { per_stratum, limit })
+    /// `None` when no bound is set.
+    pub fn new(
+        per_stratum: Option<usize>,
+        limit: Option<usize>,
+        max_prompt_chars: Option<usize>,
+    ) -> Option<Subset> {
+        (per_stratum.is_some() || limit.is_some() || max_prompt_chars.is_some()).then_some(Subset {
+            per_stratum,
+            limit,
+            max_prompt_chars,
+        })
     }
 
-    /// The indices kept, in benchmark order, given each sample's stratum key.
-    pub fn select(&self, strata: &[&str]) -> Vec<usize> {
+    /// The indices kept, in benchmark order, given each sample's stratum key and (when
+    /// `max_prompt_chars` is set) its prompt length in characters.
+    pub fn select(&self, strata: &[&str], prompt_chars: &[usize]) -> Vec<usize> {
         let mut taken: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         let mut kept = Vec::new();
         for (i, key) in strata.iter().enumerate() {
+            if let Some(max) = self.max_prompt_chars {
+                if prompt_chars.get(i).is_none_or(|chars| *chars > max) {
+                    continue;
+                }
+            }
             let count = taken.entry(key).or_insert(0);
             if self.per_stratum.is_some_and(|cap| *count >= cap) {
                 continue;
@@ -241,17 +271,23 @@ mod tests {
     #[test]
     fn subset_selection_is_per_stratum_then_limited() {
         let strata = ["a", "b", "a", "a", "c", "b", "c"];
-        let both = Subset::new(Some(2), None).unwrap();
-        assert_eq!(both.select(&strata), [0, 1, 2, 4, 5, 6]);
+        let both = Subset::new(Some(2), None, None).unwrap();
+        assert_eq!(both.select(&strata, &[]), [0, 1, 2, 4, 5, 6]);
+        let small = Subset::new(Some(1), None, Some(10)).unwrap();
+        assert_eq!(small.select(&strata, &[50, 9, 10, 1, 11, 3, 2]), [1, 2, 6]);
         assert_eq!(
-            Subset::new(Some(1), Some(2)).unwrap().select(&strata),
+            Subset::new(Some(1), Some(2), None)
+                .unwrap()
+                .select(&strata, &[]),
             [0, 1]
         );
         assert_eq!(
-            Subset::new(None, Some(3)).unwrap().select(&strata),
+            Subset::new(None, Some(3), None)
+                .unwrap()
+                .select(&strata, &[]),
             [0, 1, 2]
         );
-        assert_eq!(Subset::new(None, None), None);
+        assert_eq!(Subset::new(None, None, None), None);
         let mut a = openai(json!({}));
         let b = a.clone();
         a.subset = Some(both);

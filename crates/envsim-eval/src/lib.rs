@@ -12,6 +12,9 @@
 pub mod batch;
 pub mod chart;
 pub mod config;
+#[cfg(feature = "local")]
+pub mod local;
+pub mod model;
 pub mod openai;
 pub mod report;
 pub mod runner;

@@ -115,6 +115,8 @@ pub struct RunReport {
     pub report: Report,
     /// The null baseline on the same benchmark.
     pub null: Report,
+    /// The oracle on the same benchmark (its CM-ref shows the reference scorer's blind spots).
+    pub oracle: Option<Report>,
     /// Finished samples.
     pub finished: usize,
     /// Per-request latency (HTTP attempts only).
@@ -162,8 +164,14 @@ impl RunReport {
             }
             samples.push(score);
         }
-        let null_samples: Vec<SampleScore> = serde_json::from_str(&record.null_scores)
+        let (null_scores, oracle_scores) = store.baselines(&record.hash)?;
+        let null_samples: Vec<SampleScore> = serde_json::from_str(&null_scores)
             .map_err(|e| corrupt(format!("run {}: null baseline: {e}", record.run_id)))?;
+        let oracle = Some(Report::new(
+            "oracle",
+            serde_json::from_str::<Vec<SampleScore>>(&oracle_scores)
+                .map_err(|e| corrupt(format!("run {}: oracle: {e}", record.run_id)))?,
+        ));
         let mut request_latency = Vec::new();
         for attempt in store.attempts(&record.hash)? {
             if attempt.attempt == 0 {
@@ -198,6 +206,7 @@ impl RunReport {
         });
         Ok(RunReport {
             null: Report::new("null", null_samples),
+            oracle,
             report,
             finished,
             request_latency: Latency::of(&request_latency),
@@ -291,6 +300,14 @@ impl RunReport {
         };
         null.remove("samples");
         root.insert("null_baseline".into(), Value::Object(null));
+        if let Some(oracle) = &self.oracle {
+            let mut oracle = match oracle.to_json() {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+            oracle.remove("samples");
+            root.insert("oracle_baseline".into(), Value::Object(oracle));
+        }
         Value::Object(root)
     }
 

@@ -37,6 +37,19 @@ pub enum Simulator {
     Baseline(Baseline),
     /// Stored predictions, one per sample in benchmark order.
     Replay(Vec<(Prediction, Option<Usage>)>),
+    /// The embedded local model (one request at a time, ordered by environment and tool so that
+    /// prompt prefixes are reused).
+    #[cfg(feature = "local")]
+    Local {
+        /// The engine.
+        engine: Arc<crate::local::LocalEngine>,
+        /// Identity of the model for cache keys (its SHA-256 or name and size).
+        model_key: String,
+        /// Prompt template.
+        template: Template,
+        /// Generation parameters.
+        generation: crate::local::Generation,
+    },
     /// Imported batch answers, one per sample in benchmark order (`None`: not answered), with
     /// the request bodies for the audit log.
     Batch(Vec<(Option<BatchAnswer>, Option<String>)>),
@@ -155,8 +168,6 @@ impl Shared {
 }
 
 struct Finished {
-    idx: usize,
-    sample: PreparedSample,
     cm_strict: bool,
     api_error: bool,
     parse_failure: bool,
@@ -181,31 +192,59 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     if fresh {
         store.delete_run(&hash)?;
     }
-    let null_scores: Vec<SampleScore> = samples
-        .iter_mut()
-        .map(|s| {
-            let p = Baseline::Null.predict(s.transition());
-            s.score(&p, None)
-        })
-        .collect();
-    let pending: Vec<(String, String)> = samples
-        .iter_mut()
-        .map(|s| {
-            let score = s.score(&Prediction::Missing, None);
-            (
-                s.transition().id.clone(),
-                serde_json::to_string(&score).unwrap_or_default(),
-            )
-        })
-        .collect();
-    let (record, resumed) = store.create_run(
-        &system,
-        &config,
-        &bench_path,
-        prices.as_ref(),
-        &serde_json::to_string(&null_scores).unwrap_or_default(),
-        &pending,
-    )?;
+    let (record, resumed) = match store.run_by_hash(&hash)? {
+        // Resuming: the run's rows exist, so nothing needs scoring before the first request.
+        Some(existing) => {
+            if existing.samples != samples.len() {
+                return Err(StoreError::Corrupt {
+                    path: store_path.clone(),
+                    message: format!(
+                        "run {} has {} samples stored but the benchmark has {}",
+                        existing.run_id,
+                        existing.samples,
+                        samples.len()
+                    ),
+                }
+                .into());
+            }
+            if let Some(prices) = &prices {
+                store.set_prices(&hash, prices)?;
+            }
+            (existing, true)
+        }
+        None => {
+            let baseline_scores = |samples: &mut Vec<PreparedSample>, baseline: Baseline| {
+                let scores: Vec<SampleScore> = samples
+                    .iter_mut()
+                    .map(|s| {
+                        let p = baseline.predict(s.transition());
+                        s.score(&p, None)
+                    })
+                    .collect();
+                serde_json::to_string(&scores).unwrap_or_default()
+            };
+            let null_scores = baseline_scores(&mut samples, Baseline::Null);
+            let oracle_scores = baseline_scores(&mut samples, Baseline::Oracle);
+            let pending: Vec<(String, String)> = samples
+                .iter_mut()
+                .map(|s| {
+                    let score = s.score(&Prediction::Missing, None);
+                    (
+                        s.transition().id.clone(),
+                        serde_json::to_string(&score).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            store.create_run(
+                &system,
+                &config,
+                &bench_path,
+                prices.as_ref(),
+                (&null_scores, &oracle_scores),
+                &pending,
+            )?
+        }
+    };
     let done: std::collections::HashSet<usize> = store
         .results(&hash)?
         .into_iter()
@@ -215,7 +254,9 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let already_done = done.len();
 
     let writer = StoreWriter::spawn(&store_path)?;
-    let cache = if options.use_cache && matches!(simulator, Simulator::OpenAi { .. }) {
+    let cache = if options.use_cache
+        && (matches!(simulator, Simulator::OpenAi { .. }) || is_local(&simulator))
+    {
         Some(CacheReader::open(&store_path)?)
     } else {
         None
@@ -225,13 +266,14 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
             .and_then(NonZeroU32::new)
             .map(|n| RateLimiter::direct(Quota::per_minute(n)))
     };
+    let local = is_local(&simulator);
     let shared = Arc::new(Shared {
         run_hash: hash.clone(),
         simulator,
         rpm: limiter(options.requests_per_minute),
         tpm: limiter(options.tokens_per_minute)
             .map(|l| (l, options.tokens_per_minute.unwrap_or(1))),
-        permits: Semaphore::new(options.concurrency.max(1)),
+        permits: Semaphore::new(if local { 1 } else { options.concurrency.max(1) }),
         writes: std::sync::Mutex::new(writer.sender()),
         cache,
         options,
@@ -240,10 +282,27 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let todo = samples.len() - already_done;
     let progress = Progress::new(shared.options.progress, todo as u64);
     let mut tasks = JoinSet::new();
-    for (idx, sample) in samples.into_iter().enumerate() {
-        if done.contains(&idx) {
-            continue;
-        }
+    let mut pending_samples: Vec<(usize, PreparedSample)> = samples
+        .into_iter()
+        .enumerate()
+        .filter(|(idx, _)| !done.contains(idx))
+        .collect();
+    if is_local(&shared.simulator) {
+        // One request at a time: group samples of one environment and tool so consecutive
+        // prompts share long prefixes (the engine reuses their KV cache).
+        pending_samples.sort_by(|(ia, a), (ib, b)| {
+            let key = |s: &PreparedSample| {
+                let t = s.transition();
+                (
+                    t.env_id.clone().unwrap_or_default(),
+                    t.env_code.len(),
+                    t.action.name.clone(),
+                )
+            };
+            key(a).cmp(&key(b)).then(ia.cmp(ib))
+        });
+    }
+    for (idx, sample) in pending_samples {
         let shared = Arc::clone(&shared);
         tasks.spawn(async move {
             let _permit = shared.permits.acquire().await;
@@ -272,7 +331,6 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
                 correct += usize::from(finished.cm_strict);
                 api_errors += usize::from(finished.api_error);
                 parse_failures += usize::from(finished.parse_failure);
-                drop((finished.idx, finished.sample));
                 progress.tick(processed, correct, api_errors, parse_failures);
             }
             _ = &mut ctrl_c => {
@@ -361,6 +419,37 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
                 ),
             }
         }
+        #[cfg(feature = "local")]
+        Simulator::Local {
+            engine,
+            model_key,
+            template,
+            generation,
+        } => {
+            let t = sample.transition();
+            let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
+            match complete_local(shared, idx, engine, model_key, prompt, generation).await {
+                (Ok(c), attempts, cached) => {
+                    let text = c.content.clone();
+                    (
+                        Prediction::Raw(c.content),
+                        c.usage,
+                        attempts,
+                        cached,
+                        "raw",
+                        text,
+                    )
+                }
+                (Err(e), attempts, _) => (
+                    Prediction::ApiError(e.clone()),
+                    None,
+                    attempts,
+                    false,
+                    "api_error",
+                    e,
+                ),
+            }
+        }
         Simulator::OpenAi {
             client,
             model,
@@ -401,12 +490,13 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         }
     };
     let score = sample.score(&prediction, usage);
+    // The sample is dropped here, in its task, so freeing large states is spread over the
+    // runtime's threads instead of the thread driving the run.
+    drop(sample);
     let finished = Finished {
-        idx,
         cm_strict: score.cm_strict,
         api_error: score.api_error.is_some(),
         parse_failure: score.parse_failure.is_some(),
-        sample,
     };
     shared.send(WriteOp::Result {
         run_hash: shared.run_hash.clone(),
@@ -423,6 +513,87 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         },
     });
     finished
+}
+
+fn is_local(simulator: &Simulator) -> bool {
+    #[cfg(feature = "local")]
+    if let Simulator::Local { .. } = simulator {
+        return true;
+    }
+    let _ = simulator;
+    false
+}
+
+/// One sample on the local model, with the response cache and the audit log.
+#[cfg(feature = "local")]
+async fn complete_local(
+    shared: &Shared,
+    idx: usize,
+    engine: &crate::local::LocalEngine,
+    model_key: &str,
+    prompt: envsim_core::prompt::Prompt,
+    generation: &crate::local::Generation,
+) -> (Result<Completion, String>, u32, bool) {
+    let body = serde_json::json!({
+        "model": model_key,
+        "messages": [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.user}],
+        "max_tokens": generation.max_tokens,
+        "temperature": generation.temperature,
+        "seed": generation.seed,
+        "stop": generation.stop,
+        "stop_after_object": generation.stop_after_object,
+    })
+    .to_string();
+    let key = sha256_hex(format!("local\n{body}").as_bytes());
+    shared.send(WriteOp::Body {
+        key: key.clone(),
+        body,
+    });
+    let audit = |attempt: u32, latency_ms: f64, outcome: &str| AttemptRow {
+        run_hash: shared.run_hash.clone(),
+        idx,
+        attempt,
+        latency_ms,
+        status: None,
+        outcome: outcome.to_owned(),
+        error: None,
+        body_key: Some(key.clone()),
+        response: None,
+        prompt_tokens: None,
+        completion_tokens: None,
+    };
+    if let Some(cache) = &shared.cache {
+        if let Ok(Some(response)) = cache.get(&key) {
+            if let Ok(completion) = parse_completion(&response) {
+                let mut row = audit(0, 0.0, "cache");
+                row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
+                row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
+                shared.send(WriteOp::Attempt(row));
+                return (Ok(completion), 0, true);
+            }
+        }
+    }
+    let start = Instant::now();
+    match engine.generate(prompt, generation.clone()).await {
+        Ok(local) => {
+            let raw = local.to_response_json(model_key);
+            let mut row = audit(1, elapsed_ms(start), "ok");
+            row.prompt_tokens = local.completion.usage.map(|u| u.prompt_tokens);
+            row.completion_tokens = local.completion.usage.map(|u| u.completion_tokens);
+            row.response = Some(raw.clone());
+            shared.send(WriteOp::Attempt(row));
+            if shared.cache.is_some() {
+                shared.send(WriteOp::Cache { key, response: raw });
+            }
+            (Ok(local.completion), 1, false)
+        }
+        Err(error) => {
+            let mut row = audit(1, elapsed_ms(start), "local_error");
+            row.error = Some(error.clone());
+            shared.send(WriteOp::Attempt(row));
+            (Err(error), 1, false)
+        }
+    }
 }
 
 fn prediction_text(p: &Prediction) -> (&'static str, String) {

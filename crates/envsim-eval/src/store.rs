@@ -58,11 +58,15 @@ CREATE TABLE IF NOT EXISTS runs (
     bench_path TEXT NOT NULL,
     samples INTEGER NOT NULL,
     prices TEXT,
-    null_scores TEXT NOT NULL,
     created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
     updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 CREATE INDEX IF NOT EXISTS runs_by_id ON runs(run_id);
+CREATE TABLE IF NOT EXISTS run_baselines (
+    run_hash TEXT PRIMARY KEY,
+    null_scores TEXT NOT NULL,
+    oracle_scores TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS results (
     run_hash TEXT NOT NULL,
     idx INTEGER NOT NULL,
@@ -118,8 +122,6 @@ pub struct RunRecord {
     pub samples: usize,
     /// Price table entry used for cost (`{"input_per_mtok": x, "output_per_mtok": y}`).
     pub prices: Option<Value>,
-    /// Per-sample scores of the null baseline on the same benchmark (JSON array).
-    pub null_scores: String,
     /// Creation time (UTC, RFC 3339).
     pub created_at: String,
     /// Last update (UTC, RFC 3339).
@@ -279,9 +281,8 @@ impl Store {
             bench_path: row.get(4)?,
             samples: row.get(5)?,
             prices: row.get(6)?,
-            null_scores: row.get(7)?,
-            created_at: row.get(8)?,
-            updated_at: row.get(9)?,
+            created_at: row.get(7)?,
+            updated_at: row.get(8)?,
         },))
     }
 
@@ -303,13 +304,13 @@ impl Store {
             bench_path: raw.bench_path,
             samples: usize::try_from(raw.samples).unwrap_or(0),
             prices,
-            null_scores: raw.null_scores,
             created_at: raw.created_at,
             updated_at: raw.updated_at,
         })
     }
 
-    const RUN_COLUMNS: &'static str = "hash, run_id, system, config, bench_path, samples, prices, null_scores, created_at, updated_at";
+    const RUN_COLUMNS: &'static str =
+        "hash, run_id, system, config, bench_path, samples, prices, created_at, updated_at";
 
     /// The run with this full hash, if stored.
     pub fn run_by_hash(&self, hash: &str) -> Result<Option<RunRecord>, StoreError> {
@@ -377,7 +378,7 @@ impl Store {
     }
 
     /// Creates the run with all samples pending, or returns the stored run when it exists
-    /// (resume). `pending` holds `(sample_id, score JSON of a missing prediction)` per sample
+    /// (resume). `baselines` are the null and oracle per-sample scores (JSON arrays); `pending` holds `(sample_id, score JSON of a missing prediction)` per sample
     /// in benchmark order.
     pub fn create_run(
         &mut self,
@@ -385,7 +386,7 @@ impl Store {
         config: &RunConfig,
         bench_path: &str,
         prices: Option<&Value>,
-        null_scores: &str,
+        baselines: (&str, &str),
         pending: &[(String, String)],
     ) -> Result<(RunRecord, bool), StoreError> {
         let hash = config.hash();
@@ -412,7 +413,7 @@ impl Store {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
         tx.execute(
-            "INSERT INTO runs (hash, run_id, system, config, bench_path, samples, prices, null_scores) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO runs (hash, run_id, system, config, bench_path, samples, prices) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 hash,
                 config.run_id(),
@@ -420,9 +421,13 @@ impl Store {
                 serde_json::to_string(config).unwrap_or_default(),
                 bench_path,
                 pending.len() as i64,
-                prices.map(Value::to_string),
-                null_scores
+                prices.map(Value::to_string)
             ],
+        )
+        .map_err(sqlite(&path))?;
+        tx.execute(
+            "INSERT OR REPLACE INTO run_baselines (run_hash, null_scores, oracle_scores) VALUES (?1, ?2, ?3)",
+            params![hash, baselines.0, baselines.1],
         )
         .map_err(sqlite(&path))?;
         {
@@ -446,7 +451,7 @@ impl Store {
     pub fn delete_run(&mut self, hash: &str) -> Result<(), StoreError> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
-        for table in ["requests", "results"] {
+        for table in ["requests", "results", "run_baselines"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE run_hash = ?1"),
                 params![hash],
@@ -456,6 +461,30 @@ impl Store {
         tx.execute("DELETE FROM runs WHERE hash = ?1", params![hash])
             .map_err(sqlite(&path))?;
         tx.commit().map_err(sqlite(&path))
+    }
+
+    /// The null and oracle per-sample scores stored with a run (JSON arrays).
+    pub fn baselines(&self, hash: &str) -> Result<(String, String), StoreError> {
+        self.conn
+            .query_row(
+                "SELECT null_scores, oracle_scores FROM run_baselines WHERE run_hash = ?1",
+                params![hash],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(sqlite(&self.path))?
+            .ok_or_else(|| self.corrupt(format!("run {hash} has no baseline scores")))
+    }
+
+    /// Updates the price stored with a run.
+    pub fn set_prices(&mut self, hash: &str, prices: &Value) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET prices = ?2 WHERE hash = ?1",
+                params![hash, prices.to_string()],
+            )
+            .map_err(sqlite(&self.path))?;
+        Ok(())
     }
 
     /// All result rows of a run, in benchmark order.
@@ -539,7 +568,6 @@ struct RunRecordRaw {
     bench_path: String,
     samples: i64,
     prices: Option<String>,
-    null_scores: String,
     created_at: String,
     updated_at: String,
 }
@@ -636,7 +664,13 @@ fn writer_loop(
         let tx = conn.transaction().map_err(sqlite(path))?;
         let mut op = Some(first);
         let mut in_batch = 0;
+        let mut touched_runs: Vec<String> = Vec::new();
         while let Some(current) = op.take() {
+            if let WriteOp::Result { run_hash, .. } = &current {
+                if !touched_runs.contains(run_hash) {
+                    touched_runs.push(run_hash.clone());
+                }
+            }
             apply_write(&tx, current).map_err(sqlite(path))?;
             written += 1;
             in_batch += 1;
@@ -644,6 +678,12 @@ fn writer_loop(
             if in_batch < 512 {
                 op = rx.try_recv().ok();
             }
+        }
+        // Once per transaction, not per result: keeps the per-sample cost flat.
+        for hash in &touched_runs {
+            tx.prepare_cached("UPDATE runs SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE hash = ?1")
+                .and_then(|mut stmt| stmt.execute(params![hash]))
+                .map_err(sqlite(path))?;
         }
         tx.commit().map_err(sqlite(path))?;
     }
@@ -684,8 +724,6 @@ fn apply_write(tx: &rusqlite::Transaction<'_>, op: WriteOp) -> rusqlite::Result<
                     row.cached as i64,
                     row.score
                 ])?;
-            tx.prepare_cached("UPDATE runs SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE hash = ?1")?
-                .execute(params![run_hash])?;
         }
         WriteOp::Cache { key, response } => {
             tx.prepare_cached("INSERT OR REPLACE INTO cache (key, response) VALUES (?1, ?2)")?

@@ -1,4 +1,4 @@
-//! `envsim bench build|info`.
+//! `envsim bench build|info|slice-check`.
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -32,6 +32,8 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Check prompt slicing on a benchmark (the footprint oracle) and compare prompt sizes.
+    SliceCheck(crate::slice_cmd::SliceCheckArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -91,6 +93,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.command {
         BenchCommand::Build(build) => build_cmd(build),
         BenchCommand::Info { file, json } => info(&file, json),
+        BenchCommand::SliceCheck(check) => crate::slice_cmd::run(check),
     }
 }
 

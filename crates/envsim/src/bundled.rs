@@ -1,5 +1,6 @@
 //! The bundled benchmark: 400 samples built from the bundled environments with
-//! `envsim bench build` defaults (seed 42), stored xz-compressed in the binary.
+//! `envsim bench build` defaults (seed 42), in the reference JSON format (which carries each
+//! sample's environment code, so prompts are complete), stored xz-compressed in the binary.
 
 use anyhow::{bail, Context, Result};
 use envsim_eval::config::sha256_hex;
@@ -7,10 +8,10 @@ use envsim_eval::config::sha256_hex;
 /// Display name used where a path would be.
 pub const NAME: &str = "<bundled benchmark>";
 
-const COMPRESSED: &[u8] = include_bytes!("../../../data/bench/benchmark.jsonl.xz");
-const DATASHEET: &str = include_str!("../../../data/bench/datasheet.json");
+const COMPRESSED: &[u8] = include_bytes!("../../../data/bench/benchmark.json.xz");
+const CHECKSUM: &str = include_str!("../../../data/bench/benchmark.json.sha256");
 
-/// The benchmark file's bytes (JSON Lines), checked against the datasheet's fingerprint.
+/// The benchmark file's bytes (reference JSON), checked against its recorded SHA-256.
 pub fn benchmark() -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(26 << 20);
     lzma_rs::xz_decompress(&mut std::io::Cursor::new(COMPRESSED), &mut out)
@@ -18,20 +19,19 @@ pub fn benchmark() -> Result<Vec<u8>> {
     let expected = fingerprint()?;
     let actual = sha256_hex(&out);
     if actual != expected {
-        bail!("the bundled benchmark's SHA-256 {actual} differs from its datasheet's {expected}");
+        bail!("the bundled benchmark's SHA-256 {actual} differs from the recorded {expected}");
     }
     Ok(out)
 }
 
-/// The fingerprint recorded in the bundled datasheet.
+/// The SHA-256 recorded next to the bundled benchmark (`sha256sum` format).
 pub fn fingerprint() -> Result<String> {
-    let sheet: serde_json::Value =
-        serde_json::from_str(DATASHEET).context("bundled datasheet is not JSON")?;
-    sheet
-        .get("fingerprint_sha256")
-        .and_then(|f| f.as_str())
+    CHECKSUM
+        .split_whitespace()
+        .next()
+        .filter(|h| h.len() == 64)
         .map(str::to_owned)
-        .context("bundled datasheet has no fingerprint_sha256")
+        .context("data/bench/benchmark.json.sha256 holds no SHA-256")
 }
 
 #[cfg(test)]
@@ -42,5 +42,7 @@ mod tests {
         let transitions =
             envsim_core::formats::parse_benchmark(&bytes, super::NAME).expect("parses");
         assert_eq!(transitions.len(), 400);
+        // Every sample carries its environment's code, so prompts are complete.
+        assert!(transitions.iter().all(|t| t.env_code.contains("class ")));
     }
 }

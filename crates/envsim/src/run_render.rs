@@ -165,6 +165,7 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
     table.set_header([
         "stratum",
         "n",
+        "system",
         "FM",
         "FM-strict",
         "CM-strict",
@@ -172,16 +173,18 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
         "CM-ref",
         "field F1",
         "parse fail",
-        "null CM-strict",
     ]);
     for (key, label) in display_rows(report) {
         let Some(s) = summary_of(&report.report, &key) else {
             continue;
         };
-        let null = summary_of(&report.null, &key).and_then(|n| n.cm_strict);
+        if s.n == 0 && key != "overall" {
+            continue;
+        }
         table.add_row([
             label,
             s.n.to_string(),
+            report.record.system.clone(),
             pct(s.fm),
             pct(s.fm_strict),
             pct(s.cm_strict),
@@ -189,15 +192,30 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
             pct(s.cm_reference),
             pct(s.field_f1),
             pct(s.parse_failure_rate),
-            pct(null),
         ]);
+        let baselines = [Some(&report.null), report.oracle.as_ref()];
+        // A baseline run needs no second line of itself.
+        let own = report.record.config.backend.label();
+        for baseline in baselines.into_iter().flatten().filter(|b| b.system != own) {
+            if let Some(b) = summary_of(baseline, &key) {
+                table.add_row([
+                    String::new(),
+                    String::new(),
+                    baseline.system.clone(),
+                    pct(b.fm),
+                    pct(b.fm_strict),
+                    pct(b.cm_strict),
+                    String::new(),
+                    pct(b.cm_reference),
+                    pct(b.field_f1),
+                    pct(b.parse_failure_rate),
+                ]);
+            }
+        }
     }
-    right_align(&mut table, 1, 10);
-    let mut out = format!(
-        "{}: {}\n",
-        report.record.system,
-        report.record.config.backend.label()
-    );
+    right_align(&mut table, 1, 2);
+    right_align(&mut table, 3, 10);
+    let mut out = String::new();
     out.push_str(&table.to_string());
     out.push('\n');
     for line in footer(report) {
@@ -208,7 +226,7 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
         out.push('\n');
     }
     if format == OutputFormat::Table {
-        out.push_str("rates in %; 95% CI: percentile bootstrap of CM-strict; null: the no-change baseline on the same samples\n");
+        out.push_str("rates in %; 95% CI: percentile bootstrap of CM-strict; null (no change) and oracle (the labels) on the same samples; empty strata omitted\n");
     }
     Ok(out)
 }

@@ -636,3 +636,39 @@ fn bad_invocations_get_clear_errors() {
     );
     assert_eq!(report["overall"]["cm_strict"], 0.0);
 }
+
+#[test]
+fn report_out_replays_to_identical_scores() {
+    let f = Fixture::new();
+    let server = f.double(Duration::ZERO);
+    let url = server.base_url();
+    let first = json_of(&envsim(&f.eval_args(&url, &["--format", "json"])));
+    let run = first["run"]["id"].as_str().unwrap().to_owned();
+    let out = f.path("preds.jsonl");
+    ok(&envsim(&[
+        "report",
+        &run,
+        "--store",
+        f.store.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let lines = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(lines.lines().count(), f.transitions.len());
+    let replay = json_of(&envsim(&[
+        "eval",
+        "--bench",
+        f.bench.to_str().unwrap(),
+        "--store",
+        f.store.to_str().unwrap(),
+        "--backend",
+        "replay",
+        "--predictions",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+        "--no-progress",
+    ]));
+    assert_eq!(replay["samples"], first["samples"]);
+    assert_eq!(replay["overall"], first["overall"]);
+}

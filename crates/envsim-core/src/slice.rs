@@ -1,0 +1,2019 @@
+//! Prompt slicing: the part of an environment's code and state that one tool call can use.
+//!
+//! A small simulator model cannot read a whole environment class and a 100 KB state for every
+//! call. [`slice_code`] keeps the code one call can run and [`slice_state`] the state it can
+//! read or write, by a conservative static analysis of the Python source text (a line and
+//! indentation scanner that knows strings, f-strings, comments, brackets, decorators and
+//! multi-line signatures; no Python parser). Whenever the analysis is unsure it keeps more:
+//! a whole container, or the whole code and state ([`CodeSlice::fallback`]).
+//!
+//! # The rule
+//!
+//! Environments follow the EnvScaler convention: one class, constructed with the state, whose
+//! top-level state keys become instance attributes; each public method is a tool.
+//!
+//! **Code.** The *environment class* is the module-level class that defines the called tool.
+//! Kept, in their original order and text: everything outside that class (imports, constants,
+//! module-level functions and classes: small, and the same for every call, so they belong to
+//! the cacheable prefix), the class header, every class-level statement that is not a method
+//! (docstring, constants), `__init__`, every dunder method, the tool, and every method that a
+//! kept method names as `self.<m>`, `cls.<m>` or `<Class>.<m>` (called or not: properties and
+//! method references count), transitively. Comments and blank lines between two kept units stay;
+//! where methods were dropped, one blank line separates the kept ones.
+//!
+//! **Fallback to the whole code and state** when: the source does not scan (unterminated string,
+//! unbalanced brackets, unexpected indentation), no class or more than one class defines the
+//! tool, the class has base classes other than `object`, a method name is defined twice, the
+//! class defines `__getattr__`/`__getattribute__`/`__setattr__`/`__delattr__`, or a kept method
+//! other than `__init__` uses `self` other than as `self.<name>` (`getattr(self, …)`,
+//! `setattr(self, …)`, `vars(self)`, `type(self)`, `helper(self)`, `return self`), uses
+//! `self.__<name>__` (`self.__dict__`, `self.__class__`), calls `self.<name>(…)` where `<name>`
+//! is not a method of the class, calls `eval`, `exec`, `globals`, `locals`, `super` or
+//! `__import__`, or has a first parameter not named `self` (instance methods).
+//!
+//! **State.** A top-level state key is kept when a kept method other than `__init__` names it
+//! as `self.<key>` — in code or inside an f-string's `{…}`, never in comments or plain strings;
+//! reads and writes alike (a write-only key must be present so a predicted `modify` stays a
+//! `modify`). Every other key is dropped. A kept key is cut down to some of its entries only
+//! when all of these hold:
+//! - its value is a JSON object;
+//! - every occurrence of `self.<key>` in the kept methods (not `__init__`) is one of
+//!   `self.<key>[n]` (reads, assignments, `del`), `self.<key>.get(n…`, `self.<key>.pop(n…`,
+//!   `self.<key>.setdefault(n…`, `n in self.<key>` or `n not in self.<key>` (with nothing
+//!   binding tighter than `in` around it), where `n` is a bare name that *holds a tool
+//!   parameter* `p` in that method;
+//! - the call passes each such `p` as a string or an integer.
+//!
+//! A name holds tool parameter `p` in the tool when it is `p` itself and `p` is never rebound
+//! in the tool's body (assignment or augmented assignment, `:=`, `for` and comprehension
+//! targets, `as`, `del`, `global`, `lambda` or nested `def` parameters, `import`, `case`); in a
+//! helper method when it is one of the helper's parameters, the helper never rebinds it, the
+//! helper is referenced only as `self.<helper>(…)` calls (no `*`/`**` unpacking or `lambda` in
+//! the arguments), and every such call, wherever it is, passes a bare name holding `p` for that
+//! parameter (by position or keyword) — so `self._member(member_id)` with
+//! `member_id in self.members` inside `_member` still looks up only `args["member_id"]`.
+//!
+//! It then keeps exactly the entries whose key is one of those argument values (an integer as
+//! its decimal text); a key that does not exist is simply not there, which is the truth. The
+//! slice is a subtree of the state: paths are unchanged, so a delta predicted on the slice
+//! applies to the full state as it is.
+//!
+//! # Footprints and the oracle
+//!
+//! The executor's tracer reports the paths a call read ([`footprint`], [`slice_with_reads`]).
+//! [`slice_covers`] checks that a slice holds every read path with the full state's value (or
+//! absence) — the oracle check of `envsim bench slice-check`, which also re-executes the call on
+//! the slice and compares observation and delta.
+
+use crate::pointer::JsonPointer;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+// ------------------------------------------------------------------------------ public types
+
+/// How the shown methods use one instance attribute (a top-level state key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AttrUse {
+    /// Some use may need the whole value.
+    Whole,
+    /// Every use is a lookup keyed by one of these parameters of the called tool.
+    Keys(BTreeSet<String>),
+}
+
+/// The code one call can run (see the module docs for the rule).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeSlice {
+    /// The code to show.
+    pub source: String,
+    /// True when `source` is the whole code (a fallback, or every method is reachable).
+    pub full: bool,
+    /// Why the analysis gave up, when it did; the state is then kept whole as well.
+    pub fallback: Option<String>,
+    /// The methods of the environment class shown, in source order (after a fallback: every
+    /// method found, possibly none).
+    pub methods: Vec<String>,
+    /// Instance attributes the shown methods (not `__init__`) name, and how they use them.
+    pub attributes: BTreeMap<String, AttrUse>,
+}
+
+impl CodeSlice {
+    fn fallback(env_code: &str, reason: impl Into<String>, methods: Vec<String>) -> CodeSlice {
+        CodeSlice {
+            source: env_code.to_owned(),
+            full: true,
+            fallback: Some(reason.into()),
+            methods,
+            attributes: BTreeMap::new(),
+        }
+    }
+}
+
+/// The state one call can read or write (see the module docs for the rule).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateSlice {
+    /// The sliced state: a subtree of the full state, same paths.
+    pub state: Value,
+    /// Values kept whole: top-level keys (`/orders`) and entries of cut-down objects
+    /// (`/orders/O1`), sorted.
+    pub kept: Vec<JsonPointer>,
+    /// Top-level objects cut down to the entries named by the arguments, sorted.
+    pub partial: Vec<JsonPointer>,
+    /// True when the state is kept entirely (fallback, not an object, or everything used whole).
+    pub full: bool,
+}
+
+// ------------------------------------------------------------------------------ scanning
+
+/// What a byte of the source is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Code,
+    Comment,
+    /// A string literal (prefix and quotes included), or the literal text of an f-string.
+    Str,
+    /// Inside the `{…}` of an f-string: code.
+    FExpr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Blank,
+    Comment,
+    /// Starts a logical line.
+    Code,
+    /// Continues a logical line (inside brackets or a string, or after a backslash).
+    Cont,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    start: usize,
+    end: usize,
+    next: usize,
+    indent: usize,
+    kind: Kind,
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+}
+
+/// For a valid string prefix: whether it makes an f-string. (Raw strings need no special
+/// case: a backslash keeps the next quote from closing them too.)
+fn string_prefix(prefix: &[u8]) -> Option<bool> {
+    let lower: Vec<u8> = prefix.iter().map(u8::to_ascii_lowercase).collect();
+    match lower.as_slice() {
+        b"r" | b"u" | b"b" | b"br" | b"rb" => Some(false),
+        b"f" | b"fr" | b"rf" => Some(true),
+        _ => None,
+    }
+}
+
+/// A scanned source: per-byte classes and bracket depths, and lines.
+struct Src<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    class: Vec<Class>,
+    /// Bracket depth of each byte (an opening or closing bracket has the outer depth).
+    depth: Vec<u32>,
+    /// Newlines escaped by a backslash.
+    joined: Vec<bool>,
+    lines: Vec<Line>,
+}
+
+impl<'a> Src<'a> {
+    fn scan(text: &'a str) -> Option<Src<'a>> {
+        let b = text.as_bytes();
+        let n = b.len();
+        let mut class = vec![Class::Code; n];
+        let mut depth = vec![0u32; n];
+        let mut joined = vec![false; n];
+        let mut d: u32 = 0;
+        let mut i = 0;
+        while i < n {
+            let c = b[i];
+            if c == b'#' {
+                while i < n && b[i] != b'\n' {
+                    class[i] = Class::Comment;
+                    depth[i] = d;
+                    i += 1;
+                }
+                continue;
+            }
+            if c == b'\'' || c == b'"' {
+                i = scan_string(b, i, i, false, d, &mut class, &mut depth)?;
+                continue;
+            }
+            if is_ident_start(c) {
+                let start = i;
+                while i < n && is_ident(b[i]) {
+                    depth[i] = d;
+                    i += 1;
+                }
+                if i < n && (b[i] == b'\'' || b[i] == b'"') {
+                    if let Some(f) = string_prefix(&b[start..i]) {
+                        i = scan_string(b, start, i, f, d, &mut class, &mut depth)?;
+                    }
+                }
+                continue;
+            }
+            match c {
+                b'(' | b'[' | b'{' => {
+                    depth[i] = d;
+                    d = d.checked_add(1)?;
+                }
+                b')' | b']' | b'}' => {
+                    d = d.checked_sub(1)?;
+                    depth[i] = d;
+                }
+                b'\\' => {
+                    depth[i] = d;
+                    let nl = if b.get(i + 1) == Some(&b'\r') {
+                        i + 2
+                    } else {
+                        i + 1
+                    };
+                    if b.get(nl) == Some(&b'\n') {
+                        depth[i + 1..=nl].fill(d);
+                        joined[nl] = true;
+                        i = nl + 1;
+                        continue;
+                    }
+                }
+                _ => depth[i] = d,
+            }
+            i += 1;
+        }
+        if d != 0 {
+            return None;
+        }
+        let mut lines = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = b[start..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(n, |p| start + p);
+            let next = if end < n { end + 1 } else { n };
+            let continued = start > 0
+                && (matches!(class[start - 1], Class::Str | Class::FExpr)
+                    || depth[start - 1] > 0
+                    || joined[start - 1]);
+            let mut indent = 0;
+            let mut first = None;
+            for (k, &c) in b[start..end].iter().enumerate() {
+                match c {
+                    b' ' => indent += 1,
+                    b'\t' => indent = (indent / 8 + 1) * 8,
+                    b'\x0c' => indent = 0,
+                    b'\r' => {}
+                    _ => {
+                        first = Some(start + k);
+                        break;
+                    }
+                }
+            }
+            let kind = if continued {
+                Kind::Cont
+            } else {
+                match first {
+                    None => Kind::Blank,
+                    Some(k) if b[k] == b'#' => Kind::Comment,
+                    Some(_) => Kind::Code,
+                }
+            };
+            lines.push(Line {
+                start,
+                end,
+                next,
+                indent,
+                kind,
+            });
+            if end >= n {
+                break;
+            }
+            start = next;
+        }
+        Some(Src {
+            text,
+            b,
+            class,
+            depth,
+            joined,
+            lines,
+        })
+    }
+
+    /// Code or f-string expression: bytes that run.
+    fn runs(&self, i: usize) -> bool {
+        matches!(self.class[i], Class::Code | Class::FExpr)
+    }
+
+    /// A line's text after its indentation.
+    fn stripped(&self, l: usize) -> &'a str {
+        let line = self.lines[l];
+        self.text[line.start..line.end].trim_start()
+    }
+
+    /// Text of lines `[from, to)`, newlines included.
+    fn text_of(&self, from: usize, to: usize) -> &'a str {
+        if from >= to {
+            return "";
+        }
+        &self.text[self.lines[from].start..self.lines[to - 1].next]
+    }
+
+    /// The statements at `indent` in lines `[from, to)`, each with its nested lines; decorators
+    /// belong to the statement they decorate. Trailing blank and comment lines are left out.
+    fn items(&self, from: usize, to: usize, indent: usize) -> Option<Vec<Item>> {
+        let mut out: Vec<Item> = Vec::new();
+        let mut decorating = false;
+        for l in from..to {
+            let line = self.lines[l];
+            match line.kind {
+                Kind::Blank | Kind::Comment => continue,
+                Kind::Cont => {}
+                Kind::Code if line.indent < indent => return None,
+                Kind::Code if line.indent > indent => {}
+                Kind::Code => {
+                    let decorator = self.stripped(l).starts_with('@');
+                    match out.last_mut() {
+                        Some(item) if decorating => item.head = l,
+                        _ => out.push(Item {
+                            first: l,
+                            head: l,
+                            end: l + 1,
+                        }),
+                    }
+                    decorating = decorator;
+                }
+            }
+            out.last_mut()?.end = l + 1;
+        }
+        Some(out)
+    }
+
+    /// First line after the statement that starts at `head` (its continuation lines included).
+    fn statement_end(&self, head: usize, to: usize) -> usize {
+        let mut l = head + 1;
+        while l < to && self.lines[l].kind == Kind::Cont {
+            l += 1;
+        }
+        l
+    }
+
+    /// The identifier starting at byte `i`.
+    fn ident_at(&self, i: usize) -> &'a str {
+        let mut j = i;
+        while j < self.b.len() && is_ident(self.b[j]) {
+            j += 1;
+        }
+        &self.text[i..j]
+    }
+
+    /// The identifier ending at byte `j` (exclusive), and where it starts.
+    fn ident_before(&self, j: usize) -> (usize, &'a str) {
+        let mut i = j;
+        while i > 0 && is_ident(self.b[i - 1]) {
+            i -= 1;
+        }
+        (i, &self.text[i..j])
+    }
+
+    fn skip_space(&self, mut i: usize, end: usize) -> usize {
+        while i < end && matches!(self.b[i], b' ' | b'\t') {
+            i += 1;
+        }
+        i
+    }
+
+    fn skip_space_back(&self, mut j: usize, start: usize) -> usize {
+        while j > start && matches!(self.b[j - 1], b' ' | b'\t' | b'\n' | b'\r') {
+            j -= 1;
+        }
+        j
+    }
+}
+
+fn scan_string(
+    b: &[u8],
+    prefix_start: usize,
+    quote_at: usize,
+    fstring: bool,
+    d: u32,
+    class: &mut [Class],
+    depth: &mut [u32],
+) -> Option<usize> {
+    let n = b.len();
+    let q = b[quote_at];
+    let triple = quote_at + 2 < n && b[quote_at + 1] == q && b[quote_at + 2] == q;
+    let mut j = quote_at + if triple { 3 } else { 1 };
+    let body_start = j;
+    let end = loop {
+        let c = *b.get(j)?;
+        if c == b'\\' {
+            // In raw strings too, a backslash keeps the next byte from closing the string.
+            j += 2;
+            continue;
+        }
+        if c == q {
+            if !triple {
+                break j + 1;
+            }
+            if b.get(j + 1) == Some(&q) && b.get(j + 2) == Some(&q) {
+                break j + 3;
+            }
+        } else if c == b'\n' && !triple {
+            return None;
+        }
+        j += 1;
+    };
+    for k in prefix_start..end {
+        class[k] = Class::Str;
+        depth[k] = d;
+    }
+    if fstring {
+        // Mark the `{…}` parts (not `{{`/`}}`) as code.
+        let body_end = end - if triple { 3 } else { 1 };
+        let mut braces = 0u32;
+        let mut k = body_start;
+        while k < body_end {
+            match b[k] {
+                b'{' if braces == 0 && b.get(k + 1) == Some(&b'{') => k += 1,
+                b'}' if braces == 0 && b.get(k + 1) == Some(&b'}') => k += 1,
+                b'{' => braces += 1,
+                b'}' if braces > 0 => {
+                    braces -= 1;
+                    class[k] = Class::FExpr;
+                }
+                _ => {}
+            }
+            if braces > 0 {
+                class[k] = Class::FExpr;
+            }
+            k += 1;
+        }
+    }
+    Some(end)
+}
+
+/// One statement with its nested lines, as line indices: `[first, end)`, `head` is the first
+/// line after the decorators.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    first: usize,
+    head: usize,
+    end: usize,
+}
+
+// ------------------------------------------------------------------------------ structure
+
+#[derive(Clone, Debug)]
+struct Param {
+    name: String,
+    /// `*args`, `**kwargs`, or the `*`/`/` markers.
+    star: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Method {
+    name: String,
+    item: Item,
+    decorators: Vec<String>,
+    params: Vec<Param>,
+    /// Byte range of the body (after the signature's `:`).
+    body: (usize, usize),
+}
+
+impl Method {
+    fn is_static(&self) -> bool {
+        self.decorators.iter().any(|d| d == "staticmethod")
+    }
+
+    fn is_class_method(&self) -> bool {
+        self.decorators.iter().any(|d| d == "classmethod")
+    }
+
+    fn is_dunder(&self) -> bool {
+        self.name.len() > 4 && self.name.starts_with("__") && self.name.ends_with("__")
+    }
+}
+
+/// A `self.<name>` in a method body: the byte of `self` and the byte after `<name>`.
+#[derive(Clone, Debug)]
+struct SelfRef {
+    at: usize,
+    name: String,
+    after: usize,
+}
+
+struct Analysis<'a> {
+    src: Src<'a>,
+    class_name: String,
+    /// Flat units in source order: `(first line, end line, method index)`.
+    units: Vec<(usize, usize, Option<usize>)>,
+    methods: Vec<Method>,
+}
+
+fn analyse<'a>(env_code: &'a str, tool: &str) -> Result<Analysis<'a>, String> {
+    let src = Src::scan(env_code).ok_or("the source does not scan (string or brackets)")?;
+    let nlines = src.lines.len();
+    let top = src
+        .items(0, nlines, 0)
+        .ok_or("unexpected indentation at module level")?;
+    let mut found: Vec<(Item, String, usize, Vec<Method>)> = Vec::new();
+    for item in &top {
+        let head = src.stripped(item.head);
+        let Some(rest) = head.strip_prefix("class ").map(str::trim_start) else {
+            continue;
+        };
+        let name = src.ident_at(src.lines[item.head].end - rest.len());
+        let header_end = src.statement_end(item.head, item.end);
+        let methods = class_methods(&src, header_end, item.end)
+            .ok_or_else(|| format!("cannot read the body of class {name}"))?;
+        if methods.iter().any(|m| m.name == tool) {
+            found.push((*item, name.to_owned(), header_end, methods));
+        }
+    }
+    let (class_item, class_name, header_end, methods) = match found.len() {
+        0 => return Err(format!("no class defines {tool}")),
+        1 => found.pop().ok_or("unreachable")?,
+        _ => return Err(format!("several classes define {tool}")),
+    };
+    // Base classes.
+    let header = &env_code[src.lines[class_item.head].start..src.lines[header_end - 1].end];
+    if let (Some(open), Some(close)) = (header.find('('), header.rfind(')')) {
+        let bases = header.get(open + 1..close).unwrap_or("").trim();
+        if !bases.is_empty() && bases != "object" {
+            return Err(format!("class {class_name} has base classes ({bases})"));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for m in &methods {
+        if !seen.insert(m.name.as_str()) {
+            return Err(format!("method {} is defined twice", m.name));
+        }
+        if matches!(
+            m.name.as_str(),
+            "__getattr__" | "__getattribute__" | "__setattr__" | "__delattr__"
+        ) {
+            return Err(format!("class {class_name} defines {}", m.name));
+        }
+    }
+    // Flat units: module items, the class header, the class body items.
+    let mut units = Vec::new();
+    for item in &top {
+        if item.first == class_item.first {
+            units.push((class_item.first, header_end, None));
+            let body_indent = first_code_indent(&src, header_end, class_item.end);
+            if let Some(indent) = body_indent {
+                let body = src
+                    .items(header_end, class_item.end, indent)
+                    .ok_or("unexpected indentation in the class body")?;
+                for b in body {
+                    let method = methods.iter().position(|m| m.item.first == b.first);
+                    units.push((b.first, b.end, method));
+                }
+            }
+        } else {
+            units.push((item.first, item.end, None));
+        }
+    }
+    Ok(Analysis {
+        src,
+        class_name,
+        units,
+        methods,
+    })
+}
+
+fn first_code_indent(src: &Src<'_>, from: usize, to: usize) -> Option<usize> {
+    (from..to)
+        .find(|&l| src.lines[l].kind == Kind::Code)
+        .map(|l| src.lines[l].indent)
+}
+
+/// The methods in a class body (lines `[from, to)`); `None` when the body does not parse.
+fn class_methods(src: &Src<'_>, from: usize, to: usize) -> Option<Vec<Method>> {
+    let Some(indent) = first_code_indent(src, from, to) else {
+        return Some(Vec::new());
+    };
+    let mut methods = Vec::new();
+    for item in src.items(from, to, indent)? {
+        let head = src.stripped(item.head);
+        let rest = head
+            .strip_prefix("def ")
+            .or_else(|| head.strip_prefix("async def ").map(str::trim_start));
+        let Some(rest) = rest else { continue };
+        let rest = rest.trim_start();
+        let line = src.lines[item.head];
+        let name_at = line.end - rest.len();
+        let name = src.ident_at(name_at).to_owned();
+        let decorators = (item.first..item.head)
+            .filter(|&l| src.lines[l].kind == Kind::Code)
+            .filter_map(|l| src.stripped(l).strip_prefix('@'))
+            .map(|d| {
+                d.split(|c: char| c == '(' || c == '#' || c.is_whitespace())
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect();
+        // Signature: `(` … matching `)` … `:` at the same depth.
+        let mut open = name_at + name.len();
+        while open < src.b.len() && src.b[open] != b'(' {
+            if !matches!(src.b[open], b' ' | b'\t') {
+                return None;
+            }
+            open += 1;
+        }
+        let base = *src.depth.get(open)?;
+        let close = (open + 1..src.b.len())
+            .find(|&k| src.b[k] == b')' && src.class[k] == Class::Code && src.depth[k] == base)?;
+        let colon = (close + 1..src.b.len())
+            .find(|&k| src.b[k] == b':' && src.class[k] == Class::Code && src.depth[k] == base)?;
+        let params = params(src, open, close, base);
+        let body_end = src.lines[item.end - 1].next;
+        methods.push(Method {
+            name,
+            item,
+            decorators,
+            params,
+            body: (colon + 1, body_end),
+        });
+    }
+    Some(methods)
+}
+
+fn params(src: &Src<'_>, open: usize, close: usize, base: u32) -> Vec<Param> {
+    let mut out = Vec::new();
+    let mut start = open + 1;
+    for k in open + 1..=close {
+        let split = k == close
+            || (src.b[k] == b',' && src.class[k] == Class::Code && src.depth[k] == base + 1);
+        if !split {
+            continue;
+        }
+        let part = src.text[start..k].trim();
+        start = k + 1;
+        if part.is_empty() {
+            continue;
+        }
+        let star = part.starts_with('*') || part == "/";
+        let name_part = part.trim_start_matches('*').trim_start();
+        let name: String = name_part
+            .bytes()
+            .take_while(|&c| is_ident(c))
+            .map(char::from)
+            .collect();
+        out.push(Param { name, star });
+    }
+    out
+}
+
+/// Every `self.<name>` (and bare `self`) in a byte range, outside comments and plain strings.
+fn self_refs(src: &Src<'_>, (from, to): (usize, usize)) -> (Vec<SelfRef>, Vec<usize>) {
+    name_refs(src, "self", (from, to))
+}
+
+/// Every `<base>.<name>` and bare `<base>` in a byte range.
+fn name_refs(src: &Src<'_>, base: &str, (from, to): (usize, usize)) -> (Vec<SelfRef>, Vec<usize>) {
+    let (mut refs, mut bare) = (Vec::new(), Vec::new());
+    let b = src.b;
+    let len = base.len();
+    let mut i = from;
+    while i + len <= to {
+        if !src.runs(i)
+            || !b[i..].starts_with(base.as_bytes())
+            || (i > 0 && (is_ident(b[i - 1]) || b[i - 1] == b'.'))
+            || (i + len < b.len() && is_ident(b[i + len]))
+        {
+            i += 1;
+            continue;
+        }
+        let dot = i + len;
+        if dot + 1 < to && b[dot] == b'.' && is_ident_start(b[dot + 1]) {
+            let name = src.ident_at(dot + 1);
+            refs.push(SelfRef {
+                at: i,
+                name: name.to_owned(),
+                after: dot + 1 + name.len(),
+            });
+            i = dot + 1 + name.len();
+        } else {
+            bare.push(i);
+            i = dot;
+        }
+    }
+    (refs, bare)
+}
+
+/// Identifiers in a byte range (code only), with their byte offsets.
+fn idents_in<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(usize, &'a str)> {
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < to {
+        if src.runs(i) && is_ident_start(src.b[i]) && (i == 0 || !is_ident(src.b[i - 1])) {
+            let name = src.ident_at(i);
+            out.push((i, name));
+            i += name.len().max(1);
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+const FORBIDDEN_CALLS: [&str; 6] = ["eval", "exec", "globals", "locals", "super", "__import__"];
+
+/// Checks one kept method for dynamic access; returns the methods it names.
+fn method_refs(a: &Analysis<'_>, m: &Method) -> Result<BTreeSet<String>, String> {
+    let src = &a.src;
+    let names: BTreeSet<&str> = a.methods.iter().map(|m| m.name.as_str()).collect();
+    let instance = !m.is_static() && !m.is_class_method();
+    if instance && m.params.first().map(|p| p.name.as_str()) != Some("self") {
+        return Err(format!("the first parameter of {} is not self", m.name));
+    }
+    let (refs, bare) = self_refs(src, m.body);
+    if m.name != "__init__" {
+        if let Some(&at) = bare.first() {
+            return Err(format!(
+                "{} uses self without an attribute (byte {at})",
+                m.name
+            ));
+        }
+        for r in &refs {
+            if r.name.len() > 4 && r.name.starts_with("__") && r.name.ends_with("__") {
+                return Err(format!("{} uses self.{}", m.name, r.name));
+            }
+            let called = src.b.get(r.after) == Some(&b'(');
+            if called && !names.contains(r.name.as_str()) {
+                return Err(format!(
+                    "{} calls self.{}, which is not a method of the class",
+                    m.name, r.name
+                ));
+            }
+        }
+        for (at, name) in idents_in(src, m.body) {
+            if FORBIDDEN_CALLS.contains(&name) {
+                let after = src.skip_space(at + name.len(), m.body.1);
+                if src.b.get(after) == Some(&b'(') {
+                    return Err(format!("{} calls {name}()", m.name));
+                }
+            }
+        }
+    }
+    let mut out: BTreeSet<String> = refs
+        .into_iter()
+        .filter(|r| names.contains(r.name.as_str()))
+        .map(|r| r.name)
+        .collect();
+    let mut bases = vec![a.class_name.as_str()];
+    if m.is_class_method() {
+        bases.push("cls");
+    }
+    for base in bases {
+        let (refs, _) = name_refs(src, base, m.body);
+        out.extend(
+            refs.into_iter()
+                .filter(|r| names.contains(r.name.as_str()))
+                .map(|r| r.name),
+        );
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------------------ code slice
+
+/// The code one call of `tool` can run: see the module docs for the rule. Never fails: when
+/// unsure it returns the whole code with [`CodeSlice::fallback`] set.
+pub fn slice_code(env_code: &str, tool: &str) -> CodeSlice {
+    let a = match analyse(env_code, tool) {
+        Ok(a) => a,
+        Err(reason) => return CodeSlice::fallback(env_code, reason, Vec::new()),
+    };
+    let all_methods = || a.methods.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
+    // Reachable methods.
+    let mut kept: BTreeSet<String> = a
+        .methods
+        .iter()
+        .filter(|m| m.name == tool || m.name == "__init__" || m.is_dunder())
+        .map(|m| m.name.clone())
+        .collect();
+    let mut work: Vec<String> = kept.iter().cloned().collect();
+    while let Some(name) = work.pop() {
+        let Some(m) = a.methods.iter().find(|m| m.name == name) else {
+            continue;
+        };
+        match method_refs(&a, m) {
+            Ok(refs) => {
+                for r in refs {
+                    if kept.insert(r.clone()) {
+                        work.push(r);
+                    }
+                }
+            }
+            Err(reason) => return CodeSlice::fallback(env_code, reason, all_methods()),
+        }
+    }
+    // Attribute uses.
+    let attributes = match a.methods.iter().find(|m| m.name == tool) {
+        Some(tool_method) => attribute_uses(&a, tool_method, &kept),
+        None => return CodeSlice::fallback(env_code, format!("no method {tool}"), all_methods()),
+    };
+    // Assemble.
+    let src = &a.src;
+    let is_kept = |unit: &(usize, usize, Option<usize>)| {
+        unit.2.is_none_or(|m| kept.contains(&a.methods[m].name))
+    };
+    let mut out = String::with_capacity(env_code.len());
+    let nlines = src.lines.len();
+    let first = a.units.first().map_or(nlines, |u| u.0);
+    out.push_str(src.text_of(0, first));
+    let mut previous: Option<usize> = None; // end line of the previous unit
+    let mut previous_kept = true;
+    for unit in &a.units {
+        if !is_kept(unit) {
+            previous_kept = false;
+            previous = Some(unit.1);
+            continue;
+        }
+        if let Some(end) = previous {
+            if previous_kept {
+                out.push_str(src.text_of(end, unit.0));
+            } else {
+                out.push('\n');
+            }
+        }
+        out.push_str(src.text_of(unit.0, unit.1));
+        previous = Some(unit.1);
+        previous_kept = true;
+    }
+    if let Some(end) = previous {
+        out.push_str(src.text_of(end, nlines));
+    }
+    let full = out == env_code;
+    CodeSlice {
+        source: if full { env_code.to_owned() } else { out },
+        full,
+        fallback: None,
+        methods: a
+            .methods
+            .iter()
+            .filter(|m| kept.contains(&m.name))
+            .map(|m| m.name.clone())
+            .collect(),
+        attributes,
+    }
+}
+
+/// The named parameters of a method, after `self`/`cls` (positional order).
+fn named_params(m: &Method) -> impl Iterator<Item = (usize, &Param)> {
+    let skip = usize::from(!m.is_static());
+    m.params
+        .iter()
+        .skip(skip)
+        .enumerate()
+        .filter(|(_, p)| !p.star && !p.name.is_empty())
+}
+
+/// The arguments of the call whose `(` is at `open`, as trimmed texts; `None` when they cannot be
+/// mapped to parameters safely (`*`/`**` unpacking, a `lambda`, whose commas would split it).
+fn call_args<'a>(src: &Src<'a>, open: usize, limit: usize) -> Option<Vec<&'a str>> {
+    if src.b.get(open) != Some(&b'(') {
+        return None;
+    }
+    let base = src.depth[open];
+    let close = (open + 1..limit)
+        .find(|&k| src.b[k] == b')' && src.class[k] == Class::Code && src.depth[k] == base)?;
+    let mut out = Vec::new();
+    let mut start = open + 1;
+    for k in open + 1..=close {
+        let split = k == close
+            || (src.b[k] == b',' && src.class[k] == Class::Code && src.depth[k] == base + 1);
+        if split {
+            out.push(src.text[start..k].trim());
+            start = k + 1;
+        }
+    }
+    if out.last() == Some(&"") {
+        out.pop();
+    }
+    let unsafe_piece = |piece: &&str| {
+        piece.is_empty()
+            || piece.starts_with('*')
+            || idents_in(src, (0, 0)).is_empty()
+                && piece
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|w| w == "lambda")
+    };
+    if out.iter().any(unsafe_piece) {
+        return None;
+    }
+    Some(out)
+}
+
+/// The argument passed for parameter `name` (positional index `index`) among call arguments.
+fn argument_for<'a>(args: &[&'a str], index: usize, name: &str) -> Option<&'a str> {
+    let keyword = |piece: &'a str| -> Option<(&'a str, &'a str)> {
+        let eq = piece.find('=')?;
+        let (key, value) = (piece[..eq].trim(), &piece[eq + 1..]);
+        (!value.starts_with('=') && !key.is_empty() && key.bytes().all(is_ident))
+            .then_some((key, value.trim()))
+    };
+    let mut positional = 0;
+    let mut found = None;
+    for piece in args {
+        match keyword(piece) {
+            Some((key, value)) if key == name => found = Some(value),
+            Some(_) => {}
+            None => {
+                if positional == index {
+                    found = Some(*piece);
+                }
+                positional += 1;
+            }
+        }
+    }
+    found
+}
+
+/// Which parameters hold the value of which tool parameter: `(method, parameter) → tool
+/// parameter`. The tool's own parameters that are never rebound hold themselves; a helper's
+/// parameter holds tool parameter `p` when the helper is only ever called as `self.h(…)`, every
+/// call passes a parameter that holds `p` (a bare name) for it, and the helper never rebinds it.
+fn bindings(
+    a: &Analysis<'_>,
+    tool: &Method,
+    kept: &BTreeSet<String>,
+) -> BTreeMap<(String, String), String> {
+    let src = &a.src;
+    let mut bound: BTreeMap<(String, String), String> = named_params(tool)
+        .map(|(_, p)| p.name.as_str())
+        .filter(|p| is_stable(src, tool.body, p))
+        .map(|p| ((tool.name.clone(), p.to_owned()), p.to_owned()))
+        .collect();
+    let kept_methods: Vec<&Method> = a
+        .methods
+        .iter()
+        .filter(|m| kept.contains(&m.name))
+        .collect();
+    // Every reference to each method, from each kept method: (caller, byte after the name).
+    let mut calls: BTreeMap<&str, Vec<(&str, Option<usize>)>> = BTreeMap::new();
+    for m in &kept_methods {
+        let (refs, _) = self_refs(src, m.body);
+        for r in refs {
+            calls
+                .entry(
+                    a.methods
+                        .iter()
+                        .find(|x| x.name == r.name)
+                        .map_or("", |x| x.name.as_str()),
+                )
+                .or_default()
+                .push((m.name.as_str(), Some(r.after)));
+        }
+        for base in [a.class_name.as_str(), "cls"] {
+            let (refs, _) = name_refs(src, base, m.body);
+            for r in refs {
+                if let Some(x) = a.methods.iter().find(|x| x.name == r.name) {
+                    calls
+                        .entry(x.name.as_str())
+                        .or_default()
+                        .push((m.name.as_str(), None));
+                }
+            }
+        }
+    }
+    loop {
+        let mut changed = false;
+        for h in &kept_methods {
+            if h.name == tool.name || h.name == "__init__" {
+                continue;
+            }
+            let Some(sites) = calls.get(h.name.as_str()) else {
+                continue;
+            };
+            let parsed: Option<Vec<(&str, Vec<&str>)>> = sites
+                .iter()
+                .map(|&(caller, after)| {
+                    let caller_end = a.methods.iter().find(|m| m.name == caller)?.body.1;
+                    Some((caller, call_args(src, after?, caller_end)?))
+                })
+                .collect();
+            let Some(parsed) = parsed else { continue };
+            for (index, q) in named_params(h) {
+                let key = (h.name.clone(), q.name.clone());
+                if bound.contains_key(&key) || !is_stable(src, h.body, &q.name) {
+                    continue;
+                }
+                let mut holds: Option<&String> = None;
+                let all = parsed.iter().all(|(caller, args)| {
+                    let Some(arg) = argument_for(args, index, &q.name) else {
+                        return false;
+                    };
+                    match bound.get(&((*caller).to_owned(), arg.to_owned())) {
+                        Some(p) if holds.is_none_or(|h| h == p) => {
+                            holds = Some(p);
+                            true
+                        }
+                        _ => false,
+                    }
+                });
+                if let (true, Some(p)) = (all, holds) {
+                    let p = p.clone();
+                    bound.insert(key, p);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return bound;
+        }
+    }
+}
+
+/// How the kept methods (not `__init__`) use each `self.<name>`.
+fn attribute_uses(
+    a: &Analysis<'_>,
+    tool: &Method,
+    kept: &BTreeSet<String>,
+) -> BTreeMap<String, AttrUse> {
+    let src = &a.src;
+    let bound = bindings(a, tool, kept);
+    let mut uses: BTreeMap<String, AttrUse> = BTreeMap::new();
+    for m in &a.methods {
+        if !kept.contains(&m.name) || m.name == "__init__" {
+            continue;
+        }
+        let (refs, _) = self_refs(src, m.body);
+        for r in refs {
+            let key = lookup_key(src, &r, m.body)
+                .and_then(|name| bound.get(&(m.name.clone(), name.to_owned())))
+                .map(String::as_str);
+            let entry = uses
+                .entry(r.name.clone())
+                .or_insert_with(|| AttrUse::Keys(BTreeSet::new()));
+            match (key, &mut *entry) {
+                (Some(p), AttrUse::Keys(keys)) => {
+                    keys.insert(p.to_owned());
+                }
+                (Some(_), AttrUse::Whole) => {}
+                (None, _) => *entry = AttrUse::Whole,
+            }
+        }
+    }
+    // Methods named through self are code, not state.
+    for m in &a.methods {
+        uses.remove(&m.name);
+    }
+    uses
+}
+
+/// The parameter `p` when this `self.<name>` is a lookup keyed by a bare identifier `p`.
+fn lookup_key<'a>(src: &Src<'a>, r: &SelfRef, (from, to): (usize, usize)) -> Option<&'a str> {
+    let b = src.b;
+    let at = r.after;
+    // self.X[p]
+    if b.get(at) == Some(&b'[') {
+        let i = src.skip_space(at + 1, to);
+        if i < to && is_ident_start(b[i]) && src.runs(i) {
+            let p = src.ident_at(i);
+            let j = src.skip_space(i + p.len(), to);
+            if b.get(j) == Some(&b']') {
+                return Some(p);
+            }
+        }
+        return None;
+    }
+    // self.X.get(p…, .pop(p…, .setdefault(p…
+    if b.get(at) == Some(&b'.') {
+        let method = src.ident_at(at + 1);
+        if !matches!(method, "get" | "pop" | "setdefault") {
+            return None;
+        }
+        let open = at + 1 + method.len();
+        if b.get(open) != Some(&b'(') {
+            return None;
+        }
+        let i = src.skip_space(open + 1, to);
+        if i < to && is_ident_start(b[i]) && src.runs(i) {
+            let p = src.ident_at(i);
+            let j = src.skip_space(i + p.len(), to);
+            if matches!(b.get(j), Some(b')' | b',')) {
+                return Some(p);
+            }
+        }
+        return None;
+    }
+    // p in self.X / p not in self.X, with nothing binding tighter around it.
+    let follower_ok = {
+        let j = src.skip_space(at, to);
+        match b.get(j) {
+            _ if j >= to => true,
+            None => true,
+            Some(b')' | b']' | b'}' | b',' | b':' | b';' | b'\n' | b'\r' | b'#' | b'\\') => true,
+            Some(&c) if is_ident_start(c) => {
+                matches!(src.ident_at(j), "and" | "or" | "if" | "else" | "for")
+            }
+            _ => false,
+        }
+    };
+    if !follower_ok {
+        return None;
+    }
+    let j = src.skip_space_back(r.at, from);
+    let (i, word) = src.ident_before(j);
+    if word != "in" || !src.runs(i) {
+        return None;
+    }
+    let mut j = src.skip_space_back(i, from);
+    let (i, mut word) = src.ident_before(j);
+    if word == "not" {
+        j = src.skip_space_back(i, from);
+        word = src.ident_before(j).1;
+    }
+    let (p_at, p) = (j - word.len(), word);
+    if p.is_empty() || !is_ident_start(b[p_at]) || !src.runs(p_at) {
+        return None;
+    }
+    let k = src.skip_space_back(p_at, from);
+    let before_ok = k == from
+        || match b[k - 1] {
+            b'(' | b'[' | b'{' | b',' | b':' | b'=' => true,
+            c if is_ident(c) => matches!(
+                src.ident_before(k).1,
+                "if" | "elif"
+                    | "while"
+                    | "and"
+                    | "or"
+                    | "not"
+                    | "return"
+                    | "assert"
+                    | "else"
+                    | "yield"
+            ),
+            _ => false,
+        };
+    before_ok.then_some(p)
+}
+
+/// A token of a method body, for the rebinding check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok<'a> {
+    Ident(&'a str),
+    Op(&'a str),
+    Str,
+    End,
+}
+
+fn tokens<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(Tok<'a>, u32)> {
+    const OPS3: [&str; 5] = ["**=", "//=", ">>=", "<<=", "..."];
+    const OPS2: [&str; 20] = [
+        "==", "!=", "<=", ">=", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=", "->",
+        "**", "//", "<<", ">>", "<>",
+    ];
+    let b = src.b;
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < to {
+        let c = b[i];
+        let d = src.depth[i];
+        match src.class[i] {
+            Class::Comment => {
+                i += 1;
+                continue;
+            }
+            Class::Str | Class::FExpr => {
+                while i < to && matches!(src.class[i], Class::Str | Class::FExpr) {
+                    i += 1;
+                }
+                out.push((Tok::Str, d));
+                continue;
+            }
+            Class::Code => {}
+        }
+        if c == b'\n' || c == b';' {
+            if d == 0 && !src.joined[i] {
+                out.push((Tok::End, 0));
+            }
+            i += 1;
+        } else if is_ident(c) {
+            let w = src.ident_at(i);
+            out.push((Tok::Ident(w), d));
+            i += w.len().max(1);
+        } else if c.is_ascii_whitespace() || c == b'\\' {
+            i += 1;
+        } else {
+            let rest = &src.text[i..to];
+            let op = OPS3
+                .iter()
+                .chain(OPS2.iter())
+                .find(|op| rest.starts_with(**op))
+                .copied()
+                .unwrap_or_else(|| {
+                    let len = rest.chars().next().map_or(1, char::len_utf8);
+                    &rest[..len]
+                });
+            out.push((Tok::Op(op), d));
+            i += op.len();
+        }
+    }
+    out.push((Tok::End, 0));
+    out
+}
+
+const AUGMENTED: [&str; 14] = [
+    "+=", "-=", "*=", "/=", "//=", "%=", "**=", ">>=", "<<=", "&=", "|=", "^=", "@=", ":=",
+];
+
+/// True when parameter `p` is never rebound in the body.
+fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str) -> bool {
+    let toks = tokens(src, body);
+    let is_p = |t: &Tok<'_>| *t == Tok::Ident(p);
+    // Statement by statement.
+    let mut start = 0;
+    for end in 0..toks.len() {
+        if toks[end].0 != Tok::End {
+            continue;
+        }
+        let stmt = &toks[start..end];
+        start = end + 1;
+        if stmt.is_empty() || !stmt.iter().any(|(t, _)| is_p(t)) {
+            continue;
+        }
+        let base = stmt[0].1;
+        // An assignment at statement level with p before it, not as an attribute.
+        if let Some(eq) = stmt
+            .iter()
+            .position(|&(t, d)| t == Tok::Op("=") && d == base)
+        {
+            let rebinds = stmt[..eq].iter().enumerate().any(|(k, &(t, d))| {
+                is_p(&t) && d == base && (k == 0 || stmt[k - 1].0 != Tok::Op("."))
+            });
+            if rebinds {
+                return false;
+            }
+        }
+        for (k, &(t, d)) in stmt.iter().enumerate() {
+            let next = stmt.get(k + 1).map(|x| x.0);
+            let prev = k.checked_sub(1).map(|k| stmt[k].0);
+            if is_p(&t)
+                && prev != Some(Tok::Op("."))
+                && matches!(next, Some(Tok::Op(op)) if AUGMENTED.contains(&op))
+            {
+                return false;
+            }
+            match t {
+                Tok::Ident("as") if next.is_some_and(|n| is_p(&n)) => return false,
+                Tok::Ident("for") => {
+                    let targets = stmt[k + 1..]
+                        .iter()
+                        .take_while(|&&(t, dd)| !(t == Tok::Ident("in") && dd == d));
+                    if targets.clone().any(|(t, _)| is_p(t)) {
+                        return false;
+                    }
+                }
+                Tok::Ident("lambda") => {
+                    let params = stmt[k + 1..]
+                        .iter()
+                        .take_while(|&&(t, dd)| !(t == Tok::Op(":") && dd == d));
+                    if params.clone().any(|(t, _)| is_p(t)) {
+                        return false;
+                    }
+                }
+                // `del k`, `global k` (not `del self.x[k]`).
+                Tok::Ident("del" | "global" | "nonlocal")
+                    if stmt[k + 1..].iter().any(|&(t, dd)| is_p(&t) && dd == d) =>
+                {
+                    return false
+                }
+                Tok::Ident("def" | "class" | "import" | "case") => return false,
+                _ => {}
+            }
+        }
+    }
+    true
+}
+
+// ------------------------------------------------------------------------------ state slice
+
+/// The state one call can read or write, given the code slice for its tool and its
+/// arguments: see the module docs for the rule. Never fails.
+pub fn slice_state(code: &CodeSlice, args: &Map<String, Value>, state: &Value) -> StateSlice {
+    let whole = |state: &Value| StateSlice {
+        state: state.clone(),
+        kept: state
+            .as_object()
+            .map(|m| {
+                m.keys()
+                    .map(|k| JsonPointer::from_tokens([k.as_str()]))
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![JsonPointer::root()]),
+        partial: Vec::new(),
+        full: true,
+    };
+    let Some(map) = state.as_object() else {
+        return whole(state);
+    };
+    if code.fallback.is_some() {
+        return whole(state);
+    }
+    let mut out = Map::new();
+    let (mut kept, mut partial) = (Vec::new(), Vec::new());
+    for (key, value) in map {
+        let Some(usage) = code.attributes.get(key) else {
+            continue;
+        };
+        let root = JsonPointer::from_tokens([key.as_str()]);
+        let entries = match (usage, value) {
+            (AttrUse::Keys(params), Value::Object(entries)) => params
+                .iter()
+                .map(|p| match args.get(p) {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+                    _ => None,
+                })
+                .collect::<Option<BTreeSet<String>>>()
+                .map(|wanted| (entries, wanted)),
+            _ => None,
+        };
+        match entries {
+            Some((entries, wanted)) => {
+                let cut: Map<String, Value> = entries
+                    .iter()
+                    .filter(|(k, _)| wanted.contains(*k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                kept.extend(cut.keys().map(|k| root.child(k.as_str())));
+                partial.push(root);
+                out.insert(key.clone(), Value::Object(cut));
+            }
+            None => {
+                kept.push(root);
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    kept.sort();
+    partial.sort();
+    let full = partial.is_empty() && out.len() == map.len();
+    StateSlice {
+        state: Value::Object(out),
+        kept,
+        partial,
+        full,
+    }
+}
+
+// ------------------------------------------------------------------------------ footprints
+
+/// Traced reads, interpreted.
+///
+/// The executor's tracer records `self.x` itself as the read `/x`, which is indistinguishable
+/// from reading all of `x` (`len(self.x)`, iterating it, passing it on). A top-level read `/x`
+/// of an object that also has reads below it (`/x/k…`) is therefore taken as the attribute
+/// access: `x` must exist and be an object ([`Footprint::containers`]); every other read needs
+/// its whole value ([`Footprint::values`]). Iterating such an object's entries still shows up
+/// as reads of every entry; what this leaves unseen (only the keys or the length of an object
+/// that is also looked up by key) is caught by re-executing the call on the slice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Paths whose value (or absence) the call read.
+    pub values: Vec<JsonPointer>,
+    /// Top-level objects the call accessed as attributes and looked into.
+    pub containers: Vec<JsonPointer>,
+}
+
+/// Interprets traced reads against the state they were traced on (see [`Footprint`]).
+pub fn footprint(state: &Value, reads: &[JsonPointer]) -> Footprint {
+    let mut out = Footprint::default();
+    let looked_into: BTreeSet<&str> = reads
+        .iter()
+        .filter(|r| r.tokens().len() > 1)
+        .map(|r| r.tokens()[0].as_str())
+        .collect();
+    for read in reads {
+        let tokens = read.tokens();
+        let container = tokens.len() == 1
+            && looked_into.contains(tokens[0].as_str())
+            && read.get(state).is_some_and(Value::is_object);
+        if container {
+            out.containers.push(read.clone());
+        } else {
+            out.values.push(read.clone());
+        }
+    }
+    out.values = crate::pointer::minimal_roots(out.values);
+    out.containers.sort();
+    out.containers.dedup();
+    out
+}
+
+/// The smallest subtree of `state` that holds every traced read ([`footprint`]): each value
+/// read, with its ancestors as objects holding only what was read (a list is kept whole, as it
+/// cannot have holes), and an empty object for each container read. A read of a missing key
+/// adds nothing: it stays missing.
+pub fn slice_with_reads(state: &Value, reads: &[JsonPointer]) -> Value {
+    let fp = footprint(state, reads);
+    let mut out = match state {
+        Value::Object(_) => Value::Object(Map::new()),
+        other => return other.clone(),
+    };
+    for c in &fp.containers {
+        if let Some((_, key)) = c.split_last() {
+            if let Value::Object(m) = &mut out {
+                m.entry(key.to_owned())
+                    .or_insert_with(|| Value::Object(Map::new()));
+            }
+        }
+    }
+    for read in &fp.values {
+        copy_path(state, &mut out, read.tokens());
+    }
+    reorder(&mut out, state);
+    out
+}
+
+/// Puts the keys of every object of `slice` in the order they have in `like`.
+fn reorder(slice: &mut Value, like: &Value) {
+    if let (Value::Object(map), Value::Object(original)) = (slice, like) {
+        let mut taken = std::mem::take(map);
+        for (key, value) in original {
+            if let Some(mut v) = taken.remove(key) {
+                reorder(&mut v, value);
+                map.insert(key.clone(), v);
+            }
+        }
+    }
+}
+
+/// Copies the value at `tokens` from `from` into `to`, creating object ancestors; stops at a
+/// list (copied whole) and at a missing key.
+fn copy_path(from: &Value, to: &mut Value, tokens: &[String]) {
+    let Some((first, rest)) = tokens.split_first() else {
+        *to = from.clone();
+        return;
+    };
+    match (from, &mut *to) {
+        (Value::Object(src), Value::Object(dst)) => {
+            let Some(child) = src.get(first) else { return };
+            if rest.is_empty() {
+                dst.insert(first.clone(), child.clone());
+                return;
+            }
+            let slot = dst.entry(first.clone()).or_insert_with(|| match child {
+                Value::Object(_) => Value::Object(Map::new()),
+                _ => Value::Null,
+            });
+            match child {
+                Value::Object(_) if slot.is_object() => copy_path(child, slot, rest),
+                Value::Object(_) => {}
+                _ => *slot = child.clone(),
+            }
+        }
+        (Value::Array(_), _) => *to = from.clone(),
+        _ => {}
+    }
+}
+
+/// The oracle check: `Ok` when `slice` holds every traced read of `full` with the same value,
+/// or is missing it exactly where `full` is, reads interpreted as in [`footprint`] (a
+/// container read needs the object to exist in both, not its whole value). Otherwise the first
+/// read path that is not covered.
+pub fn slice_covers(full: &Value, slice: &Value, reads: &[JsonPointer]) -> Result<(), JsonPointer> {
+    let fp = footprint(full, reads);
+    for c in &fp.containers {
+        let kind = |v: &Value| c.get(v).map(Value::is_object);
+        if kind(full) != kind(slice) {
+            return Err(c.clone());
+        }
+    }
+    for p in &fp.values {
+        if p.get(full) != p.get(slice) {
+            return Err(p.clone());
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------ tests
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn ptrs(paths: &[&str]) -> Vec<JsonPointer> {
+        paths
+            .iter()
+            .map(|p| JsonPointer::parse(p).unwrap())
+            .collect()
+    }
+
+    const SHOP: &str = r#""""A shop."""
+
+import datetime
+
+TAX = 0.2
+
+
+def _money(x):
+    return round(x, 2)
+
+
+class Shop:
+    """Orders and customers."""
+
+    REASONS = ("damaged", "other")
+
+    def __init__(self, init_config: dict):
+        self.orders = {}
+        self.customers = {}
+        self.settings = {}
+        self.log = []
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _fmt(x):
+        return f"{x:.2f}"
+
+    def _customer(self, customer_id):
+        return self.customers.get(customer_id)
+
+    def _total(self, order):
+        return _money(order["total"] * (1 + TAX))
+
+    # ---------------------------------------------------------------- tools
+    def get_order(self, order_id: str) -> dict:
+        """One order."""
+        if order_id not in self.orders:
+            return {"success": False, "error": f"Order {order_id} not found"}
+        return {"success": True, "data": self.orders[order_id],
+                "total": self._fmt(self._total(self.orders[order_id]))}
+
+    def pay(self, order_id: str,
+            customer_id: str) -> dict:
+        """Pay an order; see self.settings in the docs."""
+        # self.log is not touched here
+        order = self.orders.get(order_id)
+        customer = self._customer(customer_id)
+        if order is None or customer is None:
+            return {"success": False, "error": "not found"}
+        order["status"] = "paid"
+        return {"success": True, "message": f"paid {self.settings['currency']}"}
+
+    def count(self) -> dict:
+        return {"success": True, "data": len(self.orders)}
+"#;
+
+    #[test]
+    fn keeps_the_tool_its_helpers_and_the_shared_prefix() {
+        let s = slice_code(SHOP, "get_order");
+        assert_eq!(s.fallback, None);
+        assert!(!s.full);
+        assert_eq!(s.methods, vec!["__init__", "_fmt", "_total", "get_order"]);
+        let expected = r#""""A shop."""
+
+import datetime
+
+TAX = 0.2
+
+
+def _money(x):
+    return round(x, 2)
+
+
+class Shop:
+    """Orders and customers."""
+
+    REASONS = ("damaged", "other")
+
+    def __init__(self, init_config: dict):
+        self.orders = {}
+        self.customers = {}
+        self.settings = {}
+        self.log = []
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _fmt(x):
+        return f"{x:.2f}"
+
+    def _total(self, order):
+        return _money(order["total"] * (1 + TAX))
+
+    # ---------------------------------------------------------------- tools
+    def get_order(self, order_id: str) -> dict:
+        """One order."""
+        if order_id not in self.orders:
+            return {"success": False, "error": f"Order {order_id} not found"}
+        return {"success": True, "data": self.orders[order_id],
+                "total": self._fmt(self._total(self.orders[order_id]))}
+"#;
+        assert_eq!(s.source, expected);
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([(
+                "orders".to_owned(),
+                AttrUse::Keys(BTreeSet::from(["order_id".to_owned()]))
+            )])
+        );
+    }
+
+    #[test]
+    fn multi_line_signatures_comments_and_docstrings() {
+        let s = slice_code(SHOP, "pay");
+        assert_eq!(s.fallback, None);
+        assert_eq!(s.methods, vec!["__init__", "_customer", "pay"]);
+        assert!(s.source.contains(
+            "    def pay(self, order_id: str,\n            customer_id: str) -> dict:\n"
+        ));
+        assert!(s.source.contains("    def _customer(self, customer_id):\n        return self.customers.get(customer_id)\n\n    def pay("));
+        // `self.settings` in the docstring and `self.log` in the comment are not uses;
+        // the one in the f-string is. The helper is called with the tool's `customer_id`.
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([
+                (
+                    "customers".to_owned(),
+                    AttrUse::Keys(BTreeSet::from(["customer_id".to_owned()]))
+                ),
+                (
+                    "orders".to_owned(),
+                    AttrUse::Keys(BTreeSet::from(["order_id".to_owned()]))
+                ),
+                ("settings".to_owned(), AttrUse::Whole),
+            ])
+        );
+        let state = json!({
+            "orders": {"O1": {"status": "new"}, "O2": {"status": "new"}},
+            "customers": {"C1": {}, "C2": {}},
+            "settings": {"currency": "EUR"},
+            "log": [1, 2, 3],
+        });
+        let sliced = slice_state(
+            &s,
+            &args(json!({"order_id": "O2", "customer_id": "C1"})),
+            &state,
+        );
+        assert_eq!(
+            sliced.state,
+            json!({
+                "orders": {"O2": {"status": "new"}},
+                "customers": {"C1": {}},
+                "settings": {"currency": "EUR"},
+            })
+        );
+        assert_eq!(
+            sliced.kept,
+            ptrs(&["/customers/C1", "/orders/O2", "/settings"])
+        );
+        assert_eq!(sliced.partial, ptrs(&["/customers", "/orders"]));
+        assert!(!sliced.full);
+        // A missing order stays missing; a non-string argument keeps the object whole.
+        let missing = slice_state(&s, &args(json!({"order_id": "O9"})), &state);
+        assert_eq!(missing.state["orders"], json!({}));
+        let odd = slice_state(&s, &args(json!({"order_id": ["O1"]})), &state);
+        assert_eq!(odd.state["orders"], state["orders"]);
+        let number = slice_state(
+            &s,
+            &args(json!({"order_id": 7})),
+            &json!({"orders": {"7": 1, "8": 2}}),
+        );
+        assert_eq!(number.state, json!({"orders": {"7": 1}}));
+    }
+
+    #[test]
+    fn iteration_or_len_keeps_the_whole_object() {
+        let s = slice_code(SHOP, "count");
+        assert_eq!(s.methods, vec!["__init__", "count"]);
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([("orders".to_owned(), AttrUse::Whole)])
+        );
+        let state = json!({"orders": {"O1": 1}, "customers": {"C1": 2}});
+        let sliced = slice_state(&s, &Map::new(), &state);
+        assert_eq!(sliced.state, json!({"orders": {"O1": 1}}));
+        assert_eq!(sliced.kept, ptrs(&["/orders"]));
+    }
+
+    fn class(body: &str) -> String {
+        format!("class E:\n    def __init__(self, init_config):\n        self.x = {{}}\n\n{body}")
+    }
+
+    #[test]
+    fn dynamic_access_falls_back_to_everything() {
+        for body in [
+            "    def t(self, k):\n        return getattr(self, k)\n",
+            "    def t(self, k):\n        setattr(self, k, 1)\n",
+            "    def t(self):\n        return vars(self)\n",
+            "    def t(self):\n        return self.__dict__\n",
+            "    def t(self):\n        return type(self).__name__\n",
+            "    def t(self):\n        return eval('self.x')\n",
+            "    def t(this):\n        return this.x\n",
+            "    def t(self):\n        return self.hook()\n",
+        ] {
+            let code = class(body);
+            let s = slice_code(&code, "t");
+            assert!(s.fallback.is_some() && s.full && s.source == code, "{body}");
+            let state = json!({"x": {"a": 1}, "y": 2});
+            let sliced = slice_state(&s, &Map::new(), &state);
+            assert_eq!(sliced.state, state);
+            assert!(sliced.full);
+        }
+        // Dynamic access in a method the tool does not reach does not matter.
+        let code = class("    def t(self):\n        return self.x\n\n    def u(self):\n        return vars(self)\n");
+        let s = slice_code(&code, "t");
+        assert_eq!(s.fallback, None);
+        assert_eq!(s.methods, vec!["__init__", "t"]);
+        // setattr in __init__ is the EnvScaler loop: fine.
+        let code = "class E:\n    def __init__(self, init_config):\n        for k, v in init_config.items():\n            setattr(self, k, v)\n\n    def t(self):\n        return self.x\n";
+        assert_eq!(slice_code(code, "t").fallback, None);
+    }
+
+    #[test]
+    fn unknown_tools_and_broken_sources_fall_back() {
+        assert!(slice_code(SHOP, "nope").fallback.is_some());
+        assert!(
+            slice_code("class E:\n    def t(self):\n        return 'x\n", "t")
+                .fallback
+                .is_some()
+        );
+        assert!(
+            slice_code("class E(Base):\n    def t(self):\n        return 1\n", "t")
+                .fallback
+                .is_some()
+        );
+        assert!(slice_code(
+            "class E:\n    def t(self):\n        return 1\n\n    def t(self):\n        return 2\n",
+            "t"
+        )
+        .fallback
+        .is_some());
+        assert!(slice_code("", "t").fallback.is_some());
+        assert!(
+            slice_code("class E:\n    def t(self):\n        return (1\n", "t")
+                .fallback
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn rebinding_the_key_parameter_keeps_the_object_whole() {
+        for body in [
+            "        k = k.strip()\n        return self.x[k]\n",
+            "        k += '1'\n        return self.x[k]\n",
+            "        for k in ['a']:\n            pass\n        return self.x[k]\n",
+            "        return [self.x[k] for k in self.x]\n",
+            "        k, j = 1, 2\n        return self.x[k]\n",
+            "        f = lambda k: self.x[k]\n        return f('a')\n",
+            "        with open('f') as k:\n            return self.x[k]\n",
+        ] {
+            let code = class(&format!("    def t(self, k):\n{body}"));
+            let s = slice_code(&code, "t");
+            assert_eq!(s.fallback, None, "{body}");
+            assert_eq!(s.attributes.get("x"), Some(&AttrUse::Whole), "{body}");
+        }
+        // Stable: keyword arguments, comparisons, attribute assignment elsewhere.
+        let code = class("    def t(self, k):\n        y = dict(k=k)\n        if k == 'a' or k in self.x:\n            self.x[k] = self.x.get(k, 0) + 1\n        del self.x[k]\n        return self.x.pop(k, None)\n");
+        let s = slice_code(&code, "t");
+        assert_eq!(
+            s.attributes.get("x"),
+            Some(&AttrUse::Keys(BTreeSet::from(["k".to_owned()])))
+        );
+    }
+
+    #[test]
+    fn helper_parameters_hold_tool_parameters_only_when_every_call_passes_them() {
+        let helpers = "    def _get(self, key, strict=True):\n        if key not in self.x:\n            return None\n        return self._deeper(key)\n\n    def _deeper(self, k2):\n        return self.x.get(k2)\n\n";
+        let keyed = AttrUse::Keys(BTreeSet::from(["k".to_owned()]));
+        for (tool, want) in [
+            (
+                "    def t(self, k, j):\n        return self._get(k)\n",
+                keyed.clone(),
+            ),
+            (
+                "    def t(self, k, j):\n        return self._get(key=k, strict=False)\n",
+                keyed.clone(),
+            ),
+            (
+                "    def t(self, k, j):\n        return self._get(k) or self._get(k)\n",
+                keyed.clone(),
+            ),
+            // Another value, another parameter, a rebound one, a non-call reference, unpacking.
+            (
+                "    def t(self, k, j):\n        return self._get(k) or self._get('a')\n",
+                AttrUse::Whole,
+            ),
+            (
+                "    def t(self, k, j):\n        return self._get(k) or self._get(j)\n",
+                AttrUse::Whole,
+            ),
+            (
+                "    def t(self, k, j):\n        k = k.upper()\n        return self._get(k)\n",
+                AttrUse::Whole,
+            ),
+            (
+                "    def t(self, k, j):\n        f = self._get\n        return f(k)\n",
+                AttrUse::Whole,
+            ),
+            (
+                "    def t(self, k, j):\n        return self._get(*[k])\n",
+                AttrUse::Whole,
+            ),
+            // Positions count: here `key` holds `j`.
+            (
+                "    def t(self, k, j):\n        return self._get(j, k)\n",
+                AttrUse::Keys(BTreeSet::from(["j".to_owned()])),
+            ),
+        ] {
+            let code = class(&format!("{helpers}{tool}"));
+            let s = slice_code(&code, "t");
+            assert_eq!(s.fallback, None, "{tool}");
+            assert_eq!(s.attributes.get("x"), Some(&want), "{tool}");
+        }
+        // A helper that rebinds its parameter.
+        let code = class("    def _get(self, key):\n        key = key.strip()\n        return self.x[key]\n\n    def t(self, k):\n        return self._get(k)\n");
+        assert_eq!(
+            slice_code(&code, "t").attributes.get("x"),
+            Some(&AttrUse::Whole)
+        );
+        // A static helper: no self to skip.
+        let code = class("    @staticmethod\n    def _norm(v):\n        return v\n\n    def _get(self, key):\n        return self.x[key]\n\n    def t(self, k):\n        return self._get(k), self._norm(k)\n");
+        assert_eq!(slice_code(&code, "t").attributes.get("x"), Some(&keyed));
+    }
+
+    #[test]
+    fn membership_needs_plain_operands() {
+        for (expr, keyed) in [
+            ("k in self.x", true),
+            ("k not in self.x", true),
+            ("(k in self.x)", true),
+            ("j + k in self.x", false),
+            ("k in self.x + []", false),
+            ("k in self.x.values()", false),
+            ("k in self.x[k]", true),
+            ("self.x", false),
+            ("len(self.x)", false),
+            ("self.x[k:]", false),
+            ("self.x[k][0]", true),
+            ("f'{self.x[k]}'", true),
+            ("f'{self.x}'", false),
+            ("'self.x'", true),
+            ("self.x.keys()", false),
+        ] {
+            let code = class(&format!(
+                "    def t(self, k, j):\n        a = self.x.get(k)\n        return {expr}\n"
+            ));
+            let s = slice_code(&code, "t");
+            let want = if keyed {
+                AttrUse::Keys(BTreeSet::from(["k".to_owned()]))
+            } else {
+                AttrUse::Whole
+            };
+            assert_eq!(s.attributes.get("x"), Some(&want), "{expr}");
+        }
+    }
+
+    #[test]
+    fn decorators_properties_and_class_references_are_followed() {
+        let code = "import functools\n\n\nclass E:\n    @property\n    def size(self):\n        return len(self.items)\n\n    @staticmethod\n    def _fmt(x):\n        return str(x)\n\n    @functools.lru_cache(maxsize=None)\n    def unused(self):\n        return self.other\n\n    def __repr__(self):\n        return 'E'\n\n    def t(self):\n        return E._fmt(self.size)\n";
+        let s = slice_code(code, "t");
+        assert_eq!(s.fallback, None);
+        assert_eq!(s.methods, vec!["size", "_fmt", "__repr__", "t"]);
+        assert!(s.source.contains("    @property\n    def size(self):"));
+        assert!(!s.source.contains("lru_cache"));
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([("items".to_owned(), AttrUse::Whole)])
+        );
+    }
+
+    #[test]
+    fn everything_reachable_gives_back_the_source() {
+        let code = "class E:\n    def __init__(self, c):\n        self.a = {}\n\n    # helper\n    def _h(self):\n        return self.a\n\n    def t(self):\n        return self._h()\n";
+        let s = slice_code(code, "t");
+        assert!(s.full && s.fallback.is_none());
+        assert_eq!(s.source, code);
+    }
+
+    #[test]
+    fn footprint_slices_and_the_oracle() {
+        let state = json!({
+            "orders": {"O1": {"s": 1, "t": 2}, "O2": {"s": 3}},
+            "items": [{"a": 1}, {"a": 2}],
+            "n": 5,
+            "unused": {"z": 1},
+        });
+        // `self.orders[...]["s"]`, `self.items[0]`, `self.n`, a lookup of a missing order.
+        let reads = ptrs(&[
+            "/orders",
+            "/orders/O1",
+            "/orders/O1/s",
+            "/orders/O9",
+            "/items",
+            "/items/0/a",
+            "/n",
+        ]);
+        let fp = footprint(&state, &reads);
+        assert_eq!(fp.containers, ptrs(&["/orders"]));
+        assert_eq!(
+            fp.values,
+            ptrs(&["/items", "/n", "/orders/O1", "/orders/O9"])
+        );
+        let slice = slice_with_reads(&state, &reads);
+        assert_eq!(
+            slice,
+            json!({"orders": {"O1": {"s": 1, "t": 2}}, "items": [{"a": 1}, {"a": 2}], "n": 5})
+        );
+        assert_eq!(slice_covers(&state, &slice, &reads), Ok(()));
+        assert_eq!(slice_covers(&state, &state, &reads), Ok(()));
+        // Missing a read value, adding a key that is absent, missing the container.
+        let bad = json!({"orders": {"O1": {"s": 1}}, "items": [], "n": 5});
+        assert_eq!(
+            slice_covers(&state, &bad, &reads),
+            Err(JsonPointer::parse("/items").unwrap())
+        );
+        let extra = json!({"orders": {"O1": {"s": 1, "t": 2}, "O9": 0}, "items": [{"a": 1}, {"a": 2}], "n": 5});
+        assert_eq!(
+            slice_covers(&state, &extra, &reads),
+            Err(JsonPointer::parse("/orders/O9").unwrap())
+        );
+        let no_container = json!({"items": [{"a": 1}, {"a": 2}], "n": 5});
+        assert_eq!(
+            slice_covers(&state, &no_container, &ptrs(&["/orders", "/orders/O9"])),
+            Err(JsonPointer::parse("/orders").unwrap())
+        );
+        // A top-level read with nothing below it (len, iteration) needs the whole value.
+        let len = ptrs(&["/orders"]);
+        assert_eq!(
+            slice_with_reads(&state, &len),
+            json!({"orders": state["orders"]})
+        );
+        assert!(slice_covers(&state, &json!({"orders": {"O1": {"s": 1, "t": 2}}}), &len).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_or_truncated_sources(
+            code in "[a-z_ ():.\\[\\]{}'\"#\\\\@=,\n\tfkéself]{0,300}",
+            cut in 0usize..2200,
+        ) {
+            let state = json!({"x": {"a": 1}, "orders": {"O1": {}}});
+            let s = slice_code(&code, "t");
+            let _ = slice_state(&s, &args(json!({"k": "a"})), &state);
+            let truncated: String = SHOP.chars().take(cut).collect();
+            for tool in ["pay", "get_order", "count", "t"] {
+                let s = slice_code(&truncated, tool);
+                proptest::prop_assert!(s.source.len() <= truncated.len());
+                let _ = slice_state(&s, &args(json!({"order_id": "O1"})), &state);
+            }
+        }
+    }
+
+    #[test]
+    fn never_panics_on_odd_sources() {
+        for code in [
+            "",
+            "\n\n",
+            "class",
+            "class E",
+            "class E:\n",
+            "class E:\n    def",
+            "class E:\n    def t",
+            "class E:\n    def t(self",
+            "class E:\n  def t(self):\n    return self.\n",
+            "class E:\n    def t(self): return self.x[",
+            "class E:\n    def t(self):\n        return f'{self.x'\n",
+            "class E:\n    def t(self):\n        return '''",
+            "class E:\n    def t(self):\n        return 1 \\",
+            "class E:\n\tdef t(self):\n\t\treturn self.x[k]\n",
+            "class E:\r\n    def t(self, k):\r\n        return self.x[k]\r\n",
+            "class É:\n    def t(self, ключ):\n        return self.x[ключ]\n",
+            "@dec\n",
+            "class E:\n    @dec\n",
+            ")",
+        ] {
+            let s = slice_code(code, "t");
+            let _ = slice_state(&s, &Map::new(), &json!({"x": {"a": 1}}));
+        }
+        let s = slice_code(
+            "class E:\r\n    def t(self, k):\r\n        return self.x[k]\r\n",
+            "t",
+        );
+        assert_eq!(
+            s.attributes.get("x"),
+            Some(&AttrUse::Keys(BTreeSet::from(["k".to_owned()])))
+        );
+    }
+}
