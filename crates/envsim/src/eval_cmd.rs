@@ -510,6 +510,14 @@ pub fn eval(args: EvalArgs) -> Result<()> {
             )
         }
     };
+    // The local backend's default token limit is part of its identity like an explicit one.
+    let decoding = match &backend {
+        BackendConfig::Local { .. } => Decoding {
+            max_tokens: decoding.max_tokens.or(Some(LOCAL_DEFAULT_MAX_TOKENS)),
+            ..decoding
+        },
+        _ => decoding,
+    };
     let mut config = RunConfig::new(
         bench.sha256.clone(),
         backend,

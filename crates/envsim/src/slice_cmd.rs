@@ -53,6 +53,11 @@ pub struct SliceCheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Count tokens with this GGUF model's tokenizer (`default`: the default local model,
+    /// fetched if needed) instead of estimating characters / 4.
+    #[cfg(feature = "local")]
+    #[arg(long, value_name = "FILE.gguf|default")]
+    tokenizer: Option<PathBuf>,
 }
 
 /// The token estimate used when no tokenizer is plugged in: characters / 4, rounded up.
@@ -185,6 +190,38 @@ pub fn run(args: SliceCheckArgs) -> Result<()> {
         out.sort_by_key(|(index, _)| *index);
         anyhow::Ok(out.into_iter().map(|(_, c)| c).collect::<Vec<_>>())
     })?;
+    #[cfg(feature = "local")]
+    let tokenizer = match &args.tokenizer {
+        None => None,
+        Some(path) => {
+            let explicit = (path.as_os_str() != "default").then_some(path.as_path());
+            let python = std::env::var_os("ENVSIM_PYTHON")
+                .map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+            let resolved = envsim_eval::model::resolve(explicit, true, &python, &mut |line| {
+                eprintln!("model: {line}")
+            })?;
+            let tokenizer =
+                envsim_eval::local::Tokenizer::load(&resolved).map_err(anyhow::Error::msg)?;
+            let label = format!(
+                "tokenizer of {}",
+                resolved.file_name().unwrap_or_default().to_string_lossy()
+            );
+            Some((tokenizer, label))
+        }
+    };
+    #[cfg(feature = "local")]
+    let report = match &tokenizer {
+        Some((tokenizer, label)) => {
+            report(&name, &checked, &|text: &str| tokenizer.count(text), label)
+        }
+        None => report(
+            &name,
+            &checked,
+            &estimate_tokens,
+            "characters / 4 (estimate)",
+        ),
+    };
+    #[cfg(not(feature = "local"))]
     let report = report(
         &name,
         &checked,
