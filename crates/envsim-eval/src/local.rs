@@ -455,6 +455,29 @@ impl ObjectScanner {
     }
 }
 
+/// A GGUF model's tokenizer alone (vocabulary only, no weights), for counting prompt tokens.
+pub struct Tokenizer {
+    model: LlamaModel,
+}
+
+impl Tokenizer {
+    /// Loads the vocabulary of a GGUF file.
+    pub fn load(path: &Path) -> Result<Tokenizer, String> {
+        let params = LlamaModelParams::default().with_vocab_only(true);
+        let model = LlamaModel::load_from_file(backend()?, path, &params)
+            .map_err(|e| format!("cannot load the tokenizer of {}: {e}", path.display()))?;
+        Ok(Tokenizer { model })
+    }
+
+    /// Tokens of `text` (no special tokens added).
+    pub fn count(&self, text: &str) -> usize {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, false)
+            .len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,28 +500,5 @@ mod tests {
             Some(3)
         );
         assert_eq!(stop_position(b"abc", &["".into(), "x".into()]), None);
-    }
-}
-
-/// A GGUF model's tokenizer alone (vocabulary only, no weights), for counting prompt tokens.
-pub struct Tokenizer {
-    model: LlamaModel,
-}
-
-impl Tokenizer {
-    /// Loads the vocabulary of a GGUF file.
-    pub fn load(path: &Path) -> Result<Tokenizer, String> {
-        let params = LlamaModelParams::default().with_vocab_only(true);
-        let model = LlamaModel::load_from_file(backend()?, path, &params)
-            .map_err(|e| format!("cannot load the tokenizer of {}: {e}", path.display()))?;
-        Ok(Tokenizer { model })
-    }
-
-    /// Tokens of `text` (no special tokens added).
-    pub fn count(&self, text: &str) -> usize {
-        self.model
-            .vocab()
-            .tokenize(text.as_bytes(), false, false)
-            .len()
     }
 }
