@@ -156,6 +156,43 @@ struct Shared {
 }
 
 impl Shared {
+    /// An audit row for one attempt of sample `idx` whose request body has content key `key`.
+    fn attempt_row(
+        &self,
+        idx: usize,
+        key: &str,
+        attempt: u32,
+        latency_ms: f64,
+        outcome: &str,
+    ) -> AttemptRow {
+        AttemptRow {
+            run_hash: self.run_hash.clone(),
+            idx,
+            attempt,
+            latency_ms,
+            status: None,
+            outcome: outcome.to_owned(),
+            error: None,
+            body_key: Some(key.to_owned()),
+            response: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        }
+    }
+
+    /// The cached completion for a request key, if the cache is on and has one (recorded in
+    /// the audit log as attempt 0).
+    fn cached_completion(&self, idx: usize, key: &str, status: Option<u16>) -> Option<Completion> {
+        let response = self.cache.as_ref()?.get(key).ok()??;
+        let completion = parse_completion(&response).ok()?;
+        let mut row = self.attempt_row(idx, key, 0, 0.0, "cache");
+        row.status = status;
+        row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
+        row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
+        self.send(WriteOp::Attempt(row));
+        Some(completion)
+    }
+
     fn send(&self, op: WriteOp) {
         // The writer only goes away after every task has finished; a failed send means the
         // writer thread died, which `finish` reports.
@@ -549,29 +586,11 @@ async fn complete_local(
         key: key.clone(),
         body,
     });
-    let audit = |attempt: u32, latency_ms: f64, outcome: &str| AttemptRow {
-        run_hash: shared.run_hash.clone(),
-        idx,
-        attempt,
-        latency_ms,
-        status: None,
-        outcome: outcome.to_owned(),
-        error: None,
-        body_key: Some(key.clone()),
-        response: None,
-        prompt_tokens: None,
-        completion_tokens: None,
+    let audit = |attempt: u32, latency_ms: f64, outcome: &str| {
+        shared.attempt_row(idx, &key, attempt, latency_ms, outcome)
     };
-    if let Some(cache) = &shared.cache {
-        if let Ok(Some(response)) = cache.get(&key) {
-            if let Ok(completion) = parse_completion(&response) {
-                let mut row = audit(0, 0.0, "cache");
-                row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
-                row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
-                shared.send(WriteOp::Attempt(row));
-                return (Ok(completion), 0, true);
-            }
-        }
+    if let Some(completion) = shared.cached_completion(idx, &key, None) {
+        return (Ok(completion), 0, true);
     }
     let start = Instant::now();
     match engine.generate(prompt, generation.clone()).await {
@@ -615,34 +634,15 @@ async fn complete(
     key: &str,
     token_estimate: usize,
 ) -> (Result<Completion, AttemptError>, u32, bool) {
-    let audit = |attempt: u32, latency_ms: f64, outcome: &str| AttemptRow {
-        run_hash: shared.run_hash.clone(),
-        idx,
-        attempt,
-        latency_ms,
-        status: None,
-        outcome: outcome.to_owned(),
-        error: None,
-        body_key: Some(key.to_owned()),
-        response: None,
-        prompt_tokens: None,
-        completion_tokens: None,
+    let audit = |attempt: u32, latency_ms: f64, outcome: &str| {
+        shared.attempt_row(idx, key, attempt, latency_ms, outcome)
     };
     shared.send(WriteOp::Body {
         key: key.to_owned(),
         body: body.to_owned(),
     });
-    if let Some(cache) = &shared.cache {
-        if let Ok(Some(response)) = cache.get(key) {
-            if let Ok(completion) = parse_completion(&response) {
-                let mut row = audit(0, 0.0, "cache");
-                row.status = Some(200);
-                row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
-                row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
-                shared.send(WriteOp::Attempt(row));
-                return (Ok(completion), 0, true);
-            }
-        }
+    if let Some(completion) = shared.cached_completion(idx, key, Some(200)) {
+        return (Ok(completion), 0, true);
     }
     let options = &shared.options;
     let mut attempt = 0u32;

@@ -35,8 +35,9 @@ fn pct(rate: Option<f64>) -> String {
     rate.map_or_else(|| "-".to_owned(), |r| format!("{:.1}", r * 100.0))
 }
 
-/// Rows of the table: (label, how to get the summary from a report).
-fn rows(report: &Report) -> Vec<(String, &Summary)> {
+/// Rows of a report table in display order: `(key, label, summary)` for the strata (the
+/// per-|Δ| difficult rows and `unclassified` only when populated), the groups and `overall`.
+pub fn display_rows(report: &Report) -> Vec<(String, String, &Summary)> {
     let mut out = Vec::new();
     for (key, summary) in &report.strata {
         let is_detail = key.starts_with("difficult_") && *key != "difficult_7_12";
@@ -48,13 +49,29 @@ fn rows(report: &Report) -> Vec<(String, &Summary)> {
         } else {
             (*key).to_owned()
         };
-        out.push((label, summary));
+        out.push(((*key).to_owned(), label, summary));
     }
     for (group, summary) in &report.groups {
-        out.push((format!("[{}]", group.key()), summary));
+        out.push((
+            group.key().to_owned(),
+            format!("[{}]", group.key()),
+            summary,
+        ));
     }
-    out.push(("[overall]".to_owned(), &report.overall));
+    out.push((
+        "overall".to_owned(),
+        "[overall]".to_owned(),
+        &report.overall,
+    ));
     out
+}
+
+/// Rows of the table: (label, summary).
+fn rows(report: &Report) -> Vec<(String, &Summary)> {
+    display_rows(report)
+        .into_iter()
+        .map(|(_, label, summary)| (label, summary))
+        .collect()
 }
 
 fn table(reports: &[Report], format: OutputFormat) -> String {

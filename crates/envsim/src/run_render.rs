@@ -40,24 +40,10 @@ fn right_align(table: &mut Table, from: usize, to: usize) {
 
 /// Row keys in display order with labels (detail rows only when populated).
 fn display_rows(report: &RunReport) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (key, summary) in &report.report.strata {
-        let is_detail = key.starts_with("difficult_") && *key != "difficult_7_12";
-        if (is_detail || *key == "unclassified") && summary.n == 0 {
-            continue;
-        }
-        let label = if is_detail {
-            format!("  |Δ|={}", key.trim_start_matches("difficult_"))
-        } else {
-            (*key).to_owned()
-        };
-        out.push(((*key).to_owned(), label));
-    }
-    for (group, _) in &report.report.groups {
-        out.push((group.key().to_owned(), format!("[{}]", group.key())));
-    }
-    out.push(("overall".to_owned(), "[overall]".to_owned()));
-    out
+    crate::render::display_rows(&report.report)
+        .into_iter()
+        .map(|(key, label, _)| (key, label))
+        .collect()
 }
 
 fn summary_of<'a>(
