@@ -62,6 +62,21 @@ fn located(source: &str, line: usize, message: impl std::fmt::Display) -> String
     format!("{source}:{line}: {message}")
 }
 
+/// One JSON Lines line with its `custom_id` (`None` for a blank line).
+fn line_with_id(line: &str, source: &str, n: usize) -> Result<Option<(Value, String)>, String> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let value: Value =
+        serde_json::from_str(line).map_err(|e| located(source, n, format!("not JSON: {e}")))?;
+    let id = value
+        .get("custom_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| located(source, n, "field `custom_id` is missing or not a string"))?
+        .to_owned();
+    Ok(Some((value, id)))
+}
+
 /// Reads a batch input file written by [`export_requests`] (or by hand, same shape).
 pub fn parse_requests(bytes: &[u8], source: &str) -> Result<BatchRequests, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("{source}: not UTF-8: {e}"))?;
@@ -69,15 +84,10 @@ pub fn parse_requests(bytes: &[u8], source: &str) -> Result<BatchRequests, Strin
     let mut bodies = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
-        if line.trim().is_empty() {
+        let Some((value, id)) = line_with_id(line, source, n)? else {
             continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| located(source, n, format!("not JSON: {e}")))?;
-        let id = value
-            .get("custom_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| located(source, n, "field `custom_id` is missing or not a string"))?;
+        };
+        let id = id.as_str();
         let body = value
             .get("body")
             .filter(|b| b.is_object())
@@ -132,15 +142,10 @@ pub fn parse_output(
     let text = std::str::from_utf8(bytes).map_err(|e| format!("{source}: not UTF-8: {e}"))?;
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
-        if line.trim().is_empty() {
+        let Some((value, id)) = line_with_id(line, source, n)? else {
             continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| located(source, n, format!("not JSON: {e}")))?;
-        let id = value
-            .get("custom_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| located(source, n, "field `custom_id` is missing or not a string"))?;
+        };
+        let id = id.as_str();
         if !requests.bodies.contains_key(id) {
             return Err(located(
                 source,

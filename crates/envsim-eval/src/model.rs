@@ -12,7 +12,7 @@
 //! A verified file gets a small marker next to it (size, modification time, SHA-256) so that
 //! later runs do not hash half a gigabyte again; any change to the file invalidates the marker.
 
-use crate::config::sha256_hex;
+use crate::config::to_hex;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -254,11 +254,7 @@ fn hash_file(path: &Path) -> Result<String, ModelError> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(to_hex(&hasher.finalize()))
 }
 
 /// A temporary file next to `dest` that is removed unless persisted.
@@ -404,11 +400,7 @@ fn finish_download(
             expected: size,
         });
     }
-    let actual: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = to_hex(&hasher.finalize());
     if actual != sha256 {
         return Err(ModelError::WrongHash {
             path: dest.to_owned(),
@@ -546,14 +538,10 @@ pub fn resolve(
     }
 }
 
-/// SHA-256 of bytes as lowercase hex (re-exported for callers verifying small files).
-pub fn sha256_of(bytes: &[u8]) -> String {
-    sha256_hex(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::sha256_hex;
 
     fn gguf(dir: &Path, name: &str, body: &[u8]) -> PathBuf {
         let path = dir.join(name);

@@ -272,14 +272,15 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
                     )
                 })
                 .collect();
-            store.create_run(
+            let created = store.create_run(
                 &system,
                 &config,
                 &bench_path,
                 prices.as_ref(),
                 (&null_scores, &oracle_scores),
                 &pending,
-            )?
+            )?;
+            (created, false)
         }
     };
     let done: std::collections::HashSet<usize> = store
@@ -465,27 +466,9 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         } => {
             let t = sample.transition();
             let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
-            match complete_local(shared, idx, engine, model_key, prompt, generation).await {
-                (Ok(c), attempts, cached) => {
-                    let text = c.content.clone();
-                    (
-                        Prediction::Raw(c.content),
-                        c.usage,
-                        attempts,
-                        cached,
-                        "raw",
-                        text,
-                    )
-                }
-                (Err(e), attempts, _) => (
-                    Prediction::ApiError(e.clone()),
-                    None,
-                    attempts,
-                    false,
-                    "api_error",
-                    e,
-                ),
-            }
+            let (result, attempts, cached) =
+                complete_local(shared, idx, engine, model_key, prompt, generation).await;
+            prediction_of(result, attempts, cached)
         }
         Simulator::OpenAi {
             client,
@@ -500,30 +483,10 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
                     .unwrap_or_default();
             let key = sha256_hex(format!("{}\n{}", client.url(), body).as_bytes());
             let estimate = body.len() / 4 + decoding.max_tokens.unwrap_or(0) as usize;
-            match complete(shared, idx, client, &body, &key, estimate).await {
-                (Ok(c), attempts, cached) => {
-                    let text = c.content.clone();
-                    (
-                        Prediction::Raw(c.content),
-                        c.usage,
-                        attempts,
-                        cached,
-                        "raw",
-                        text,
-                    )
-                }
-                (Err(e), attempts, _) => {
-                    let message = format!("{e} (after {attempts} attempts)");
-                    (
-                        Prediction::ApiError(message.clone()),
-                        None,
-                        attempts,
-                        false,
-                        "api_error",
-                        message,
-                    )
-                }
-            }
+            let (result, attempts, cached) =
+                complete(shared, idx, client, &body, &key, estimate).await;
+            let result = result.map_err(|e| format!("{e} (after {attempts} attempts)"));
+            prediction_of(result, attempts, cached)
         }
     };
     let score = sample.score(&prediction, usage);
@@ -550,6 +513,36 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         },
     });
     finished
+}
+
+/// A model answer (or the request's final error) as what `run_sample` records: prediction,
+/// usage, attempts, cache flag, stored kind and stored text.
+fn prediction_of(
+    result: Result<Completion, String>,
+    attempts: u32,
+    cached: bool,
+) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
+    match result {
+        Ok(c) => {
+            let text = c.content.clone();
+            (
+                Prediction::Raw(c.content),
+                c.usage,
+                attempts,
+                cached,
+                "raw",
+                text,
+            )
+        }
+        Err(e) => (
+            Prediction::ApiError(e.clone()),
+            None,
+            attempts,
+            false,
+            "api_error",
+            e,
+        ),
+    }
 }
 
 fn is_local(simulator: &Simulator) -> bool {

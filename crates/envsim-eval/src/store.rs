@@ -377,9 +377,10 @@ impl Store {
             .collect()
     }
 
-    /// Creates the run with all samples pending, or returns the stored run when it exists
-    /// (resume). `baselines` are the null and oracle per-sample scores (JSON arrays); `pending` holds `(sample_id, score JSON of a missing prediction)` per sample
-    /// in benchmark order.
+    /// Creates a new run with all samples pending (resuming is the caller's: see
+    /// [`Store::run_by_hash`]). `baselines` are the null and oracle per-sample scores (JSON
+    /// arrays); `pending` holds `(sample_id, score JSON of a missing prediction)` per sample in
+    /// benchmark order.
     pub fn create_run(
         &mut self,
         system: &str,
@@ -388,28 +389,8 @@ impl Store {
         prices: Option<&Value>,
         baselines: (&str, &str),
         pending: &[(String, String)],
-    ) -> Result<(RunRecord, bool), StoreError> {
+    ) -> Result<RunRecord, StoreError> {
         let hash = config.hash();
-        if let Some(existing) = self.run_by_hash(&hash)? {
-            if existing.samples != pending.len() {
-                return Err(self.corrupt(format!(
-                    "run {} has {} samples stored but the benchmark has {}",
-                    existing.run_id,
-                    existing.samples,
-                    pending.len()
-                )));
-            }
-            if let Some(prices) = prices {
-                self.conn
-                    .execute(
-                        "UPDATE runs SET prices = ?2 WHERE hash = ?1",
-                        params![hash, prices.to_string()],
-                    )
-                    .map_err(sqlite(&self.path))?;
-            }
-            let record = self.run_by_hash(&hash)?.unwrap_or(existing);
-            return Ok((record, true));
-        }
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
         tx.execute(
@@ -444,7 +425,7 @@ impl Store {
         let record = self
             .run_by_hash(&hash)?
             .ok_or_else(|| self.corrupt(format!("run {hash} vanished after creation")))?;
-        Ok((record, false))
+        Ok(record)
     }
 
     /// Deletes a run with its results and audit rows (`--fresh`). Cached responses stay.
