@@ -4,10 +4,10 @@
 #![no_main]
 
 use envsim_core::apply::apply_in_place;
-use envsim_core::apply::UndoLog;
 use envsim_core::delta::Delta;
 use envsim_core::prelude::*;
-use envsim_core::reference::reference_apply_in_place;
+use envsim_core::python::{repr, PyValue};
+use envsim_core::reference::ReferenceTruth;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
@@ -23,10 +23,13 @@ fuzz_target!(|data: &[u8]| {
     applied.undo.undo(&mut state);
     assert_eq!(state, original);
 
-    let mut undo = UndoLog::default();
-    let _ = reference_apply_in_place(&mut state, &changes, &mut undo);
-    undo.undo(&mut state);
-    assert_eq!(state, original);
+    // The reference lane applies the same list with the reference's `apply_change` on Python
+    // objects and must restore its state too.
+    let mut truth = ReferenceTruth::new(&original, &original, &json!("{'success': True}"));
+    let before = repr(truth.state());
+    let output = PyValue::from_json(&json!({"feedback": "", "config_changes": changes}));
+    let _ = truth.score_parsed(&output);
+    assert_eq!(repr(truth.state()), before);
 
     let after = parts.next().and_then(|a| serde_json::from_str::<Value>(a).ok()).unwrap_or_else(|| original.clone());
     let transition = Transition {

@@ -1,7 +1,7 @@
 //! Model-output parsing must never panic, whatever the text.
 #![no_main]
 
-use envsim_core::extract::{extract_object, reference_parse_to_obj};
+use envsim_core::extract::extract_object;
 use envsim_core::literal::{parse_literal, Dialect};
 use envsim_core::score::OUTPUT_KEYS;
 use libfuzzer_sys::fuzz_target;
@@ -15,5 +15,5 @@ fuzz_target!(|data: &[u8]| {
     for dialect in [Dialect::Json, Dialect::Python, Dialect::Relaxed] {
         let _ = parse_literal(&text, dialect);
     }
-    let _ = reference_parse_to_obj(&serde_json::Value::String(text.into_owned()));
+    let _ = envsim_core::reference::extract::parse_to_obj(&envsim_core::python::PyValue::str(&text));
 });

@@ -15,7 +15,8 @@
 use crate::collect::{Outcome, StateText, TransitionRecord};
 use crate::driver::Intent;
 use envsim_core::diff::{fine_diff, reference_change_count};
-use envsim_core::extract::reference_parse_to_obj;
+use envsim_core::python::PyValue;
+use envsim_core::reference::extract::parse_to_obj;
 use envsim_core::score::observation_success;
 use envsim_exec::package::EnvPackage;
 use serde_json::{json, Value};
@@ -209,7 +210,7 @@ pub fn import(
                 change_count: reference_change_count(&state, &after),
                 fine_change_count: fine_diff(&state, &after).len(),
                 args_count: arguments.len(),
-                observation_json: reference_parse_to_obj(&Value::String(observation.clone())),
+                observation_json: parse_to_obj(&PyValue::str(&observation)).to_json_lossy(),
                 observation,
                 outcome,
                 unpredictable: Vec::new(),

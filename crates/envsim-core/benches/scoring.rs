@@ -5,6 +5,7 @@
 use divan::counter::ItemsCount;
 use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
+use envsim_core::reference::ReferenceTruth;
 use envsim_testkit::{to_json_array, BenchOptions, NoisySimulator, SyntheticBench};
 use serde_json::Value;
 
@@ -63,6 +64,28 @@ fn score_400(bencher: divan::Bencher) {
         .bench_local(|| {
             for (sample, prediction) in samples.iter_mut().zip(&predictions) {
                 divan::black_box(sample.score(prediction, None));
+            }
+        });
+}
+
+/// The reference lane alone (the reference evaluator's extraction, `parse_to_obj`,
+/// `apply_change` and checks on Python objects), to show its share of `score_400`.
+#[divan::bench(sample_count = 20)]
+fn reference_lane_400(bencher: divan::Bencher) {
+    let (records, predictions) = fixture();
+    let transitions =
+        parse_benchmark(to_json_array(&records).as_bytes(), "fixture").expect("fixture parses");
+    let mut truths: Vec<ReferenceTruth> = transitions
+        .iter()
+        .map(|t| ReferenceTruth::new(&t.config_before, &t.config_after, &t.observation))
+        .collect();
+    bencher
+        .counter(ItemsCount::new(truths.len()))
+        .bench_local(|| {
+            for (truth, prediction) in truths.iter_mut().zip(&predictions) {
+                if let Prediction::Raw(text) = prediction {
+                    divan::black_box(truth.score_text(text));
+                }
             }
         });
 }

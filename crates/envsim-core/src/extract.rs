@@ -9,41 +9,74 @@
 //!
 //! # Algorithm of [`extract_object`]
 //!
+//! The markers that structure model output (Markdown fences, `<think>`
+//! tags) can also occur *inside* the answer, in its string values (a
+//! feedback that quotes a fenced code block, a change that stores the text
+//! `<think>`). The rule throughout is that a marker inside a complete
+//! literal is text: only markers outside the complete objects and arrays of
+//! the output structure it.
+//!
 //! 1. Text that is empty or whitespace only is [`ParseFailure::Empty`].
 //! 2. Reasoning is removed: `<think>…</think>` blocks (tags matched
-//!    case-insensitively, any number of blocks) are dropped. A `</think>`
-//!    without an opening tag drops everything before it (chat templates that
-//!    put `<think>` into the prompt); an opening `<think>` that is never
-//!    closed drops everything after it. What is left is a list of segments
-//!    of the original text, so all offsets keep referring to the original.
-//!    Tags are recognised anywhere, even inside JSON strings.
-//! 3. Candidate regions are, in order: the contents of Markdown code fences
+//!    case-insensitively, any number of blocks) are dropped. A tag counts
+//!    only outside the complete literals that a scan of the whole text as in
+//!    step 5 finds, so `{"feedback": "a </think> b"}` keeps its tag. A
+//!    `</think>` without an opening tag drops everything before it (chat
+//!    templates that put `<think>` into the prompt); an opening `<think>`
+//!    that is never closed drops everything after it (but see step 7c);
+//!    opening tags inside a block are part of the reasoning. What is left is
+//!    a list of segments of the original text, so all offsets keep referring
+//!    to the original.
+//! 3. The kept text is scanned as in step 5, ignoring fences; the spans of
+//!    the complete values found (objects, arrays, sets) are its *literals*.
+//! 4. Candidate regions are, in order: the contents of Markdown code fences
 //!    (three or more backticks and an optional language tag such as `json`,
 //!    `JSON` or `python`; a fence that is never closed runs to the end of its
-//!    segment), then the text outside fences. A region without any `{` that
-//!    as a whole is a JSON or Python value (a bare array, number, string) is
-//!    noted as such, so that the failure can say what was found.
-//! 4. In each region every `{` is an attempt, scanned left to right. Quotes
+//!    segment), then the text outside fences. Backticks inside a literal of
+//!    step 3 are text, not fence markers: in
+//!    ``{"feedback": "```\n{'ok': True}\n```"}`` the answer is the whole
+//!    object, not the dict in the quoted fence. A region without any `{`
+//!    that as a whole is a JSON or Python value (a bare array, number,
+//!    string) is noted as such, so that the failure can say what was found.
+//! 5. In each region every `{` is an attempt, scanned left to right. Quotes
 //!    in the surrounding prose are not tracked (an apostrophe in "don't" is
-//!    not a string delimiter); quoting matters only inside an attempt. An
-//!    attempt parses one value with [`parse_literal_prefix`] in
+//!    not a string delimiter); quoting matters only inside an attempt, so
+//!    braces, fences and tags inside the strings of an attempt never start
+//!    anything. An attempt parses one value with [`parse_literal_prefix`] in
 //!    [`Dialect::Json`], and if that fails in [`Dialect::Relaxed`]; an object
 //!    is a candidate and scanning resumes after it, so objects nested in a
-//!    candidate are not candidates themselves. A failed attempt resumes the
-//!    scan at the point where the parser gave up, so objects nested in the
-//!    valid part of a broken object are not picked up either; an attempt
-//!    that runs into the end of the region (truncation) or exceeds the depth
-//!    limit ends the scan of the region. A `[` is an attempt too: an array
-//!    that holds objects is noted (and skipped), any other array is skipped,
-//!    and a failed `[` attempt is ignored (the objects inside a broken array
-//!    are still found), except that running into the end of the region with
-//!    a `{` still ahead counts as truncation.
-//! 5. If no candidate turned up in fences, the whole segments are scanned
-//!    once more ignoring fences (a stray triple backtick inside a JSON string
-//!    would otherwise split the object).
-//! 6. The first candidate that has any of the preferred keys at its top
-//!    level wins, else the first candidate.
-//! 7. Without candidates the failure is, in this order of precedence:
+//!    candidate (or in its strings) are not candidates themselves. A failed
+//!    attempt resumes the scan at the point where the parser gave up, so
+//!    objects nested in the valid part of a broken object are not picked up
+//!    either; an attempt that runs into the end of the region (truncation)
+//!    or exceeds the depth limit ends the scan of the region. A `[` is an
+//!    attempt too: an array that holds objects is noted (and skipped), any
+//!    other array is skipped, and a failed `[` attempt is ignored (the
+//!    objects inside a broken array are still found), except that running
+//!    into the end of the region with a `{` still ahead counts as
+//!    truncation.
+//! 6. If no candidate turned up in fences or outside them, the candidates
+//!    of the scan of step 3 (the kept text ignoring fences) are used.
+//! 7. The answer is chosen among the candidates:
+//!    - (a) the candidate with the most preferred keys at its top level (at
+//!      least one); among equals the first in the order of step 4 (fence
+//!      contents first, then the text outside fences, each in text order).
+//!      A draft object before the answer loses if it has fewer preferred
+//!      keys, and wins a tie;
+//!    - (b) else, if a candidate wraps the answer
+//!      (`{"answer": {"feedback": …, "config_changes": …}}`), the wrapped
+//!      object: the first candidate that holds, as a member value at any
+//!      depth (through object members, never array items or strings), an
+//!      object with preferred keys gives the shallowest such object, the one
+//!      with the most preferred keys and then the first in the text
+//!      ([`Repair::Unwrapped`]);
+//!    - (c) else, if an unclosed `<think>` swallowed the end of the output,
+//!      the fences in the swallowed text are scanned as in steps 3 to 5: the
+//!      fenced candidate with the most preferred keys (at least one) is the
+//!      answer, the *last* among equals (later reasoning revises earlier
+//!      drafts). Unfenced objects in unclosed reasoning never count;
+//!    - (d) else the first candidate.
+//! 8. Without candidates the failure is, in this order of precedence:
 //!    [`ParseFailure::Truncated`] if an attempt ran into the end of the text
 //!    (one cut off by the end of a closed fence is invalid instead);
 //!    [`ParseFailure::NotAnObject`] if a non-object value (or an array of
@@ -54,10 +87,18 @@
 //!    [`ParseFailure::UnclosedThink`] if an unclosed `<think>` swallowed the
 //!    rest of the output; [`ParseFailure::NoObject`] otherwise.
 //!
-//! The module also reproduces the reference benchmark's own normalisation
-//! ([`reference_extract_json`], [`reference_parse_to_obj`]), quirks
-//! included, because its Feedback-Match metric depends on them.
+//! Literals are found by one left-to-right scan, so an attempt that fails
+//! deep into the text (an unterminated string in reasoning) can hide a
+//! literal behind it from step 2; step 3 scans the kept text afresh, so
+//! reasoning cannot hide the answer's literals from the fence rule. A
+//! literal cut off by the end of the text is not complete: markers in its
+//! strings still count.
+//!
+//! This is envsim's own reading (the strict lane). The reference
+//! evaluator's parser, quirks included, is reproduced separately in
+//! [`crate::reference::extract`].
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::Serialize;
@@ -136,6 +177,9 @@ pub enum Repair {
     /// There was other text around the object (outside reasoning and the
     /// fence markers).
     SurroundingText,
+    /// The object was nested in a wrapper object without the preferred keys
+    /// (`{"answer": {"feedback": …}}`) and was taken out of it.
+    Unwrapped,
     /// The object uses `True`, `False` or `None`.
     PythonLiterals,
     /// The object has commas before closing brackets.
@@ -155,6 +199,7 @@ impl Repair {
             Repair::ThinkStripped => "think_stripped",
             Repair::Fenced => "fenced",
             Repair::SurroundingText => "surrounding_text",
+            Repair::Unwrapped => "unwrapped",
             Repair::PythonLiterals => "python_literals",
             Repair::TrailingCommas => "trailing_commas",
             Repair::SingleQuotes => "single_quotes",
@@ -168,7 +213,8 @@ impl Repair {
 pub struct Extracted {
     /// The object itself.
     pub object: Map<String, Value>,
-    /// Byte range of the object's text in the original output.
+    /// Byte range of the object's text in the original output (for an
+    /// unwrapped object, of the inner object's text).
     pub span: Range<usize>,
     /// The leniencies that were needed, without duplicates, in the order of
     /// the [`Repair`] variants.
@@ -180,7 +226,8 @@ pub struct Extracted {
 ///
 /// `preferred_keys` are top-level keys the answer is expected to have (for
 /// example `["feedback", "config_changes"]`); they pick the answer among
-/// several objects and the most relevant error among several broken ones.
+/// several objects, find it inside a wrapper object or unfinished reasoning,
+/// and pick the most relevant error among several broken ones.
 ///
 /// # Errors
 ///
@@ -190,66 +237,103 @@ pub fn extract_object(text: &str, preferred_keys: &[&str]) -> Result<Extracted, 
         return Err(ParseFailure::Empty);
     }
     let kept = strip_think(text);
+    // The kept text scanned as a whole, ignoring fences: its complete
+    // literals hide the fence markers inside them (step 4); without fences it
+    // is the scan of step 5, and with fences the fallback of step 6.
+    let mut whole = Scanner::new(text);
+    for segment in &kept.segments {
+        whole.region(segment.clone(), None);
+    }
     let mut fences = Vec::new();
     for segment in &kept.segments {
-        fences.extend(find_fences(text, segment.clone()));
+        fences.extend(find_fences(text, segment.clone(), &whole.values));
     }
-    let mut scan = Scanner::new(text);
-    for (index, fence) in fences.iter().enumerate() {
-        scan.region(fence.content.clone(), Some(index));
-    }
-    for segment in &kept.segments {
-        let mut start = segment.start;
-        for fence in fences
-            .iter()
-            .filter(|f| f.outer().start >= segment.start && f.outer().end <= segment.end)
-        {
-            scan.region(start..fence.outer().start, None);
-            start = fence.outer().end;
+    let scan = if fences.is_empty() {
+        whole
+    } else {
+        let mut scan = Scanner::new(text);
+        for (index, fence) in fences.iter().enumerate() {
+            scan.region(fence.content.clone(), Some(index));
         }
-        scan.region(start..segment.end, None);
-    }
-    if scan.candidates.is_empty() && !fences.is_empty() {
-        let mut fallback = Scanner::new(text);
         for segment in &kept.segments {
-            fallback.region(segment.clone(), None);
+            let mut start = segment.start;
+            for fence in fences
+                .iter()
+                .filter(|f| f.outer().start >= segment.start && f.outer().end <= segment.end)
+            {
+                scan.region(start..fence.outer().start, None);
+                start = fence.outer().end;
+            }
+            scan.region(start..segment.end, None);
         }
-        scan.candidates = fallback.candidates;
-    }
+        if scan.candidates.is_empty() {
+            scan.candidates = whole.candidates;
+        }
+        scan
+    };
 
-    let chosen = scan
-        .candidates
+    let mut candidates = scan.candidates;
+    let top = |candidate: Candidate| {
+        let fence = candidate.fence.and_then(|i| fences.get(i));
+        Chosen {
+            allowed: allowed_ranges(candidate.span.clone(), fence),
+            fenced: fence.is_some(),
+            unwrapped: false,
+            segments: kept.segments.clone(),
+            object: candidate.object,
+            span: candidate.span,
+            relaxed: candidate.relaxed,
+        }
+    };
+    let chosen = if let Some(index) = best_candidate(&candidates, preferred_keys, false) {
+        top(candidates.swap_remove(index))
+    } else if let Some((wrapper, nested)) = candidates
         .iter()
-        .position(|c| preferred_keys.iter().any(|k| c.object.contains_key(*k)))
-        .or_else(|| (!scan.candidates.is_empty()).then_some(0));
-    let Some(candidate) = chosen.and_then(|i| scan.candidates.into_iter().nth(i)) else {
+        .find_map(|c| unwrap_nested(text, c, preferred_keys).map(|n| (c, n)))
+    {
+        let fence = wrapper.fence.and_then(|i| fences.get(i));
+        Chosen {
+            allowed: allowed_ranges(wrapper.span.clone(), fence),
+            fenced: fence.is_some(),
+            unwrapped: true,
+            segments: kept.segments.clone(),
+            object: nested.object,
+            span: nested.span,
+            relaxed: nested.relaxed,
+        }
+    } else if let Some(found) = kept
+        .swallowed
+        .clone()
+        .and_then(|swallowed| from_swallowed(text, swallowed, preferred_keys, &kept.segments))
+    {
+        found
+    } else if !candidates.is_empty() {
+        top(candidates.swap_remove(0))
+    } else {
         return Err(failure(
             text,
             &scan.failures,
             scan.non_object,
-            kept.unclosed,
+            kept.swallowed.is_some(),
             preferred_keys,
         ));
     };
 
-    let fence = candidate.fence.and_then(|i| fences.get(i));
     let mut repairs = Vec::new();
     if kept.stripped {
         repairs.push(Repair::ThinkStripped);
     }
-    if fence.is_some() {
+    if chosen.fenced {
         repairs.push(Repair::Fenced);
     }
-    let mut allowed = vec![candidate.span.clone()];
-    if let Some(f) = fence {
-        allowed.push(f.open.clone());
-        allowed.extend(f.close.clone());
-    }
-    if has_other_text(text, &kept.segments, &allowed) {
+    if has_other_text(text, &chosen.segments, &chosen.allowed) {
         repairs.push(Repair::SurroundingText);
     }
-    if candidate.relaxed {
-        let features = relaxed_features(text.get(candidate.span.clone()).unwrap_or(""));
+    if chosen.unwrapped {
+        repairs.push(Repair::Unwrapped);
+    }
+    if chosen.relaxed {
+        let features = relaxed_features(text.get(chosen.span.clone()).unwrap_or(""));
         if features.python_literals {
             repairs.push(Repair::PythonLiterals);
         }
@@ -264,13 +348,251 @@ pub fn extract_object(text: &str, preferred_keys: &[&str]) -> Result<Extracted, 
         }
     }
     Ok(Extracted {
-        object: candidate.object,
-        span: candidate.span,
+        object: chosen.object,
+        span: chosen.span,
         repairs,
     })
 }
 
-/// Chooses the failure to report when no candidate was found (step 7 of the
+/// The object [`extract_object`] settled on (step 7 of the algorithm), with
+/// what is needed to work out the repairs.
+struct Chosen {
+    object: Map<String, Value>,
+    span: Range<usize>,
+    relaxed: bool,
+    /// The object (or its wrapper) came from a fence.
+    fenced: bool,
+    /// The object was taken out of a wrapper object.
+    unwrapped: bool,
+    /// The output text that is not reasoning.
+    segments: Vec<Range<usize>>,
+    /// The ranges of `segments` that are the answer itself: the object (or
+    /// its wrapper) and the markers of its fence.
+    allowed: Vec<Range<usize>>,
+}
+
+/// The answer's own text: its object (or wrapper) span and the markers of
+/// the fence it is in.
+fn allowed_ranges(span: Range<usize>, fence: Option<&Fence>) -> Vec<Range<usize>> {
+    let mut allowed = vec![span];
+    if let Some(f) = fence {
+        allowed.push(f.open.clone());
+        allowed.extend(f.close.clone());
+    }
+    allowed
+}
+
+/// How many of the preferred keys `object` has at its top level.
+fn preferred_count(object: &Map<String, Value>, preferred_keys: &[&str]) -> usize {
+    preferred_keys
+        .iter()
+        .filter(|k| object.contains_key(**k))
+        .count()
+}
+
+/// The index of the candidate with the most preferred keys (at least one);
+/// among equals the first, or with `later` the last.
+fn best_candidate(candidates: &[Candidate], preferred_keys: &[&str], later: bool) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (index, candidate) in candidates.iter().enumerate() {
+        let count = preferred_count(&candidate.object, preferred_keys);
+        let better = match best {
+            None => count > 0,
+            Some((top, _)) => count > top || (later && count == top),
+        };
+        if better {
+            best = Some((count, index));
+        }
+    }
+    best.map(|(_, index)| index)
+}
+
+/// An object found inside a wrapper candidate.
+struct Nested {
+    object: Map<String, Value>,
+    span: Range<usize>,
+    relaxed: bool,
+}
+
+/// Step 7b: the outermost object with preferred keys nested in `wrapper`,
+/// following object members only (not array items). At the shallowest depth
+/// that has one, the object with the most preferred keys wins, the first in
+/// the text among equals.
+fn unwrap_nested(text: &str, wrapper: &Candidate, preferred_keys: &[&str]) -> Option<Nested> {
+    // Cheap check on the parsed value before any text is walked.
+    if !nested_has_keys(&wrapper.object, preferred_keys) {
+        return None;
+    }
+    let mut level = vec![wrapper.span.clone()];
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        let mut best: Option<(usize, Map<String, Value>, Range<usize>)> = None;
+        for span in level {
+            for (object, value_span) in object_members(text, span) {
+                let count = preferred_count(&object, preferred_keys);
+                if count > best.as_ref().map_or(0, |(top, ..)| *top) {
+                    best = Some((count, object, value_span));
+                } else if count == 0 {
+                    next.push(value_span);
+                }
+            }
+        }
+        if let Some((_, object, span)) = best {
+            let relaxed = text
+                .get(span.clone())
+                .is_none_or(|s| parse_literal(s, Dialect::Json).is_err());
+            return Some(Nested {
+                object,
+                span,
+                relaxed,
+            });
+        }
+        level = next;
+    }
+    None
+}
+
+/// Whether an object nested in `object` (through object members, at any
+/// depth) has one of the preferred keys.
+fn nested_has_keys(object: &Map<String, Value>, preferred_keys: &[&str]) -> bool {
+    let mut stack: Vec<&Map<String, Value>> = vec![object];
+    while let Some(map) = stack.pop() {
+        for value in map.values() {
+            if let Value::Object(inner) = value {
+                if preferred_count(inner, preferred_keys) > 0 {
+                    return true;
+                }
+                stack.push(inner);
+            }
+        }
+    }
+    false
+}
+
+/// An object-valued member of an object literal: the value and its span.
+type ObjectMember = (Map<String, Value>, Range<usize>);
+
+/// The members of the object literal at `span` whose values are object
+/// literals, with the spans of those values, in the order of the text. A
+/// repeated key keeps its last value, as the parsed object does. Walks the
+/// text with [`parse_literal_prefix`], so braces and quotes inside strings
+/// are no concern; anything unexpected ends the walk.
+fn object_members(text: &str, span: Range<usize>) -> Vec<ObjectMember> {
+    // One slot per distinct key, at the position of its first occurrence.
+    let mut slots: Vec<Option<ObjectMember>> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let Some(inner) = text.get(span.clone()) else {
+        return Vec::new();
+    };
+    let bytes = inner.as_bytes();
+    if bytes.first() != Some(&b'{') {
+        return Vec::new();
+    }
+    let parse_at = |pos: usize| {
+        inner
+            .get(pos..)
+            .and_then(|rest| parse_literal_prefix(rest, Dialect::Relaxed).ok())
+    };
+    let mut pos = 1;
+    loop {
+        pos = skip_blank(bytes, pos);
+        if matches!(bytes.get(pos), None | Some(b'}')) {
+            break;
+        }
+        let Some((key, len)) = parse_at(pos) else {
+            break;
+        };
+        pos = skip_blank(bytes, pos + len);
+        if bytes.get(pos) != Some(&b':') {
+            break;
+        }
+        pos = skip_blank(bytes, pos + 1);
+        let value_start = pos;
+        let Some((value, len)) = parse_at(pos) else {
+            break;
+        };
+        pos += len;
+        let slot = match value {
+            Value::Object(object) if bytes.get(value_start) == Some(&b'{') => {
+                Some((object, span.start + value_start..span.start + pos))
+            }
+            _ => None,
+        };
+        let key = match key {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        match seen.get(&key).and_then(|&index| slots.get_mut(index)) {
+            Some(existing) => *existing = slot,
+            None => {
+                seen.insert(key, slots.len());
+                slots.push(slot);
+            }
+        }
+        pos = skip_blank(bytes, pos);
+        if bytes.get(pos) == Some(&b',') {
+            pos += 1;
+        } else {
+            break;
+        }
+    }
+    slots.into_iter().flatten().collect()
+}
+
+/// Skips what the literal parser skips between tokens: whitespace, `#`
+/// comments and backslash line continuations.
+fn skip_blank(bytes: &[u8], mut pos: usize) -> usize {
+    loop {
+        match bytes.get(pos) {
+            Some(b' ' | b'\t' | b'\n' | b'\r' | 0x0c) => pos += 1,
+            Some(b'#') => {
+                while bytes.get(pos).is_some_and(|&b| b != b'\n' && b != b'\r') {
+                    pos += 1;
+                }
+            }
+            Some(b'\\') if matches!(bytes.get(pos + 1), Some(b'\n' | b'\r')) => pos += 2,
+            _ => return pos,
+        }
+    }
+}
+
+/// Step 7c: the answer in a fence inside the reasoning that an unclosed
+/// `<think>` swallowed (`swallowed` is the text after that tag). Only fenced
+/// objects with preferred keys count; the one with the most wins, the last
+/// among equals.
+fn from_swallowed(
+    text: &str,
+    swallowed: Range<usize>,
+    preferred_keys: &[&str],
+    segments: &[Range<usize>],
+) -> Option<Chosen> {
+    let literals = literal_spans(text, swallowed.clone());
+    let fences = find_fences(text, swallowed.clone(), &literals);
+    let mut scan = Scanner::new(text);
+    for (index, fence) in fences.iter().enumerate() {
+        scan.region(fence.content.clone(), Some(index));
+    }
+    let index = best_candidate(&scan.candidates, preferred_keys, true)?;
+    let candidate = scan.candidates.swap_remove(index);
+    let fence = candidate.fence.and_then(|i| fences.get(i));
+    let mut segments = segments.to_vec();
+    // What follows the answer's fence is output too; what precedes it is
+    // reasoning.
+    if let Some(f) = fence {
+        segments.push(f.outer().end..swallowed.end);
+    }
+    Some(Chosen {
+        allowed: allowed_ranges(candidate.span.clone(), fence),
+        fenced: true,
+        unwrapped: false,
+        segments,
+        object: candidate.object,
+        span: candidate.span,
+        relaxed: candidate.relaxed,
+    })
+}
+
+/// Chooses the failure to report when no candidate was found (step 8 of the
 /// algorithm).
 fn failure(
     text: &str,
@@ -308,23 +630,48 @@ fn failure(
     }
 }
 
+/// The spans of the complete literals (objects, arrays, sets) that a scan of
+/// `region` as in step 5 of the algorithm finds, in order and disjoint.
+fn literal_spans(text: &str, region: Range<usize>) -> Vec<Range<usize>> {
+    let mut scan = Scanner::new(text);
+    scan.region(region, None);
+    scan.values
+}
+
+/// The end of the literal span that contains byte `at`, if one does.
+fn literal_end(literals: &[Range<usize>], at: usize) -> Option<usize> {
+    let index = literals.partition_point(|span| span.end <= at);
+    literals
+        .get(index)
+        .filter(|span| span.start <= at)
+        .map(|span| span.end)
+}
+
 /// The parts of the text that survive reasoning removal.
 struct Kept {
     segments: Vec<Range<usize>>,
     stripped: bool,
-    unclosed: bool,
+    /// The text after an opening `<think>` that is never closed.
+    swallowed: Option<Range<usize>>,
 }
 
+/// Step 2 of the algorithm.
 fn strip_think(text: &str) -> Kept {
-    let tags = find_think_tags(text);
+    let mut tags = find_think_tags(text, &[]);
+    if !tags.is_empty() {
+        // Tags inside the complete literals of the whole text are text.
+        tags = find_think_tags(text, &literal_spans(text, 0..text.len()));
+    }
     let mut segments = Vec::new();
     let mut cursor = 0;
     let mut inside = false;
+    let mut opened_at = 0;
     for (range, closing) in &tags {
         match (closing, inside) {
             (false, false) => {
                 segments.push(cursor..range.start);
                 inside = true;
+                opened_at = range.end;
             }
             // A nested opening tag is part of the reasoning.
             (false, true) => {}
@@ -345,13 +692,13 @@ fn strip_think(text: &str) -> Kept {
     Kept {
         segments,
         stripped: !tags.is_empty(),
-        unclosed: inside,
+        swallowed: inside.then_some(opened_at..text.len()),
     }
 }
 
-/// Finds `<think>` and `</think>` tags (ASCII case-insensitive); the flag
-/// says whether the tag is a closing one.
-fn find_think_tags(text: &str) -> Vec<(Range<usize>, bool)> {
+/// Finds `<think>` and `</think>` tags (ASCII case-insensitive) outside the
+/// `literals`; the flag says whether the tag is a closing one.
+fn find_think_tags(text: &str, literals: &[Range<usize>]) -> Vec<(Range<usize>, bool)> {
     const OPEN: &[u8] = b"<think>";
     const CLOSE: &[u8] = b"</think>";
     let bytes = text.as_bytes();
@@ -362,6 +709,10 @@ fn find_think_tags(text: &str) -> Vec<(Range<usize>, bool)> {
         .and_then(|rest| rest.iter().position(|&b| b == b'<'))
     {
         let at = i + rel;
+        if let Some(end) = literal_end(literals, at) {
+            i = end;
+            continue;
+        }
         let matches = |tag: &[u8]| {
             bytes
                 .get(at..at + tag.len())
@@ -396,7 +747,8 @@ impl Fence {
     }
 }
 
-fn find_fences(text: &str, segment: Range<usize>) -> Vec<Fence> {
+/// Finds the fences in `segment`; backticks inside `literals` are text.
+fn find_fences(text: &str, segment: Range<usize>, literals: &[Range<usize>]) -> Vec<Fence> {
     let bytes = text.as_bytes();
     let byte = |i: usize| {
         if i < segment.end {
@@ -405,9 +757,15 @@ fn find_fences(text: &str, segment: Range<usize>) -> Vec<Fence> {
             None
         }
     };
-    let find_ticks = |from: usize| -> Option<usize> {
-        let hay = bytes.get(from..segment.end)?;
-        hay.windows(3).position(|w| w == b"```").map(|p| from + p)
+    let find_ticks = |mut from: usize| -> Option<usize> {
+        loop {
+            let hay = bytes.get(from..segment.end)?;
+            let at = from + hay.windows(3).position(|w| w == b"```")?;
+            match literal_end(literals, at) {
+                Some(end) => from = end,
+                None => return Some(at),
+            }
+        }
     };
     let skip_ticks = |mut i: usize| {
         while byte(i) == Some(b'`') {
@@ -475,6 +833,8 @@ struct Failure {
 struct Scanner<'t> {
     text: &'t str,
     candidates: Vec<Candidate>,
+    /// The spans of all complete values found (candidates, arrays, sets).
+    values: Vec<Range<usize>>,
     failures: Vec<Failure>,
     non_object: Option<&'static str>,
 }
@@ -484,6 +844,7 @@ impl<'t> Scanner<'t> {
         Scanner {
             text,
             candidates: Vec::new(),
+            values: Vec::new(),
             failures: Vec::new(),
             non_object: None,
         }
@@ -528,6 +889,7 @@ impl<'t> Scanner<'t> {
             };
             match attempt {
                 Ok(((Value::Object(object), len), relaxed)) if is_brace => {
+                    self.values.push(at..at + len);
                     self.candidates.push(Candidate {
                         object,
                         span: at..at + len,
@@ -537,6 +899,7 @@ impl<'t> Scanner<'t> {
                     i = at + len;
                 }
                 Ok(((value, len), _)) => {
+                    self.values.push(at..at + len);
                     if let Value::Array(items) = &value {
                         if items.iter().any(Value::is_object) {
                             self.non_object.get_or_insert("array");
@@ -673,80 +1036,6 @@ fn relaxed_features(s: &str) -> RelaxedFeatures {
         }
     }
     features
-}
-
-/// Reproduces the reference benchmark's `extract_json`.
-///
-/// In order: (1) the first ```` ```json ```` fenced block (up to the next
-/// ```` ``` ````, trimmed), parsed as JSON, then as a Python literal; (2) the
-/// whole text as JSON, then as a Python literal; (3) the first non-greedy
-/// `\{[\s\S]*?\}` match, i.e. from the first `{` to the first `}` after it,
-/// as JSON, then as a Python literal. The first success is returned, whatever
-/// its type.
-///
-/// Bug-compatibility notes: step 3 cuts nested objects at their first `}`,
-/// so it only succeeds for flat objects; a step that parses to `null`
-/// returns `None` (in Python the parsed `None` and "no result" coincide, and
-/// the reference returns right away); JSON is parsed with this crate's
-/// strict JSON parser, so the few things Python's `json.loads` accepts
-/// beyond RFC 8259 (`NaN`, `Infinity`, lone surrogates) fall through to the
-/// next step instead.
-pub fn reference_extract_json(text: &str) -> Option<Value> {
-    let json_then_python = |s: &str| -> Option<Value> {
-        parse_literal(s, Dialect::Json)
-            .or_else(|_| parse_literal(s, Dialect::Python))
-            .ok()
-    };
-    let fenced = text.find("```json").and_then(|at| {
-        let rest = text.get(at + "```json".len()..)?;
-        let end = rest.find("```")?;
-        rest.get(..end).map(str::trim)
-    });
-    let braces = text.find('{').and_then(|start| {
-        let end = text.get(start..)?.find('}')?;
-        text.get(start..=start + end)
-    });
-    let attempts = [fenced, Some(text), braces];
-    let first = attempts.into_iter().flatten().find_map(json_then_python)?;
-    (!first.is_null()).then_some(first)
-}
-
-/// Reproduces the reference benchmark's `parse_to_obj`.
-///
-/// Non-strings are returned unchanged. A string goes through
-/// [`reference_extract_json`]; failing that, its trimmed text is parsed as a
-/// Python literal; failing that, if it is wrapped in one layer of matching
-/// quotes (`'…'` or `"…"`), the inside gets both treatments again; otherwise
-/// the string itself is the result.
-///
-/// Because of `extract_json`'s non-greedy match, the result of a mutation
-/// message is the object it mentions, wherever it is in the message:
-/// `"Created {'id': 5}"` and `"Deleted {'id': 5} failed"` both give
-/// `{"id": 5}`.
-pub fn reference_parse_to_obj(v: &Value) -> Value {
-    let Value::String(s) = v else {
-        return v.clone();
-    };
-    if let Some(found) = reference_extract_json(s) {
-        return found;
-    }
-    let trimmed = s.trim();
-    if let Ok(found) = parse_literal(trimmed, Dialect::Python) {
-        return found;
-    }
-    let unquoted = ['\'', '"'].into_iter().find_map(|q| {
-        let inner = trimmed.strip_prefix(q)?.strip_suffix(q)?;
-        Some(inner)
-    });
-    if let Some(inner) = unquoted {
-        if let Some(found) = reference_extract_json(inner) {
-            return found;
-        }
-        if let Ok(found) = parse_literal(inner.trim(), Dialect::Python) {
-            return found;
-        }
-    }
-    Value::String(s.clone())
 }
 
 #[cfg(test)]
@@ -889,6 +1178,228 @@ mod tests {
     }
 
     #[test]
+    fn fence_inside_a_json_string_is_text() {
+        let text =
+            r#"{"feedback": "```\n{'success': False, 'error': 'x'}\n```", "config_changes": []}"#;
+        let expected = obj(json!({
+            "feedback": "```\n{'success': False, 'error': 'x'}\n```",
+            "config_changes": []
+        }));
+        let e = ok(text);
+        assert_eq!(e.object, expected);
+        assert_eq!(e.span, 0..text.len());
+        assert!(e.repairs.is_empty(), "{:?}", e.repairs);
+
+        // Raw line breaks in the string: the same object, in the relaxed dialect.
+        let raw = text.replace("\\n", "\n");
+        let e = ok(&raw);
+        assert_eq!(e.object, expected);
+        assert_eq!(e.repairs, [Repair::LenientSyntax]);
+
+        // The whole object in a fence of its own: the outer fence counts.
+        let fenced = format!("Result:\n```json\n{text}\n```\nDone.");
+        let e = ok(&fenced);
+        assert_eq!(e.object, expected);
+        assert_eq!(fenced.get(e.span), Some(text));
+        assert_eq!(e.repairs, [Repair::Fenced, Repair::SurroundingText]);
+        let bare = format!("```\n{text}\n```");
+        assert_eq!(ok(&bare).object, expected);
+
+        // Python literal with a quoted JSON fence.
+        let python = r#"{'feedback': '```json\n{"a": 1}\n```', 'config_changes': []}"#;
+        assert_eq!(
+            ok(python).object,
+            obj(json!({"feedback": "```json\n{\"a\": 1}\n```", "config_changes": []}))
+        );
+    }
+
+    #[test]
+    fn braces_and_fences_inside_strings_are_text() {
+        let text = r#"Use {x}: {"feedback": "use {x} and } or {", "config_changes": [{"type": "modify", "path": "a", "value": "```json\n{}\n```"}]} ok"#;
+        let e = ok(text);
+        assert_eq!(
+            e.object,
+            obj(json!({
+                "feedback": "use {x} and } or {",
+                "config_changes": [{"type": "modify", "path": "a", "value": "```json\n{}\n```"}]
+            }))
+        );
+        assert_eq!(e.repairs, [Repair::SurroundingText]);
+        // A fence quoted inside an array is text too: the output is the array.
+        assert_eq!(
+            fail(r#"[{"feedback": "```\n{'a': 1}\n```"}]"#),
+            ParseFailure::NotAnObject { found: "array" }
+        );
+    }
+
+    #[test]
+    fn think_tags_inside_strings_are_text() {
+        for feedback in ["<think>hmm</think>", "a </think> b", "the <think> tag"] {
+            let text = json!({"feedback": feedback, "config_changes": []}).to_string();
+            let e = ok(&text);
+            assert_eq!(
+                e.object,
+                obj(json!({"feedback": feedback, "config_changes": []}))
+            );
+            assert!(e.repairs.is_empty(), "{text}: {:?}", e.repairs);
+        }
+        // After real reasoning whose draft quotes a tag as well.
+        let text = "<think>draft {\"feedback\": \"</think>\"}</think>\n\
+                    {\"feedback\": \"x </think> y\", \"config_changes\": []}";
+        let e = ok(text);
+        assert_eq!(
+            e.object,
+            obj(json!({"feedback": "x </think> y", "config_changes": []}))
+        );
+        assert_eq!(e.repairs, [Repair::ThinkStripped]);
+        // A draft whose unterminated string runs past `</think>` does not
+        // hide the answer's literal from the fence rule.
+        let text = "<think>He wrote {\"a\": \"b</think>\
+                    {\"feedback\": \"```\\n{'a': 1}\\n```\", \"config_changes\": []}";
+        assert_eq!(
+            ok(text).object,
+            obj(json!({"feedback": "```\n{'a': 1}\n```", "config_changes": []}))
+        );
+    }
+
+    #[test]
+    fn draft_objects_before_the_answer() {
+        let answer = obj(json!({"feedback": "ok", "config_changes": []}));
+        let keyless =
+            "Draft: {\"draft\": true}\nAnswer: {\"feedback\": \"ok\", \"config_changes\": []}";
+        assert_eq!(ok(keyless).object, answer);
+        // Fewer preferred keys lose (this used to pick the draft).
+        let partial =
+            "Draft: {\"feedback\": \"draft\"}\nAnswer: {\"feedback\": \"ok\", \"config_changes\": []}";
+        assert_eq!(ok(partial).object, answer);
+        // Among equals the first wins, a fenced one before prose.
+        let equal = r#"A: {"feedback": "a", "config_changes": []} B: {"feedback": "b", "config_changes": []}"#;
+        assert_eq!(
+            ok(equal).object,
+            obj(json!({"feedback": "a", "config_changes": []}))
+        );
+        let fenced = "{\"feedback\": \"a\"}\n```json\n{\"feedback\": \"b\"}\n```";
+        assert_eq!(ok(fenced).object, obj(json!({"feedback": "b"})));
+    }
+
+    #[test]
+    fn wrapped_answers_are_unwrapped() {
+        let text = r#"{"answer": {"feedback": "x", "config_changes": []}}"#;
+        let e = ok(text);
+        assert_eq!(
+            e.object,
+            obj(json!({"feedback": "x", "config_changes": []}))
+        );
+        assert_eq!(
+            text.get(e.span),
+            Some(r#"{"feedback": "x", "config_changes": []}"#)
+        );
+        assert_eq!(e.repairs, [Repair::Unwrapped]);
+
+        let python =
+            "```python\n{'result': {'meta': {'n': 1}, # note\n 'output': {'feedback': 'x'}}}\n```";
+        let e = ok(python);
+        assert_eq!(e.object, obj(json!({"feedback": "x"})));
+        assert_eq!(python.get(e.span), Some("{'feedback': 'x'}"));
+        assert_eq!(
+            e.repairs,
+            [Repair::Fenced, Repair::Unwrapped, Repair::SingleQuotes]
+        );
+
+        // The shallowest wrapped object wins, then the one with most keys.
+        let depth = r#"{"a": {"b": {"feedback": 1, "config_changes": []}}, "c": {"feedback": 2}}"#;
+        assert_eq!(ok(depth).object, obj(json!({"feedback": 2})));
+        let keys = r#"{"a": {"feedback": 1}, "b": {"feedback": 2, "config_changes": []}}"#;
+        assert_eq!(
+            ok(keys).object,
+            obj(json!({"feedback": 2, "config_changes": []}))
+        );
+        // A repeated key keeps its last value, as in the parsed object.
+        let repeated = r#"{"a": {"feedback": 1}, "a": {"feedback": 2}}"#;
+        assert_eq!(ok(repeated).object, obj(json!({"feedback": 2})));
+        let replaced = r#"{"a": {"feedback": 1}, "a": 3}"#;
+        assert_eq!(ok(replaced).object, obj(json!({"a": 3})));
+        // Strings and arrays are not looked into.
+        let opaque = r#"{"note": "{'feedback': 1}", "items": [{"feedback": 2}]}"#;
+        let e = ok(opaque);
+        assert_eq!(
+            e.object,
+            obj(json!({"note": "{'feedback': 1}", "items": [{"feedback": 2}]}))
+        );
+        assert!(e.repairs.is_empty());
+        // An answer at the top level beats a wrapper, even a later one.
+        let both = r#"{"wrapper": {"feedback": "y", "config_changes": []}} {"feedback": "x"}"#;
+        assert_eq!(ok(both).object, obj(json!({"feedback": "x"})));
+    }
+
+    #[test]
+    fn think_drafts_lose_to_the_answer_after_the_block() {
+        let reasoning = "<think>Draft: {\"draft\": true}, or rather\n```json\n\
+                         {\"feedback\": \"draft\", \"config_changes\": []}\n```\n\
+                         use {x}, it's fine</think>\n";
+        let answer = obj(json!({"feedback": "final", "config_changes": []}));
+        let plain = format!("{reasoning}{{\"feedback\": \"final\", \"config_changes\": []}}");
+        let e = ok(&plain);
+        assert_eq!(e.object, answer);
+        assert_eq!(e.repairs, [Repair::ThinkStripped]);
+        let fenced =
+            format!("{reasoning}```json\n{{\"feedback\": \"final\", \"config_changes\": []}}\n```");
+        let e = ok(&fenced);
+        assert_eq!(e.object, answer);
+        assert_eq!(e.repairs, [Repair::ThinkStripped, Repair::Fenced]);
+    }
+
+    #[test]
+    fn unclosed_think_with_a_fenced_answer() {
+        let text =
+            "<think>reasoning {x}\n```json\n{\"feedback\": \"final\", \"config_changes\": []}\n```";
+        let e = ok(text);
+        assert_eq!(
+            e.object,
+            obj(json!({"feedback": "final", "config_changes": []}))
+        );
+        assert_eq!(e.repairs, [Repair::ThinkStripped, Repair::Fenced]);
+        // The last of equals wins; text after the fence is surrounding text.
+        let two = "<think>hm\n```json\n{\"feedback\": \"a\", \"config_changes\": []}\n```\n\
+                   better:\n```json\n{\"feedback\": \"b\", \"config_changes\": []}\n```\ndone";
+        let e = ok(two);
+        assert_eq!(
+            e.object,
+            obj(json!({"feedback": "b", "config_changes": []}))
+        );
+        assert_eq!(
+            e.repairs,
+            [
+                Repair::ThinkStripped,
+                Repair::Fenced,
+                Repair::SurroundingText
+            ]
+        );
+        // More preferred keys beat a later fence.
+        let keys = "<think>\n```json\n{\"feedback\": \"a\", \"config_changes\": []}\n```\n\
+                    ```json\n{\"feedback\": \"b\"}\n```";
+        assert_eq!(
+            ok(keys).object,
+            obj(json!({"feedback": "a", "config_changes": []}))
+        );
+        // Only fenced objects with preferred keys count.
+        assert_eq!(
+            fail("<think>reasoning\n```json\n{\"x\": 1}\n```"),
+            ParseFailure::UnclosedThink
+        );
+        assert_eq!(
+            fail("<think>reasoning {\"feedback\": 1, \"config_changes\": []}"),
+            ParseFailure::UnclosedThink
+        );
+        // An answer before the reasoning still wins.
+        let before = "{\"feedback\": \"early\"} <think> ```json\n{\"feedback\": 2, \"config_changes\": []}\n```";
+        assert_eq!(ok(before).object, obj(json!({"feedback": "early"})));
+        // A candidate without preferred keys does not.
+        let keyless = "{\"x\": 1} <think> ```json\n{\"feedback\": 2}\n```";
+        assert_eq!(ok(keyless).object, obj(json!({"feedback": 2})));
+    }
+
+    #[test]
     fn codes_and_display() {
         let all = [
             (ParseFailure::Empty, "empty"),
@@ -928,6 +1439,7 @@ mod tests {
             Repair::ThinkStripped,
             Repair::Fenced,
             Repair::SurroundingText,
+            Repair::Unwrapped,
             Repair::PythonLiterals,
             Repair::TrailingCommas,
             Repair::SingleQuotes,
@@ -938,66 +1450,6 @@ mod tests {
                 Some(json!(repair.code()))
             );
         }
-    }
-
-    #[test]
-    fn reference_extract_json_steps() {
-        assert_eq!(
-            reference_extract_json("x ```json\n{\"a\": 1}\n``` y"),
-            Some(json!({"a": 1}))
-        );
-        assert_eq!(
-            reference_extract_json("```json\n{'a': True}\n```"),
-            Some(json!({"a": true}))
-        );
-        assert_eq!(reference_extract_json(" [1, 2] "), Some(json!([1, 2])));
-        assert_eq!(reference_extract_json("('a', 1)"), Some(json!(["a", 1])));
-        assert_eq!(
-            reference_extract_json("text {\"a\": 1} text"),
-            Some(json!({"a": 1}))
-        );
-        // The non-greedy match stops at the first '}'.
-        assert_eq!(reference_extract_json("x {\"a\": {\"b\": 1}} y"), None);
-        assert_eq!(reference_extract_json("no json"), None);
-        assert_eq!(reference_extract_json("null"), None);
-        // An unterminated fence is no match; the brace match then applies.
-        assert_eq!(
-            reference_extract_json("```json\n{\"a\": 1}"),
-            Some(json!({"a": 1}))
-        );
-        assert_eq!(
-            reference_extract_json("```json {\"a\": 1}"),
-            Some(json!({"a": 1}))
-        );
-    }
-
-    #[test]
-    fn reference_parse_to_obj_quirks() {
-        let created = reference_parse_to_obj(&json!("Created {'id': 5}"));
-        let deleted = reference_parse_to_obj(&json!("Deleted {'id': 5} failed"));
-        assert_eq!(created, json!({"id": 5}));
-        assert_eq!(deleted, json!({"id": 5}));
-        assert_eq!(
-            reference_parse_to_obj(&json!("{'success': True, 'data': {'a': 1}}")),
-            json!({"success": true, "data": {"a": 1}})
-        );
-        assert_eq!(reference_parse_to_obj(&json!(5)), json!(5));
-        assert_eq!(
-            reference_parse_to_obj(&json!({"a": "{'b': 1}"})),
-            json!({"a": "{'b': 1}"})
-        );
-        assert_eq!(
-            reference_parse_to_obj(&json!("plain text")),
-            json!("plain text")
-        );
-        assert_eq!(reference_parse_to_obj(&json!("'quoted'")), json!("quoted"));
-        assert_eq!(
-            reference_parse_to_obj(&json!("'{'a': {'b': 1}}'")),
-            json!({"a": {"b": 1}})
-        );
-        assert_eq!(reference_parse_to_obj(&json!("None")), json!(null));
-        assert_eq!(reference_parse_to_obj(&json!("null")), json!("null"));
-        assert_eq!(reference_parse_to_obj(&json!("  42 ")), json!(42));
     }
 
     mod props {
@@ -1013,7 +1465,7 @@ mod tests {
                 if let Ok(e) = result {
                     prop_assert!(e.span.end <= text.len());
                 }
-                let _ = reference_parse_to_obj(&Value::String(text));
+                let _ = crate::reference::extract::parse_to_obj(&crate::python::PyValue::str(&text));
             }
 
             #[test]
@@ -1025,7 +1477,7 @@ mod tests {
                     let starts_with_brace = slice.is_some_and(|s| s.starts_with('{'));
                     prop_assert!(starts_with_brace, "span {:?} of {:?}", e.span, text);
                 }
-                let _ = reference_parse_to_obj(&Value::String(text));
+                let _ = crate::reference::extract::parse_to_obj(&crate::python::PyValue::str(&text));
             }
         }
     }

@@ -2,9 +2,10 @@
 //!
 //! The pure core of envsim: everything needed to score an LLM environment simulator, with no
 //! I/O and no async. Given a transition `(config_before, action, observation, config_after)`
-//! and a model's raw output, it parses the output, applies the predicted delta, and computes
-//! Feedback Match and Config Match (strict and reference-compatible), field-level precision and
-//! recall, an error taxonomy, and the reference stratum.
+//! and a model's raw output, it computes Feedback Match and Config Match in two lanes — the
+//! reference evaluator's own scores reproduced from the raw text ([`reference`](mod@reference),
+//! on the Python object model of [`python`]) and envsim's strict reading — plus field-level
+//! precision and recall, an error taxonomy, and the reference stratum.
 //!
 //! ```
 //! use envsim_core::prelude::*;
@@ -23,16 +24,23 @@
 //!     env_code: String::new(),
 //! };
 //! let mut sample = PreparedSample::new(transition);
-//! let output = r#"Sure! {"feedback": "{'success': True, 'message': 'paid'}",
+//! let answer = r#"{"feedback": "{'success': True, 'message': 'paid'}",
 //!     "config_changes": [{"type": "modify", "path": "orders.O1.status", "value": "paid"}]}"#;
-//! let score = sample.score(&Prediction::Raw(output.into()), None);
-//! assert!(score.fm && score.cm_strict && score.cm_reference);
+//! let score = sample.score(&Prediction::Raw(answer.into()), None);
+//! assert!(score.fm_ref && score.cm_ref && score.fm_strict && score.cm_strict);
 //! assert_eq!(score.stratum, Stratum::Simple1);
+//!
+//! // The same answer in prose: envsim's strict lane still reads it; the reference evaluator's
+//! // parser cuts the nested object at its first `}` and fails, so the reference lane says so.
+//! let score = sample.score(&Prediction::Raw(format!("Sure! {answer} Done.")), None);
+//! assert!(score.cm_strict && !score.cm_ref);
+//! assert_eq!(score.reference_outcome, envsim_core::reference::ReferenceOutcome::FailedParse);
 //! ```
 //!
 //! Module map: [`pointer`](mod@pointer) and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
 //! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
-//! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`strata`], [`report`] (aggregation),
+//! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`python`] (CPython's
+//! objects, `json.loads`, `ast.literal_eval`, `==`), [`strata`], [`report`] (aggregation),
 //! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators),
 //! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
 //! intervals and paired significance tests), [`slice`] (the code and state one tool call can
@@ -52,6 +60,7 @@ pub mod problem;
 pub mod prompt;
 pub mod pyjson;
 pub mod pyrepr;
+pub mod python;
 pub mod reference;
 pub mod report;
 pub mod rng;

@@ -145,32 +145,44 @@ pub fn py_str_repr(s: &str) -> String {
 }
 
 fn write_str_repr(out: &mut String, s: &str) {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
+    write_code_points_repr(
+        out,
+        s.chars().map(u32::from),
+        s.contains('\''),
+        s.contains('"'),
+    );
+}
+
+/// Writes `repr()` of a string given as its code points (lone surrogates allowed: they print
+/// as `\udXXX` escapes); `has_single` / `has_double` say whether it contains `'` / `"`, which
+/// decides the quote.
+pub(crate) fn write_code_points_repr(
+    out: &mut String,
+    code_points: impl Iterator<Item = u32>,
+    has_single: bool,
+    has_double: bool,
+) {
+    let quote = if has_single && !has_double { '"' } else { '\'' };
     out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
+    for cp in code_points {
+        match char::from_u32(cp) {
+            Some('\\') => out.push_str("\\\\"),
+            Some('\n') => out.push_str("\\n"),
+            Some('\r') => out.push_str("\\r"),
+            Some('\t') => out.push_str("\\t"),
+            Some(c) if c == quote => {
                 out.push('\\');
                 out.push(c);
             }
-            c if is_printable(c) => out.push(c),
-            c => {
-                let code = u32::from(c);
+            Some(c) if is_printable(c) => out.push(c),
+            _ => {
                 // Writing into a String cannot fail.
-                let _ = if code < 0x100 {
-                    write!(out, "\\x{code:02x}")
-                } else if code < 0x1_0000 {
-                    write!(out, "\\u{code:04x}")
+                let _ = if cp < 0x100 {
+                    write!(out, "\\x{cp:02x}")
+                } else if cp < 0x1_0000 {
+                    write!(out, "\\u{cp:04x}")
                 } else {
-                    write!(out, "\\U{code:08x}")
+                    write!(out, "\\U{cp:08x}")
                 };
             }
         }

@@ -1,41 +1,54 @@
 //! Aggregating sample scores into the per-stratum report (`envsim score --format json`).
 //!
-//! Schema `envsim.score.v1` (rates are fractions in [0, 1], `null` when a cell has no samples):
+//! Schema `envsim.score.v2` (rates are fractions in [0, 1], `null` when a cell has no samples):
 //! ```text
-//! { "schema": "envsim.score.v1", "system": str,
+//! { "schema": "envsim.score.v2", "system": str,
 //!   "overall": Summary,
 //!   "groups":  { "fail_no_change": Summary, "state_change": Summary },
 //!   "strata":  { "failure", "no_change_args0", "no_change_args1", "simple_1", "simple_2",
 //!                "medium_3", "medium_4", "medium_5", "medium_6", "difficult_7_12",
 //!                "difficult_7" … "difficult_12", "unclassified": Summary },
 //!   "samples": [SampleScore, …] }
-//! Summary = { "n", "fm", "fm_strict", "cm_strict", "cm_reference", "field_precision",
+//! Summary = { "n", "fm_ref", "cm_ref", "fm_strict", "cm_strict", "field_precision",
 //!             "field_recall", "field_f1", "parse_failure_rate",
-//!             "errors": { "missed": n, "spurious": n, … }, "prompt_tokens", "completion_tokens" }
+//!             "errors": { "missed": n, "spurious": n, …, "reference_crash": n },
+//!             "prompt_tokens", "completion_tokens",
+//!             "reference_n", "reference_dropped", "fm_ref_printed", "cm_ref_printed" }
 //! ```
 //! Field scores are macro averages over samples (each sample weighs the same, like the rates).
+//!
+//! `fm_ref`/`cm_ref` are over all `n` samples, a sample the reference evaluator would crash on
+//! counting as wrong. The reference itself drops such samples from every count: `reference_n`
+//! is its denominator (samples it scored, failed to parse, or got a request error for),
+//! `reference_dropped` the samples it crashes on, and `fm_ref_printed`/`cm_ref_printed` the
+//! figures it would print (correct / `reference_n`).
+//!
+//! Version 1 differed in the reference columns: `fm` and `cm_reference` were computed from
+//! envsim's lenient extraction rather than the raw text, and there was no reference
+//! denominator. Sample scores written by v1 still read ([`SampleScore`]).
 
+use crate::reference::ReferenceOutcome;
 use crate::score::{ErrorTag, SampleScore};
 use crate::strata::{Group, Stratum};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The schema id written into every JSON report.
-pub const SCHEMA: &str = "envsim.score.v1";
+pub const SCHEMA: &str = "envsim.score.v2";
 
 /// Aggregate metrics of a set of samples.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Number of samples.
     pub n: usize,
-    /// Feedback match (reference normalisation).
-    pub fm: Option<f64>,
-    /// Feedback match, strict.
+    /// Feedback match of the reference lane, over all samples.
+    pub fm_ref: Option<f64>,
+    /// Config match of the reference lane, over all samples.
+    pub cm_ref: Option<f64>,
+    /// Feedback match, strict lane.
     pub fm_strict: Option<f64>,
-    /// Config match, strict.
+    /// Config match, strict lane.
     pub cm_strict: Option<f64>,
-    /// Config match, reference-compatible.
-    pub cm_reference: Option<f64>,
     /// Mean field precision.
     pub field_precision: Option<f64>,
     /// Mean field recall.
@@ -50,6 +63,14 @@ pub struct Summary {
     pub prompt_tokens: u64,
     /// Completion tokens over all samples with usage.
     pub completion_tokens: u64,
+    /// Samples the reference evaluator counts: its denominator.
+    pub reference_n: usize,
+    /// Samples the reference evaluator crashes on and drops from every count.
+    pub reference_dropped: usize,
+    /// FM-ref as the reference would print it: over `reference_n`.
+    pub fm_ref_printed: Option<f64>,
+    /// CM-ref as the reference would print it: over `reference_n`.
+    pub cm_ref_printed: Option<f64>,
 }
 
 impl Summary {
@@ -61,15 +82,18 @@ impl Summary {
         let mut tags = [0usize; ErrorTag::ALL.len()];
         let (mut prompt_tokens, mut completion_tokens) = (0, 0);
         let mut parse_failures = 0;
+        let (mut reference_n, mut reference_dropped) = (0, 0);
         for s in samples {
             n += 1;
             for (count, hit) in
                 counts
                     .iter_mut()
-                    .zip([s.fm, s.fm_strict, s.cm_strict, s.cm_reference])
+                    .zip([s.fm_ref, s.fm_strict, s.cm_strict, s.cm_ref])
             {
                 *count += usize::from(hit);
             }
+            reference_n += usize::from(s.reference_outcome.counted_by_reference());
+            reference_dropped += usize::from(s.reference_outcome == ReferenceOutcome::Crash);
             sums[0] += s.field.precision;
             sums[1] += s.field.recall;
             sums[2] += s.field.f1;
@@ -85,12 +109,15 @@ impl Summary {
             }
         }
         let rate = |x: f64| (n > 0).then(|| x / n as f64);
+        // Samples the reference does not count are wrong in every lane, so the correct counts
+        // over all samples are also its correct counts.
+        let printed = |x: usize| (reference_n > 0).then(|| x as f64 / reference_n as f64);
         Summary {
             n,
-            fm: rate(counts[0] as f64),
+            fm_ref: rate(counts[0] as f64),
+            cm_ref: rate(counts[3] as f64),
             fm_strict: rate(counts[1] as f64),
             cm_strict: rate(counts[2] as f64),
-            cm_reference: rate(counts[3] as f64),
             field_precision: rate(sums[0]),
             field_recall: rate(sums[1]),
             field_f1: rate(sums[2]),
@@ -102,6 +129,10 @@ impl Summary {
                 .collect(),
             prompt_tokens,
             completion_tokens,
+            reference_n,
+            reference_dropped,
+            fm_ref_printed: printed(counts[0]),
+            cm_ref_printed: printed(counts[3]),
         }
     }
 }

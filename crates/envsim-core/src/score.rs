@@ -1,33 +1,42 @@
 //! Scoring one prediction against one transition.
 //!
-//! Metrics (each a yes/no per sample, except the field score):
-//! - **FM** (feedback match, reference): both feedbacks normalised by the reference's
-//!   `parse_to_obj` and compared with Python `==`.
-//! - **FM-strict**: each feedback string is read whole as JSON or a Python literal (no fragment
-//!   extraction) or kept as trimmed text, then compared with canonical equality (`1`, `1.0` and
-//!   `true` differ).
-//! - **CM-strict**: the delta applies without errors and the resulting state equals
-//!   `config_after` exactly (canonical equality).
-//! - **CM-reference**: the reference scorer's check, bug for bug ([`crate::reference`]).
-//! - **Field score**: precision / recall / F1 over leaf facts of the fine diff
-//!   (before → predicted state vs before → true state), so partial credit is independent of how
-//!   the model spelled its paths.
+//! Two lanes are computed side by side for every sample and never mixed:
+//!
+//! - The **reference lane** ([`crate::reference`]) is the reference evaluator byte for byte,
+//!   from the raw text: its own extraction, normalisation, change application and checks.
+//!   - **FM-ref**: both feedbacks normalised by the reference's `parse_to_obj`, compared with
+//!     Python `==`.
+//!   - **CM-ref**: the reference's config check, flaws included.
+//!
+//!   Where the reference would crash and drop the sample, envsim counts it wrong and records
+//!   the outcome ([`ReferenceOutcome::Crash`]), so reports can also show the reference's own
+//!   figure over its smaller denominator.
+//! - The **strict lane** is envsim's own reading: the output object found by the lenient
+//!   [`extract_object`](crate::extract::extract_object), then
+//!   - **FM-strict**: each feedback string read whole as JSON or a Python literal (no fragment
+//!     extraction) or kept as trimmed text, compared with canonical equality (`1`, `1.0` and
+//!     `true` differ);
+//!   - **CM-strict**: the delta applies without errors and the resulting state equals
+//!     `config_after` exactly (canonical equality);
+//!   - **field score**: precision / recall / F1 over leaf facts of the fine diff (before →
+//!     predicted state vs before → true state), so partial credit is independent of how the
+//!     model spelled its paths.
 //!
 //! A parse failure, API error or missing prediction is a sample that scores 0 everywhere; it
-//! never leaves the denominator.
+//! never leaves envsim's denominators.
 
-use crate::apply::{apply_in_place, UndoLog};
+use crate::apply::apply_in_place;
 use crate::delta::Delta;
 use crate::diff::{
-    facts, fine_diff, fine_diff_at, reference_change_count, reference_diff, Change, ChangeKind,
-    Fact, ReferenceEquality,
+    facts, fine_diff, fine_diff_at, reference_change_count, Change, ChangeKind, Fact,
 };
-use crate::equality::py_eq;
-use crate::extract::{extract_object, reference_parse_to_obj};
+use crate::extract::extract_object;
 use crate::literal::{parse_literal, Dialect};
 use crate::pointer::{minimal_roots, JsonPointer};
 use crate::problem::Problem;
-use crate::reference::{reference_apply_in_place, reference_config_match, TruthChange};
+use crate::python::PyValue;
+use crate::reference::extract::parse_to_obj;
+use crate::reference::{ReferenceOutcome, ReferenceTruth, ReferenceVerdict};
 use crate::sample::{Prediction, Transition, Usage};
 use crate::strata::Stratum;
 use serde::{Deserialize, Serialize};
@@ -53,8 +62,7 @@ pub struct PreparedSample {
     pub stratum: Stratum,
     truth_pointers: Vec<JsonPointer>,
     truth_facts: Vec<(JsonPointer, Option<Value>)>,
-    truth_reference: Vec<TruthChange>,
-    truth_feedback_reference: Value,
+    reference: ReferenceTruth,
     truth_feedback_strict: Value,
 }
 
@@ -87,11 +95,13 @@ pub enum ErrorTag {
     ApiError,
     /// No prediction was supplied.
     MissingPrediction,
+    /// The reference evaluator would crash on this output and drop the sample.
+    ReferenceCrash,
 }
 
 impl ErrorTag {
     /// All tags in report order.
-    pub const ALL: [ErrorTag; 8] = [
+    pub const ALL: [ErrorTag; 9] = [
         ErrorTag::Missed,
         ErrorTag::Spurious,
         ErrorTag::WrongValue,
@@ -100,6 +110,7 @@ impl ErrorTag {
         ErrorTag::WrongFeedback,
         ErrorTag::ApiError,
         ErrorTag::MissingPrediction,
+        ErrorTag::ReferenceCrash,
     ];
 
     /// Stable snake_case code.
@@ -113,6 +124,7 @@ impl ErrorTag {
             ErrorTag::WrongFeedback => "wrong_feedback",
             ErrorTag::ApiError => "api_error",
             ErrorTag::MissingPrediction => "missing_prediction",
+            ErrorTag::ReferenceCrash => "reference_crash",
         }
     }
 }
@@ -173,14 +185,18 @@ pub struct SampleScore {
     pub change_count: usize,
     /// Number of call arguments.
     pub args_count: usize,
-    /// Feedback match, reference normalisation.
-    pub fm: bool,
-    /// Feedback match, strict.
+    /// Feedback match of the reference lane (false when the reference did not score it).
+    pub fm_ref: bool,
+    /// Feedback match, strict lane.
     pub fm_strict: bool,
-    /// Config match, strict.
+    /// Config match, strict lane.
     pub cm_strict: bool,
-    /// Config match, reference-compatible.
-    pub cm_reference: bool,
+    /// Config match of the reference lane (false when the reference did not score it).
+    pub cm_ref: bool,
+    /// How the reference evaluator ended on this sample.
+    pub reference_outcome: ReferenceOutcome,
+    /// The exception the reference would raise ([`ReferenceOutcome::Crash`]).
+    pub reference_crash: Option<String>,
     /// Field-level scores.
     pub field: FieldScore,
     /// Error categories (empty when fully correct).
@@ -202,17 +218,25 @@ fn serialize_stratum<S: serde::Serializer>(s: &Stratum, ser: S) -> Result<S::Ok,
 }
 
 /// The serialised form of [`SampleScore`]: the stratum is a key there, and the difficult
-/// stratum's exact |Δ| comes back from `change_count`.
+/// stratum's exact |Δ| comes back from `change_count`. Scores written by schema v1 (`fm`,
+/// `cm_reference`, no reference outcome) read as well; their reference columns were computed
+/// from envsim's lenient extraction, not from the raw text.
 #[derive(Deserialize)]
 struct SampleScoreWire {
     sample_id: String,
     stratum: String,
     change_count: usize,
     args_count: usize,
-    fm: bool,
+    #[serde(alias = "fm")]
+    fm_ref: bool,
     fm_strict: bool,
     cm_strict: bool,
-    cm_reference: bool,
+    #[serde(alias = "cm_reference")]
+    cm_ref: bool,
+    #[serde(default)]
+    reference_outcome: Option<ReferenceOutcome>,
+    #[serde(default)]
+    reference_crash: Option<String>,
     field: FieldScore,
     errors: Vec<ErrorTag>,
     parse_failure: Option<ParseFailureInfo>,
@@ -228,15 +252,26 @@ impl TryFrom<SampleScoreWire> for SampleScore {
     fn try_from(w: SampleScoreWire) -> Result<Self, String> {
         let stratum = Stratum::from_key(&w.stratum, w.change_count)
             .ok_or_else(|| format!("unknown stratum key {:?}", w.stratum))?;
+        let reference_outcome = w.reference_outcome.unwrap_or_else(|| {
+            if w.errors.contains(&ErrorTag::MissingPrediction) {
+                ReferenceOutcome::Missing
+            } else if w.api_error.is_some() {
+                ReferenceOutcome::RequestFailed
+            } else {
+                ReferenceOutcome::Scored
+            }
+        });
         Ok(SampleScore {
             sample_id: w.sample_id,
             stratum,
             change_count: w.change_count,
             args_count: w.args_count,
-            fm: w.fm,
+            fm_ref: w.fm_ref,
             fm_strict: w.fm_strict,
             cm_strict: w.cm_strict,
-            cm_reference: w.cm_reference,
+            cm_ref: w.cm_ref,
+            reference_outcome,
+            reference_crash: w.reference_crash,
             field: w.field,
             errors: w.errors,
             parse_failure: w.parse_failure,
@@ -265,15 +300,11 @@ impl PreparedSample {
             .into_iter()
             .map(|(p, f)| (p, owned_fact(&f)))
             .collect();
-        let truth_reference = reference_diff(
+        let reference = ReferenceTruth::new(
             &transition.config_before,
             &transition.config_after,
-            ReferenceEquality::Python,
-        )
-        .iter()
-        .map(TruthChange::from)
-        .collect();
-        let truth_feedback_reference = reference_parse_to_obj(&transition.observation);
+            &transition.observation,
+        );
         let truth_feedback_strict = strict_feedback(&transition.observation);
         PreparedSample {
             transition,
@@ -284,8 +315,7 @@ impl PreparedSample {
             stratum,
             truth_pointers,
             truth_facts,
-            truth_reference,
-            truth_feedback_reference,
+            reference,
             truth_feedback_strict,
         }
     }
@@ -302,14 +332,44 @@ impl PreparedSample {
     /// afterwards.
     pub fn score(&mut self, prediction: &Prediction, usage: Option<Usage>) -> SampleScore {
         let mut score = self.blank(usage);
+        let reference = match prediction {
+            Prediction::Raw(text) => self.reference.score_text(text),
+            Prediction::Parsed(value) => self.reference.score_parsed(&PyValue::from_json(value)),
+            Prediction::ApiError(_) => ReferenceVerdict {
+                outcome: ReferenceOutcome::RequestFailed,
+                fm: false,
+                cm: false,
+                crash: None,
+            },
+            Prediction::Missing => ReferenceVerdict {
+                outcome: ReferenceOutcome::Missing,
+                fm: false,
+                cm: false,
+                crash: None,
+            },
+        };
+        score.fm_ref = reference.fm;
+        score.cm_ref = reference.cm;
+        score.reference_outcome = reference.outcome;
+        score.reference_crash = reference.crash;
+        if reference.outcome == ReferenceOutcome::Crash {
+            score.errors.push(ErrorTag::ReferenceCrash);
+        }
+        self.score_strict(prediction, score)
+    }
+
+    /// The strict lane: envsim's extraction, FM-strict, CM-strict, field scores, error tags.
+    fn score_strict(&mut self, prediction: &Prediction, mut score: SampleScore) -> SampleScore {
         let (object, repairs) = match prediction {
             Prediction::Missing => {
                 score.errors.push(ErrorTag::MissingPrediction);
+                score.errors.sort();
                 return score;
             }
             Prediction::ApiError(message) => {
                 score.errors.push(ErrorTag::ApiError);
                 score.api_error = Some(message.clone());
+                score.errors.sort();
                 return score;
             }
             Prediction::Raw(text) => match extract_object(text, &OUTPUT_KEYS) {
@@ -332,29 +392,15 @@ impl PreparedSample {
         };
         score.repairs = repairs;
         let feedback = object.get("feedback").unwrap_or(&Value::Null);
-        score.fm = py_eq(
-            &reference_parse_to_obj(feedback),
-            &self.truth_feedback_reference,
-        );
         score.fm_strict = strict_feedback(feedback) == self.truth_feedback_strict;
         let empty = Value::Array(Vec::new());
         let changes = object.get("config_changes").unwrap_or(&empty);
 
-        let (cm_strict, predicted_facts_cmp, problems) = self.strict_part(changes);
+        let (cm_strict, cmp, problems) = self.strict_part(changes);
         score.cm_strict = cm_strict;
         score.problems = problems;
-        let cmp = predicted_facts_cmp;
         score.field = FieldScore::new(self.truth_facts.len(), cmp.predicted, cmp.correct);
 
-        let mut undo = UndoLog::default();
-        let state = &mut self.transition.config_before;
-        let reference_ok = reference_apply_in_place(state, changes, &mut undo);
-        score.cm_reference =
-            reference_ok.is_ok() && reference_config_match(state, &self.truth_reference);
-        undo.undo(state);
-
-        // The taxonomy describes envsim's strict reading; a change list the reference scorer
-        // would crash on only costs CM-reference.
         if score.problems.iter().any(Problem::is_error) {
             score.errors.push(ErrorTag::MalformedDelta);
         }
@@ -380,10 +426,12 @@ impl PreparedSample {
             stratum: self.stratum,
             change_count: self.change_count,
             args_count: self.args_count,
-            fm: false,
+            fm_ref: false,
             fm_strict: false,
             cm_strict: false,
-            cm_reference: false,
+            cm_ref: false,
+            reference_outcome: ReferenceOutcome::Scored,
+            reference_crash: None,
             field: FieldScore {
                 truth: self.truth_facts.len(),
                 ..FieldScore::default()
@@ -404,6 +452,7 @@ impl PreparedSample {
         message: String,
     ) -> SampleScore {
         score.errors.push(ErrorTag::ParseFailure);
+        score.errors.sort();
         score.parse_failure = Some(ParseFailureInfo {
             code: code.to_owned(),
             message,
@@ -529,11 +578,15 @@ pub fn stratum_of(transition: &Transition) -> Stratum {
     )
 }
 
-/// Reads `success` from an observation the way the reference's sampler does: the observation
-/// normalised by `parse_to_obj` must be an object whose `success` is exactly a boolean.
+/// Reads `success` from an observation the way the reference's sampler and evaluator do: the
+/// observation normalised by `parse_to_obj` must be a dict whose `success` is `True` or `False`
+/// itself (`success is True`), not merely truthy.
 pub fn observation_success(observation: &Value) -> Option<bool> {
-    match reference_parse_to_obj(observation) {
-        Value::Object(map) => map.get("success").and_then(Value::as_bool),
+    match parse_to_obj(&PyValue::from_json(observation)) {
+        PyValue::Dict(dict) => match dict.get_str("success") {
+            Some(PyValue::Bool(b)) => Some(*b),
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -63,10 +63,10 @@ fn oracle_scores_100_percent_everywhere_without_reference_blind_spots() {
             continue;
         }
         for (metric, value) in [
-            ("fm", summary.fm),
+            ("fm_ref", summary.fm_ref),
             ("fm_strict", summary.fm_strict),
             ("cm_strict", summary.cm_strict),
-            ("cm_reference", summary.cm_reference),
+            ("cm_ref", summary.cm_ref),
             ("field_f1", summary.field_f1),
             ("field_precision", summary.field_precision),
             ("field_recall", summary.field_recall),
@@ -96,7 +96,7 @@ fn oracle_exposes_reference_flaws_on_removals_and_dotted_keys() {
     let report = run(&mut samples, Baseline::Oracle);
     assert_eq!(report.overall.cm_strict, Some(1.0));
     for (sample, blind) in report.samples.iter().zip(&blind) {
-        assert_eq!(sample.cm_reference, !blind, "{}", sample.sample_id);
+        assert_eq!(sample.cm_ref, !blind, "{}", sample.sample_id);
     }
     assert!(
         blind.iter().any(|b| *b),
@@ -115,8 +115,8 @@ fn null_scores_exactly_the_no_change_share() {
     let report = run(&mut samples, Baseline::Null);
     let share = unchanged as f64 / samples.len() as f64;
     assert_eq!(report.overall.cm_strict, Some(share));
-    assert_eq!(report.overall.cm_reference, Some(share));
-    assert_eq!(report.overall.fm, Some(0.0));
+    assert_eq!(report.overall.cm_ref, Some(share));
+    assert_eq!(report.overall.fm_ref, Some(0.0));
     assert_eq!(report.strata[0].1.cm_strict, Some(1.0), "failure stratum");
     assert_eq!(report.strata[3].1.cm_strict, Some(0.0), "simple_1 stratum");
 }
@@ -149,6 +149,21 @@ fn sample_scores_round_trip_through_json() {
         }
     }
     assert!(kinds.contains("difficult_7_12") && kinds.contains("failure"));
+    // Schema v1 scores (stored runs, old --out files) still read: `fm` and `cm_reference` are the
+    // reference columns, and the outcome follows from the request error.
+    let v1 = r#"{"sample_id":"x","stratum":"simple_1","change_count":1,"args_count":0,"fm":true,"fm_strict":false,"cm_strict":false,"cm_reference":true,"field":{"truth":1,"predicted":0,"correct":0,"precision":0.0,"recall":0.0,"f1":0.0},"errors":["missed"],"parse_failure":null,"problems":[],"repairs":[],"api_error":null,"usage":null}"#;
+    let old: SampleScore = serde_json::from_str(v1).unwrap();
+    assert!(old.fm_ref && old.cm_ref && !old.cm_strict);
+    assert_eq!(
+        old.reference_outcome,
+        envsim_core::reference::ReferenceOutcome::Scored
+    );
+    let failed = v1.replace(r#""api_error":null"#, r#""api_error":"HTTP 500""#);
+    let old: SampleScore = serde_json::from_str(&failed).unwrap();
+    assert_eq!(
+        old.reference_outcome,
+        envsim_core::reference::ReferenceOutcome::RequestFailed
+    );
     let bad = r#"{"sample_id":"x","stratum":"nope","change_count":0,"args_count":0,"fm":false,"fm_strict":false,"cm_strict":false,"cm_reference":false,"field":{"truth":0,"predicted":0,"correct":0,"precision":1.0,"recall":1.0,"f1":1.0},"errors":[],"parse_failure":null,"problems":[],"repairs":[],"api_error":null,"usage":null}"#;
     let err = serde_json::from_str::<SampleScore>(bad).unwrap_err();
     assert!(

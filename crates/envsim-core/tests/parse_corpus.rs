@@ -332,6 +332,31 @@ const CASES: &[Case] = &[
         expected: Object(r#"{"feedback": "x", "count": 1.0, "n": 1, "big": 12345678901234567890, "neg": -3}"#),
     },
     Case {
+        name: "fence_inside_json_string",
+        input: r#"{"feedback": "```\n{'success': False, 'error': 'x'}\n```", "config_changes": []}"#,
+        expected: Object(r#"{"feedback": "```\n{'success': False, 'error': 'x'}\n```", "config_changes": []}"#),
+    },
+    Case {
+        name: "think_tags_inside_json_string",
+        input: r#"{"feedback": "<think>a</think> b", "config_changes": []}"#,
+        expected: Object(r#"{"feedback": "<think>a</think> b", "config_changes": []}"#),
+    },
+    Case {
+        name: "draft_with_fewer_keys_first",
+        input: "Draft: {\"feedback\": \"draft\"}\nFinal: {\"feedback\": \"ok\", \"config_changes\": []}",
+        expected: Object(r#"{"feedback": "ok", "config_changes": []}"#),
+    },
+    Case {
+        name: "wrapped_answer",
+        input: r#"{"answer": {"feedback": "x", "config_changes": []}}"#,
+        expected: Object(r#"{"feedback": "x", "config_changes": []}"#),
+    },
+    Case {
+        name: "unclosed_think_then_fenced_answer",
+        input: "<think>Let me see {x}.\n```json\n{\"feedback\": \"y\", \"config_changes\": []}\n```",
+        expected: Object(r#"{"feedback": "y", "config_changes": []}"#),
+    },
+    Case {
         name: "markdown_bold_label",
         input: "**Prediction**: {\"feedback\": \"ok\", \"config_changes\": [{\"type\": \"delete\", \"path\": \"x\"}]}",
         expected: Object(r#"{"feedback": "ok", "config_changes": [{"type": "delete", "path": "x"}]}"#),

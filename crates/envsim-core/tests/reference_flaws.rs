@@ -6,24 +6,9 @@ use envsim_core::score::ErrorTag;
 use serde_json::{json, Value};
 
 fn transition(before: Value, after: Value, observation: &str, args: Value) -> Transition {
-    Transition {
-        id: "t".into(),
-        origin: Origin {
-            record: 0,
-            step: None,
-        },
-        env_id: None,
-        task_id: None,
-        action: Action {
-            name: "tool".into(),
-            arguments: args.as_object().cloned().unwrap_or_default(),
-        },
-        observation: json!(observation),
-        config_before: before,
-        config_after: after,
-        stored_change_count: None,
-        env_code: String::new(),
-    }
+    let mut t = envsim_testkit::transition(before, after, json!(observation));
+    t.action.arguments = args.as_object().cloned().unwrap_or_default();
+    t
 }
 
 fn score(before: Value, after: Value, output: &str) -> SampleScore {
@@ -60,7 +45,7 @@ fn flaw1_spurious_writes_pass_reference_fail_strict() {
             {"type": "modify", "path": "orders.O2.status", "value": "lost"},
         ])),
     );
-    assert!(s.cm_reference);
+    assert!(s.cm_ref);
     assert!(!s.cm_strict);
     assert_eq!(s.errors, [ErrorTag::Spurious]);
     assert_eq!(
@@ -74,7 +59,7 @@ fn flaw1_spurious_writes_pass_reference_fail_strict() {
         a,
         &output(json!([{"type": "modify", "path": "orders.O1", "value": {"status": "paid"}}])),
     );
-    assert!(s.cm_reference);
+    assert!(s.cm_ref);
     assert!(!s.cm_strict);
     assert_eq!(
         s.errors,
@@ -92,17 +77,17 @@ fn flaw2_no_change_cm_is_vacuous_in_reference_only() {
         b.clone(),
         &output(json!([{"type": "add", "path": "orders.O9", "value": {}}])),
     );
-    assert!(
-        s.cm_reference,
-        "reference passes any change list on |Δ| = 0"
-    );
+    assert!(s.cm_ref, "reference passes any change list on |Δ| = 0");
     assert!(!s.cm_strict);
     let s = score(b.clone(), b, "{}");
     assert!(
-        s.cm_reference && s.cm_strict,
+        s.cm_ref && s.cm_strict,
         "predicting no change is right on both"
     );
-    assert!(!s.fm && !s.fm_strict, "but an empty object has no feedback");
+    assert!(
+        !s.fm_ref && !s.fm_strict,
+        "but an empty object has no feedback"
+    );
 }
 
 #[test]
@@ -115,14 +100,14 @@ fn flaw3_correct_delete_fails_reference() {
         &output(json!([{"type": "delete", "path": "orders.O2"}])),
     );
     assert!(s.cm_strict);
-    assert!(!s.cm_reference);
+    assert!(!s.cm_ref);
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     let s = score(
         b,
         a,
         &output(json!([{"type": "modify", "path": "orders.O2", "value": null}])),
     );
-    assert!(s.cm_reference, "a null left behind passes the reference");
+    assert!(s.cm_ref, "a null left behind passes the reference");
     assert!(!s.cm_strict);
     assert_eq!(s.errors, [ErrorTag::WrongValue]);
 }
@@ -136,16 +121,13 @@ fn flaw4_path_syntax() {
         &output(json!([{"type": "modify", "path": "/orders/O1/status", "value": "paid"}])),
     );
     assert!(pointer.cm_strict);
-    assert!(
-        !pointer.cm_reference,
-        "the reference cannot read JSON Pointers"
-    );
+    assert!(!pointer.cm_ref, "the reference cannot read JSON Pointers");
     let keys = score(
         b,
         a,
         &output(json!([{"type": "modify", "path": ["orders", "O1", "status"], "value": "paid"}])),
     );
-    assert!(keys.cm_strict && keys.cm_reference);
+    assert!(keys.cm_strict && keys.cm_ref);
 }
 
 #[test]
@@ -159,7 +141,7 @@ fn flaw5_keys_with_dots() {
     );
     assert!(keys.cm_strict);
     assert!(
-        !keys.cm_reference,
+        !keys.cm_ref,
         "a semantically exact key list fails the reference"
     );
     let dotted = score(
@@ -172,7 +154,7 @@ fn flaw5_keys_with_dots() {
         "envsim resolves the dotted key against the state"
     );
     assert!(
-        dotted.cm_reference,
+        dotted.cm_ref,
         "the reference passes it by splitting both sides the same wrong way"
     );
 }
@@ -191,7 +173,7 @@ fn flaw6_lists() {
     );
     assert!(s.cm_strict, "`-` appends, as in JSON Pointer");
     assert!(
-        !s.cm_reference,
+        !s.cm_ref,
         "the reference raises on a non-numeric list index"
     );
     assert!(s.errors.is_empty(), "{:?}", s.errors);
@@ -203,7 +185,7 @@ fn flaw6_lists() {
             {"type": "modify", "path": "items.1.qty", "value": 3},
         ])),
     );
-    assert!(s.cm_strict && s.cm_reference);
+    assert!(s.cm_strict && s.cm_ref);
     // A reordered list is wrong on both.
     let s = score(
         b,
@@ -213,7 +195,7 @@ fn flaw6_lists() {
             {"type": "modify", "path": "items.1.qty", "value": 3},
         ])),
     );
-    assert!(!s.cm_strict && !s.cm_reference);
+    assert!(!s.cm_strict && !s.cm_ref);
     // Index-wise: /u/tags/0 became "vip" (spurious), /u/tags/1 is "a" instead of "vip".
     assert_eq!(s.errors, [ErrorTag::Spurious, ErrorTag::WrongValue]);
 }
@@ -241,7 +223,7 @@ fn flaw7_malformed_outputs_stay_in_the_denominator() {
         ),
     ] {
         let s = score(b.clone(), a.clone(), &text);
-        assert!(!s.cm_strict && !s.cm_reference, "{text}");
+        assert!(!s.cm_strict && !s.cm_ref, "{text}");
         assert!(s.errors.contains(&tag), "{text}: {:?}", s.errors);
     }
     let scores: Vec<SampleScore> = [
@@ -255,7 +237,7 @@ fn flaw7_malformed_outputs_stay_in_the_denominator() {
     let report = Report::new("m", scores);
     assert_eq!(report.overall.n, 3);
     assert_eq!(report.overall.parse_failure_rate, Some(2.0 / 3.0));
-    assert_eq!(report.overall.cm_reference, Some(0.0));
+    assert_eq!(report.overall.cm_ref, Some(0.0));
 }
 
 #[test]
@@ -270,7 +252,7 @@ fn flaw10_feedback_leniency() {
     };
     let s = mk("Created {'id': 5}", json!("Deleted {'id': 5} failed"));
     assert!(
-        s.fm,
+        s.fm_ref,
         "the reference reduces both texts to the brace fragment"
     );
     assert!(!s.fm_strict);
@@ -278,21 +260,21 @@ fn flaw10_feedback_leniency() {
         "{'success': True, 'count': 1}",
         json!("{\"success\": true, \"count\": 1.0}"),
     );
-    assert!(s.fm, "1 == 1.0 in Python");
+    assert!(s.fm_ref, "1 == 1.0 in Python");
     assert!(!s.fm_strict);
     let s = mk(
         "{'success': True, 'count': 1}",
         json!({"count": 1, "success": true}),
     );
     assert!(
-        s.fm && s.fm_strict,
+        s.fm_ref && s.fm_strict,
         "key order, quote style and a structured feedback are fine"
     );
     let s = mk(
         "{'success': False, 'error': 'Order not found'}",
         json!("{'success': False, 'error': 'order not found'}"),
     );
-    assert!(!s.fm && !s.fm_strict, "wording is strict on both");
+    assert!(!s.fm_ref && !s.fm_strict, "wording is strict on both");
 }
 
 #[test]
@@ -304,13 +286,13 @@ fn type_switches_and_numeric_types() {
         a.clone(),
         &output(json!([{"type": "modify", "path": "x", "value": null}])),
     );
-    assert!(s.cm_strict && s.cm_reference);
+    assert!(s.cm_strict && s.cm_ref);
     let s = score(
         b.clone(),
         a,
         &output(json!([{"type": "delete", "path": "x"}])),
     );
-    assert!(!s.cm_strict && !s.cm_reference);
+    assert!(!s.cm_strict && !s.cm_ref);
 
     let a = json!({"x": {"a": 1}, "n": 2, "f": true});
     let s = score(
@@ -318,7 +300,7 @@ fn type_switches_and_numeric_types() {
         a.clone(),
         &output(json!([{"type": "modify", "path": "n", "value": 2.0}])),
     );
-    assert!(s.cm_reference, "2.0 == 2 in Python");
+    assert!(s.cm_ref, "2.0 == 2 in Python");
     assert!(!s.cm_strict, "2.0 is not 2");
     let a2 = json!({"x": {"a": 1}, "n": 1, "f": false});
     let s = score(
@@ -326,7 +308,7 @@ fn type_switches_and_numeric_types() {
         a2,
         &output(json!([{"type": "modify", "path": "f", "value": 0}])),
     );
-    assert!(s.cm_reference, "0 == False in Python");
+    assert!(s.cm_ref, "0 == False in Python");
     assert!(!s.cm_strict);
     assert_eq!(s.errors, [ErrorTag::WrongValue]);
 }
@@ -338,7 +320,7 @@ fn api_errors_and_missing_predictions_count_as_wrong() {
     let e = sample.score(&Prediction::ApiError("HTTP 500".into()), None);
     let m = sample.score(&Prediction::Missing, None);
     for s in [&e, &m] {
-        assert!(!s.fm && !s.cm_strict && !s.cm_reference);
+        assert!(!s.fm_ref && !s.cm_strict && !s.cm_ref);
         assert_eq!(s.field.f1, 0.0);
     }
     assert_eq!(e.errors, [ErrorTag::ApiError]);

@@ -1,5 +1,6 @@
-//! The "cliff chart": CM-strict accuracy against |Δ| (the number of state changes a tool call
-//! makes), one curve per evaluation run, rendered as a self-contained SVG document.
+//! The "cliff chart": config-match accuracy (CM-strict, or the reference lane's CM-ref, see
+//! [`CliffMetric`]) against |Δ| (the number of state changes a tool call makes), one curve per
+//! evaluation run, rendered as a self-contained SVG document.
 //!
 //! [`cliff_svg`] is a pure function: no I/O, no clock, no hashing, so the same input always gives
 //! the same bytes. Every number is written with a fixed precision (coordinates with two decimals,
@@ -354,9 +355,34 @@ fn legend_entry(out: &mut String, row: usize, colour: &str, dashed: bool, name: 
     out.push_str("</g>\n");
 }
 
+/// Which config-match metric a cliff chart plots; its name labels the y axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CliffMetric {
+    /// envsim's strict lane.
+    #[default]
+    CmStrict,
+    /// The reference evaluator's own config match.
+    CmRef,
+}
+
+impl CliffMetric {
+    /// The column name, as in the score tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            CliffMetric::CmStrict => "CM-strict",
+            CliffMetric::CmRef => "CM-ref",
+        }
+    }
+}
+
 /// Renders the cliff chart as a standalone SVG document (`WIDTH`×`HEIGHT`, UTF-8, no XML
 /// declaration). `baseline` is drawn dashed and grey, without a band. Same input → same bytes.
-pub fn cliff_svg(title: &str, series: &[CliffSeries], baseline: Option<&CliffSeries>) -> String {
+pub fn cliff_svg(
+    title: &str,
+    metric: CliffMetric,
+    series: &[CliffSeries],
+    baseline: Option<&CliffSeries>,
+) -> String {
     let series_segs: Vec<Vec<Vec<Drawn>>> = series.iter().map(|s| segments(&s.points)).collect();
     let baseline_segs: Option<Vec<Vec<Drawn>>> = baseline.map(|b| segments(&b.points));
     let x_max = series
@@ -479,8 +505,9 @@ pub fn cliff_svg(title: &str, series: &[CliffSeries], baseline: Option<&CliffSer
     );
     let _ = writeln!(
         out,
-        r##"<text class="axis-title" x="18.00" y="{y}" font-size="13" text-anchor="middle" fill="#222222" transform="rotate(-90 18.00 {y})">CM-strict (%)</text>"##,
+        r##"<text class="axis-title" x="18.00" y="{y}" font-size="13" text-anchor="middle" fill="#222222" transform="rotate(-90 18.00 {y})">{label} (%)</text>"##,
         y = f2(plot_mid_y),
+        label = metric.label(),
     );
 
     // Bands under everything else.
@@ -705,7 +732,7 @@ mod tests {
     #[test]
     fn chart_starts_with_svg_and_is_balanced() {
         let (runs, baseline) = realistic();
-        let svg = cliff_svg("Cliff", &runs, Some(&baseline));
+        let svg = cliff_svg("Cliff", CliffMetric::CmStrict, &runs, Some(&baseline));
         assert!(svg.starts_with("<svg "));
         assert!(svg.ends_with("</svg>\n"));
         assert_eq!(count(&svg, "<svg"), 1);
@@ -723,7 +750,7 @@ mod tests {
         ));
         runs.push(series("no points", vec![]));
 
-        let svg = cliff_svg("t", &runs, Some(&baseline));
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, Some(&baseline));
         assert_eq!(count(&svg, "<path class=\"line\""), runs.len());
         assert_eq!(count(&svg, "<path class=\"line baseline\""), 1);
         assert_eq!(count(&svg, "<path class=\"band\""), 3);
@@ -739,7 +766,7 @@ mod tests {
         assert!(ds[..runs.len() - 1].iter().all(|d| d.starts_with('M')));
         assert!(ds[runs.len() - 1].is_empty() && ds[runs.len()].is_empty());
 
-        let without = cliff_svg("t", &runs, None);
+        let without = cliff_svg("t", CliffMetric::CmStrict, &runs, None);
         assert_eq!(count(&without, "<path class=\"line"), runs.len());
         assert_eq!(count(&without, "stroke-dasharray"), 0);
         assert_well_formed(&svg);
@@ -754,7 +781,7 @@ mod tests {
             vec![pt(0, 5, 0.4, 0.2, 0.6), pt(2, 5, 0.2, 0.1, 0.3)],
         )];
         let base = series("it's <null>", vec![pt(1, 3, 0.1, 0.0, 0.3)]);
-        let svg = cliff_svg("T <&> \"q\"", &runs, Some(&base));
+        let svg = cliff_svg("T <&> \"q\"", CliffMetric::CmStrict, &runs, Some(&base));
         assert!(!svg.contains(name));
         assert!(!svg.contains("a<b"));
         assert!(svg.contains("a&lt;b &amp; &quot;c&quot;"));
@@ -765,6 +792,7 @@ mod tests {
 
         let control = cliff_svg(
             "bell\u{7}",
+            CliffMetric::CmStrict,
             &[series("nul\u{0}", vec![pt(0, 1, 1.0, 1.0, 1.0)])],
             None,
         );
@@ -781,7 +809,7 @@ mod tests {
             "s",
             vec![pt(0, 10, 1.0, 0.9, 1.0), pt(1, 10, 0.0, 0.0, 0.1)],
         )];
-        let svg = cliff_svg("t", &runs, None);
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, None);
         assert!(svg.contains(r#"<circle cx="76.00" cy="50.00""#));
         assert!(svg.contains(r#"<circle cx="616.00" cy="410.00""#));
         assert_eq!(line_ds(&svg), ["M76.00 50.00 L616.00 410.00"]);
@@ -795,6 +823,7 @@ mod tests {
         // Over |Δ| 0..=12 one unit is 540 / 12 = 45 px.
         let wide = cliff_svg(
             "t",
+            CliffMetric::CmStrict,
             &[series(
                 "s",
                 vec![pt(0, 1, 0.5, 0.5, 0.5), pt(12, 1, 0.5, 0.5, 0.5)],
@@ -817,7 +846,7 @@ mod tests {
                 pt(4, 10, 0.4, 0.3, 0.5),
             ],
         )];
-        let svg = cliff_svg("t", &runs, None);
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, None);
         let ds = line_ds(&svg);
         assert_eq!(ds.len(), 1);
         assert_eq!(count(&ds[0], "M"), 2, "two segments: {}", ds[0]);
@@ -842,7 +871,7 @@ mod tests {
             "run A",
             vec![pt(3, 34, 0.4123, 0.3014, 0.52), pt(4, 7, 0.1, 0.0, 0.3)],
         )];
-        let svg = cliff_svg("t", &runs, None);
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, None);
         assert!(svg.contains("<title>|Δ|=3: 41.2% [30.1, 52.0], n=34 (run A)</title>"));
         assert!(svg.contains("<title>|Δ|=4: 10.0% [0.0, 30.0], n=7 (run A)</title>"));
         // Legend: name and overall n.
@@ -862,7 +891,7 @@ mod tests {
                 pt(4, 5, 0.5, 0.7, 0.3),
             ],
         )];
-        let svg = cliff_svg("t", &runs, None);
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, None);
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         // NaN and infinite rates are skipped and break the line; x_max stays 4 (135 px per unit).
         let ds = line_ds(&svg);
@@ -885,11 +914,13 @@ mod tests {
 
     #[test]
     fn chart_without_series_still_has_axes_and_a_no_data_note() {
-        let svg = cliff_svg("empty", &[], None);
+        let svg = cliff_svg("empty", CliffMetric::CmStrict, &[], None);
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains(">no data</text>"));
         assert!(svg.contains("|Δ| (state changes per call)"));
         assert!(svg.contains("CM-strict (%)"));
+        let reference = cliff_svg("empty", CliffMetric::CmRef, &[], None);
+        assert!(reference.contains("CM-ref (%)") && !reference.contains("CM-strict"));
         assert_eq!(count(&svg, "<path"), 0);
         // x runs 0..=1 at least: ticks 0 and 1.
         assert!(svg.contains(r#"<text x="76.00" y="428.00" text-anchor="middle">0</text>"#));
@@ -899,7 +930,7 @@ mod tests {
         // A baseline alone is not data, and series with only empty buckets are not either.
         let base = series("null", vec![pt(0, 3, 0.3, 0.1, 0.6)]);
         let only_empty = [series("e", vec![pt(5, 0, 0.5, 0.4, 0.6)])];
-        let svg = cliff_svg("t", &only_empty, Some(&base));
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &only_empty, Some(&base));
         assert!(svg.contains(">no data</text>"));
         assert_eq!(count(&svg, "<path class=\"band\""), 0);
         assert!(
@@ -909,13 +940,13 @@ mod tests {
         assert_well_formed(&svg);
 
         let (runs, _) = realistic();
-        assert!(!cliff_svg("t", &runs, None).contains("no data"));
+        assert!(!cliff_svg("t", CliffMetric::CmStrict, &runs, None).contains("no data"));
     }
 
     #[test]
     fn chart_grid_has_percent_lines_and_every_integer_x() {
         let (runs, baseline) = realistic();
-        let svg = cliff_svg("t", &runs, Some(&baseline));
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &runs, Some(&baseline));
         for k in 0..=12 {
             assert!(
                 svg.contains(&format!(r#"text-anchor="middle">{k}</text>"#)),
@@ -937,7 +968,7 @@ mod tests {
             "s",
             vec![pt(0, 1, 0.5, 0.4, 0.6), pt(1000, 1, 0.1, 0.0, 0.2)],
         )];
-        let svg = cliff_svg("t", &far, None);
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &far, None);
         let grid = &svg[svg.find("<g class=\"grid\"").unwrap()..];
         let grid = &grid[..grid.find("</g>").unwrap()];
         assert_eq!(count(grid, "<line"), 6 + 21, "step 50 over 0..=1000");
@@ -957,7 +988,7 @@ mod tests {
             })
             .collect();
         let base = series("null", vec![pt(0, 1, 0.1, 0.0, 0.2)]);
-        let svg = cliff_svg("t", &many, Some(&base));
+        let svg = cliff_svg("t", CliffMetric::CmStrict, &many, Some(&base));
         assert_eq!(count(&svg, "<path class=\"line\""), 15);
         // Series 0 and 7 share the first colour.
         let lines: Vec<&str> = svg
@@ -976,7 +1007,12 @@ mod tests {
         assert_well_formed(&svg);
 
         let long = "a-very-long-run-name-that-goes-on-and-on";
-        let svg = cliff_svg("t", &[series(long, vec![pt(0, 1, 0.5, 0.4, 0.6)])], None);
+        let svg = cliff_svg(
+            "t",
+            CliffMetric::CmStrict,
+            &[series(long, vec![pt(0, 1, 0.5, 0.4, 0.6)])],
+            None,
+        );
         assert!(svg.contains(">a-very-long-run-nam…</text>"));
         assert!(
             svg.contains(&format!("<title>{long}</title>")),
@@ -987,14 +1023,22 @@ mod tests {
     #[test]
     fn chart_is_deterministic_and_order_independent_within_a_series() {
         let (runs, baseline) = realistic();
-        let a = cliff_svg("Cliff", &runs, Some(&baseline));
-        let b = cliff_svg("Cliff", &runs.clone(), Some(&baseline.clone()));
+        let a = cliff_svg("Cliff", CliffMetric::CmStrict, &runs, Some(&baseline));
+        let b = cliff_svg(
+            "Cliff",
+            CliffMetric::CmStrict,
+            &runs.clone(),
+            Some(&baseline.clone()),
+        );
         assert_eq!(a, b);
         let mut shuffled = runs.clone();
         for s in &mut shuffled {
             s.points.reverse();
         }
-        assert_eq!(a, cliff_svg("Cliff", &shuffled, Some(&baseline)));
+        assert_eq!(
+            a,
+            cliff_svg("Cliff", CliffMetric::CmStrict, &shuffled, Some(&baseline))
+        );
     }
 
     #[test]
@@ -1021,7 +1065,7 @@ mod tests {
             ),
         ];
         for (title, s, b) in &inputs {
-            let svg = cliff_svg(title, s, *b);
+            let svg = cliff_svg(title, CliffMetric::CmRef, s, *b);
             assert!(svg.starts_with("<svg"), "{title}");
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{title}");
             assert_well_formed(&svg);
@@ -1034,6 +1078,7 @@ mod tests {
         let (runs, baseline) = realistic();
         let svg = cliff_svg(
             "Config-match accuracy by |Δ| — example runs",
+            CliffMetric::CmStrict,
             &runs,
             Some(&baseline),
         );

@@ -3,7 +3,7 @@
 //! statistics; comparisons of several runs (paired bootstrap and McNemar per stratum); and the
 //! data of the cliff chart.
 
-use crate::chart::{CliffPoint, CliffSeries};
+use crate::chart::{CliffMetric, CliffPoint, CliffSeries};
 use crate::store::{RunRecord, Store, StoreError};
 use envsim_core::report::Report;
 use envsim_core::score::SampleScore;
@@ -22,14 +22,14 @@ pub const LEVEL: f64 = 0.95;
 pub const SEED: u64 = 20_261_129;
 
 /// Metrics that get intervals.
-pub const INTERVAL_METRICS: [&str; 4] = ["fm", "cm_strict", "cm_reference", "field_f1"];
+pub const INTERVAL_METRICS: [&str; 4] = ["fm_ref", "cm_ref", "cm_strict", "field_f1"];
 
 fn metric(sample: &SampleScore, name: &str) -> f64 {
     match name {
-        "fm" => f64::from(u8::from(sample.fm)),
+        "fm_ref" => f64::from(u8::from(sample.fm_ref)),
         "fm_strict" => f64::from(u8::from(sample.fm_strict)),
         "cm_strict" => f64::from(u8::from(sample.cm_strict)),
-        "cm_reference" => f64::from(u8::from(sample.cm_reference)),
+        "cm_ref" => f64::from(u8::from(sample.cm_ref)),
         "field_f1" => sample.field.f1,
         _ => 0.0,
     }
@@ -311,14 +311,14 @@ impl RunReport {
         Value::Object(root)
     }
 
-    /// The run's cliff curve: CM-strict per |Δ| with 95% intervals.
-    pub fn cliff(&self, name: &str) -> CliffSeries {
-        cliff_series(name, &self.report.samples)
+    /// The run's cliff curve: `metric` per |Δ| with 95% intervals.
+    pub fn cliff(&self, name: &str, metric: CliffMetric) -> CliffSeries {
+        cliff_series(name, &self.report.samples, metric)
     }
 
     /// The null baseline's cliff curve.
-    pub fn null_cliff(&self) -> CliffSeries {
-        cliff_series("null baseline", &self.null.samples)
+    pub fn null_cliff(&self, metric: CliffMetric) -> CliffSeries {
+        cliff_series("null baseline", &self.null.samples, metric)
     }
 }
 
@@ -363,15 +363,20 @@ fn rows_of(report: &Report) -> Vec<(String, Vec<&SampleScore>)> {
     rows
 }
 
-/// CM-strict per |Δ| (0 to the largest present), with 95% bootstrap intervals.
-pub fn cliff_series(name: &str, samples: &[SampleScore]) -> CliffSeries {
+/// A config-match metric per |Δ| (0 to the largest present), with 95% bootstrap intervals.
+pub fn cliff_series(name: &str, samples: &[SampleScore], metric: CliffMetric) -> CliffSeries {
     let max = samples.iter().map(|s| s.change_count).max().unwrap_or(0);
     let points = (0..=max)
         .map(|k| {
             let values: Vec<f64> = samples
                 .iter()
                 .filter(|s| s.change_count == k)
-                .map(|s| f64::from(u8::from(s.cm_strict)))
+                .map(|s| {
+                    f64::from(u8::from(match metric {
+                        CliffMetric::CmStrict => s.cm_strict,
+                        CliffMetric::CmRef => s.cm_ref,
+                    }))
+                })
                 .collect();
             let ci = bootstrap_mean_ci(&values, RESAMPLES, LEVEL, seed_for(name, &k.to_string()));
             CliffPoint {

@@ -7,12 +7,19 @@
 //! simulator produces (prose, fences, Python literals) with a chosen error rate that grows with
 //! |Δ|, to exercise the scorer like a real model would.
 //!
+//! [`messy_outputs`] writes the same answers in every shape (and with every mistake) that the
+//! reference evaluator's parsing treats specially, for differential tests of the scoring lanes.
+//!
 //! [`openai_double`] is a loopback OpenAI-compatible chat-completions test double.
 
+mod messy;
 pub mod openai_double;
+
+pub use messy::messy_outputs;
 
 use envsim_core::diff::{changes_to_json, PathStyle};
 use envsim_core::pyrepr::to_python_repr;
+use envsim_core::sample::{Action, Origin, Transition};
 use serde_json::{json, Map, Value};
 
 pub use envsim_core::rng::Rng;
@@ -42,6 +49,29 @@ impl Default for BenchOptions {
 const CITIES: [&str; 6] = ["Lyon", "Osaka", "Quito", "Tartu", "Accra", "Perth"];
 const STATUSES: [&str; 4] = ["new", "paid", "shipped", "delivered"];
 const ENV_CODE: &str = "class Shop:\n    def __init__(self, init_config: dict):\n        self.users = {}\n        self.orders = {}\n        self.inventory = {}\n        self.files = {}\n\n    def get_order(self, order_id: str) -> dict:\n        if order_id not in self.orders:\n            return {'success': False, 'error': 'Order not found'}\n        return {'success': True, 'data': self.orders[order_id]}\n";
+
+/// A transition for tests: the two states and the observation as given, a call `tool()`
+/// without arguments, id `"0"`.
+pub fn transition(before: Value, after: Value, observation: Value) -> Transition {
+    Transition {
+        id: "0".into(),
+        origin: Origin {
+            record: 0,
+            step: None,
+        },
+        env_id: None,
+        task_id: None,
+        action: Action {
+            name: "tool".into(),
+            arguments: Map::new(),
+        },
+        observation,
+        config_before: before,
+        config_after: after,
+        stored_change_count: None,
+        env_code: String::new(),
+    }
+}
 
 /// Builds a synthetic initial state.
 pub fn shop_state(rng: &mut Rng, options: &BenchOptions) -> Value {

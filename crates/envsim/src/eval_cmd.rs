@@ -11,7 +11,7 @@ use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use envsim_core::score::stratum_of;
 use envsim_eval::batch;
-use envsim_eval::chart::cliff_svg;
+use envsim_eval::chart::{cliff_svg, CliffMetric};
 use envsim_eval::config::{sha256_hex, BackendConfig, Decoding, RunConfig, Subset};
 use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::report::{compare, Price, RunReport};
@@ -200,9 +200,8 @@ pub struct EvalArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     format: OutputFormat,
-    /// Write the cliff chart (CM-strict vs |Δ|) as SVG.
-    #[arg(long, value_name = "FILE.svg")]
-    chart: Option<PathBuf>,
+    #[command(flatten)]
+    chart: ChartArgs,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -242,9 +241,8 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     format: OutputFormat,
-    /// Write the cliff chart as SVG.
-    #[arg(long, value_name = "FILE.svg")]
-    chart: Option<PathBuf>,
+    #[command(flatten)]
+    chart: ChartArgs,
     /// Write the run's predictions and scores as JSON Lines (envsim prediction format, so the
     /// file can be re-scored with `envsim score` or replayed with `--backend replay`).
     #[arg(long, value_name = "FILE.jsonl")]
@@ -273,9 +271,39 @@ pub struct CompareArgs {
     /// Disagreeing samples to list in table/Markdown output (JSON lists all).
     #[arg(long, default_value_t = 20, value_name = "N")]
     show: usize,
-    /// Write the runs' cliff charts (one SVG) here.
-    #[arg(long, value_name = "FILE.svg")]
-    chart: Option<PathBuf>,
+    #[command(flatten)]
+    chart: ChartArgs,
+}
+
+/// The cliff chart: where to write it and which lane it plots.
+#[derive(Debug, Args)]
+pub struct ChartArgs {
+    /// Write the cliff chart (config match vs |Δ|, one curve per run, null baseline dashed) as
+    /// SVG.
+    #[arg(long = "chart", value_name = "FILE.svg")]
+    path: Option<PathBuf>,
+    /// The config-match metric the chart plots: envsim's strict lane, or the reference
+    /// evaluator's own CM-ref (as in published EnvSimBench figures).
+    #[arg(long, value_enum, default_value_t = ChartMetric::CmStrict)]
+    chart_metric: ChartMetric,
+}
+
+/// `--chart-metric` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChartMetric {
+    /// CM-strict.
+    CmStrict,
+    /// CM-ref.
+    CmRef,
+}
+
+impl ChartArgs {
+    fn metric(&self) -> CliffMetric {
+        match self.chart_metric {
+            ChartMetric::CmStrict => CliffMetric::CmStrict,
+            ChartMetric::CmRef => CliffMetric::CmRef,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -569,7 +597,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         );
         return Err(Interrupted.into());
     }
-    finish_report(&report, args.format, args.chart.as_deref())
+    finish_report(&report, args.format, Some(&args.chart))
 }
 
 #[cfg(feature = "local")]
@@ -638,13 +666,22 @@ fn local_backend(
     ))
 }
 
-fn finish_report(report: &RunReport, format: OutputFormat, chart: Option<&Path>) -> Result<()> {
+fn finish_report(
+    report: &RunReport,
+    format: OutputFormat,
+    chart: Option<&ChartArgs>,
+) -> Result<()> {
     let rendered = render_run(report, format)?;
-    if let Some(path) = chart {
+    if let Some((path, metric)) = chart.and_then(|c| Some((c.path.as_ref()?, c.metric()))) {
         let svg = cliff_svg(
-            &format!("Config match vs |Δ| — {}", report.record.system),
-            &[report.cliff(&report.record.system)],
-            Some(&report.null_cliff()),
+            &format!(
+                "Config match ({}) vs |Δ| — {}",
+                metric.label(),
+                report.record.system
+            ),
+            metric,
+            &[report.cliff(&report.record.system, metric)],
+            Some(&report.null_cliff(metric)),
         );
         write_atomic(path, &svg)?;
     }
@@ -691,7 +728,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
     if let Some(path) = &args.out {
         write_predictions(&store, &hash, &report, path)?;
     }
-    finish_report(&report, args.format, args.chart.as_deref())
+    finish_report(&report, args.format, Some(&args.chart))
 }
 
 /// One line per finished sample: `sample_id`, the prediction (`output` raw text, `prediction`
@@ -747,15 +784,22 @@ pub fn compare_cmd(args: CompareArgs) -> Result<()> {
         reports.push(RunReport::load(&store, store.find_run(key)?, None)?);
     }
     let comparison = compare(&reports).map_err(anyhow::Error::msg)?;
-    if let Some(path) = &args.chart {
+    if let Some(path) = &args.chart.path {
+        let metric = args.chart.metric();
         let series: Vec<_> = reports
             .iter()
-            .map(|r| r.cliff(&format!("{} {}", r.record.system, &r.record.run_id[..6])))
+            .map(|r| {
+                r.cliff(
+                    &format!("{} {}", r.record.system, &r.record.run_id[..6]),
+                    metric,
+                )
+            })
             .collect();
         let svg = cliff_svg(
-            "Config match vs |Δ|",
+            &format!("Config match ({}) vs |Δ|", metric.label()),
+            metric,
             &series,
-            Some(&reports[0].null_cliff()),
+            Some(&reports[0].null_cliff(metric)),
         );
         write_atomic(path, &svg)?;
     }

@@ -13,7 +13,7 @@ pub enum OutputFormat {
     Table,
     /// Markdown table.
     Markdown,
-    /// JSON (schema `envsim.score.v1`; an array of reports when several systems are scored).
+    /// JSON (schema `envsim.score.v2`; an array of reports when several systems are scored).
     Json,
 }
 
@@ -34,6 +34,40 @@ pub fn render(reports: &[Report], format: OutputFormat) -> Result<String> {
 fn pct(rate: Option<f64>) -> String {
     rate.map_or_else(|| "-".to_owned(), |r| format!("{:.1}", r * 100.0))
 }
+
+/// What the reference evaluator itself would print, when its denominator differs from
+/// envsim's: it drops the samples it crashes on (and never sees missing predictions).
+pub fn reference_note(system: &str, overall: &Summary) -> Option<String> {
+    if overall.reference_n == overall.n {
+        return None;
+    }
+    let missing = overall.n - overall.reference_n - overall.reference_dropped;
+    let mut why = Vec::new();
+    if overall.reference_dropped > 0 {
+        why.push(format!(
+            "drops {} sample{} it crashes on (tagged reference_crash; wrong here)",
+            overall.reference_dropped,
+            if overall.reference_dropped == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
+    }
+    if missing > 0 {
+        why.push(format!("never saw {missing} without a prediction"));
+    }
+    Some(format!(
+        "{system}: the reference evaluator {} and would print FM-ref {}%, CM-ref {}% over {} samples",
+        why.join(" and "),
+        pct(overall.fm_ref_printed),
+        pct(overall.cm_ref_printed),
+        overall.reference_n
+    ))
+}
+
+/// The legend under every table: which column belongs to which lane.
+pub const LEGEND: &str = "rates in %; FM-ref/CM-ref: the reference evaluator's own scores from the raw text, flaws included; FM-strict/CM-strict: envsim's strict lane (exact values, clean delta); field F1: leaf facts";
 
 /// Rows of a report table in display order: `(key, label, summary)` for the strata (the
 /// per-|Δ| difficult rows and `unclassified` only when populated), the groups and `overall`.
@@ -85,10 +119,10 @@ fn table(reports: &[Report], format: OutputFormat) -> String {
         "stratum",
         "n",
         "system",
-        "FM",
+        "FM-ref",
+        "CM-ref",
         "FM-strict",
         "CM-strict",
-        "CM-ref",
         "field F1",
         "parse fail",
     ]);
@@ -106,10 +140,10 @@ fn table(reports: &[Report], format: OutputFormat) -> String {
                     String::new()
                 },
                 report.system.clone(),
-                pct(summary.fm),
+                pct(summary.fm_ref),
+                pct(summary.cm_ref),
                 pct(summary.fm_strict),
                 pct(summary.cm_strict),
-                pct(summary.cm_reference),
                 pct(summary.field_f1),
                 pct(summary.parse_failure_rate),
             ]);
@@ -123,8 +157,15 @@ fn table(reports: &[Report], format: OutputFormat) -> String {
         }
     }
     let mut out = table.to_string();
+    for report in reports {
+        if let Some(note) = reference_note(&report.system, &report.overall) {
+            out.push('\n');
+            out.push_str(&note);
+        }
+    }
     if format == OutputFormat::Table {
-        out.push_str("\nrates in %; FM/CM-ref: reference scorer; FM-strict/CM-strict: exact; field F1: leaf facts");
+        out.push('\n');
+        out.push_str(LEGEND);
     }
     out
 }

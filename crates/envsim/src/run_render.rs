@@ -94,6 +94,9 @@ fn footer(report: &RunReport) -> Vec<String> {
         }
     )];
     let overall = &report.report.overall;
+    if let Some(note) = crate::render::reference_note(&record.system, overall) {
+        lines.push(note);
+    }
     if overall.prompt_tokens + overall.completion_tokens > 0 {
         let mut line = format!(
             "tokens: {} prompt + {} completion",
@@ -152,11 +155,11 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
         "stratum",
         "n",
         "system",
-        "FM",
+        "FM-ref",
+        "CM-ref",
         "FM-strict",
         "CM-strict",
         "95% CI",
-        "CM-ref",
         "field F1",
         "parse fail",
     ]);
@@ -171,11 +174,11 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
             label,
             s.n.to_string(),
             report.record.system.clone(),
-            pct(s.fm),
+            pct(s.fm_ref),
+            pct(s.cm_ref),
             pct(s.fm_strict),
             pct(s.cm_strict),
             ci(intervals.get(&key).copied().flatten()),
-            pct(s.cm_reference),
             pct(s.field_f1),
             pct(s.parse_failure_rate),
         ]);
@@ -188,11 +191,11 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
                     String::new(),
                     String::new(),
                     baseline.system.clone(),
-                    pct(b.fm),
+                    pct(b.fm_ref),
+                    pct(b.cm_ref),
                     pct(b.fm_strict),
                     pct(b.cm_strict),
                     String::new(),
-                    pct(b.cm_reference),
                     pct(b.field_f1),
                     pct(b.parse_failure_rate),
                 ]);
@@ -212,7 +215,8 @@ pub fn render_run(report: &RunReport, format: OutputFormat) -> Result<String> {
         out.push('\n');
     }
     if format == OutputFormat::Table {
-        out.push_str("rates in %; 95% CI: percentile bootstrap of CM-strict; null (no change) and oracle (the labels) on the same samples; empty strata omitted\n");
+        out.push_str(crate::render::LEGEND);
+        out.push_str("; 95% CI: percentile bootstrap of CM-strict; null (no change) and oracle (the labels) on the same samples; empty strata omitted\n");
     }
     Ok(out)
 }

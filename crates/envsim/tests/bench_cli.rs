@@ -152,7 +152,7 @@ fn build_is_reproducible_and_export_holds_out_benchmark_environments() {
     ]));
     let oracle: Value = serde_json::from_str(&oracle).unwrap();
     assert_eq!(oracle["overall"]["cm_strict"], 1.0);
-    assert_eq!(oracle["overall"]["cm_reference"], 1.0);
+    assert_eq!(oracle["overall"]["cm_ref"], 1.0);
 
     // Too few candidates: a located error, nothing written.
     std::fs::write(

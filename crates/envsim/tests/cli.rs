@@ -59,7 +59,7 @@ fn json_report_has_the_documented_schema() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["schema"], "envsim.score.v1");
+    assert_eq!(report["schema"], "envsim.score.v2");
     assert_eq!(report["overall"]["n"], 15);
     assert_eq!(report["overall"]["prompt_tokens"], 150);
     let strata = report["strata"].as_object().unwrap();
@@ -88,10 +88,14 @@ fn json_report_has_the_documented_schema() {
     );
     for key in [
         "n",
-        "fm",
+        "fm_ref",
+        "cm_ref",
         "fm_strict",
         "cm_strict",
-        "cm_reference",
+        "reference_n",
+        "reference_dropped",
+        "fm_ref_printed",
+        "cm_ref_printed",
         "field_f1",
         "field_precision",
         "field_recall",
@@ -100,7 +104,7 @@ fn json_report_has_the_documented_schema() {
         assert!(report["overall"].get(key).is_some(), "{key}");
     }
     assert_eq!(report["strata"]["difficult_7_12"]["n"], 6);
-    assert_eq!(report["strata"]["unclassified"]["fm"], Value::Null);
+    assert_eq!(report["strata"]["unclassified"]["fm_ref"], Value::Null);
     let samples = report["samples"].as_array().unwrap();
     assert_eq!(samples.len(), 15);
     let results = std::fs::read_to_string(&out_file).unwrap();
@@ -145,6 +149,64 @@ fn baselines_print_a_table_side_by_side() {
     let md = String::from_utf8(md.stdout).unwrap();
     assert!(md.starts_with("| stratum"), "{md}");
     assert!(md.contains("| [overall]"), "{md}");
+}
+
+#[test]
+fn reference_crashes_are_wrong_here_and_the_reference_figure_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = small_bench();
+    let bench = write(dir.path(), "bench.json", to_json_array(&records).as_bytes());
+    // Sample 0: a correct answer (the oracle's own feedback, no change on a failure sample is
+    // not guaranteed, so only FM matters); sample 1: `config_changes: null`, on which the
+    // reference evaluator raises and drops the sample; the rest: nothing parseable.
+    let mut lines = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        let output = match i {
+            0 => json!({"feedback": record["step_detail"]["observation"]["content"], "config_changes": []}).to_string(),
+            1 => json!({"feedback": "x", "config_changes": null}).to_string(),
+            _ => "no answer".to_owned(),
+        };
+        lines.push(json!({"sample_id": i.to_string(), "output": output}).to_string());
+    }
+    let preds = write(dir.path(), "preds.jsonl", lines.join("\n").as_bytes());
+    let args = [
+        "score",
+        "--bench",
+        bench.to_str().unwrap(),
+        "--predictions",
+        preds.to_str().unwrap(),
+    ];
+    let out = envsim(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let n = records.len();
+    assert!(
+        text.contains("FM-ref") && text.contains("CM-strict"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "the reference evaluator drops 1 sample it crashes on (tagged reference_crash; wrong here) and would print FM-ref {:.1}%",
+            100.0 / (n - 1) as f64
+        )),
+        "{text}"
+    );
+    let out = envsim(&[args.as_slice(), &["--format", "json"]].concat());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let overall = &report["overall"];
+    assert_eq!(overall["n"], n);
+    assert_eq!(overall["reference_n"], n - 1);
+    assert_eq!(overall["reference_dropped"], 1);
+    assert_eq!(overall["errors"]["reference_crash"], 1);
+    assert_eq!(overall["fm_ref"], 1.0 / n as f64);
+    assert_eq!(overall["fm_ref_printed"], 1.0 / (n - 1) as f64);
+    let crashed = &report["samples"][1];
+    assert_eq!(crashed["reference_outcome"], "crash");
+    assert_eq!(
+        crashed["reference_crash"],
+        "TypeError: 'NoneType' object is not iterable"
+    );
+    assert_eq!(crashed["fm_ref"], false);
 }
 
 #[test]
@@ -208,9 +270,12 @@ fn reference_result_files_are_rescored() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["samples"][0]["fm"], true);
+    assert_eq!(report["samples"][0]["fm_ref"], true);
+    assert_eq!(report["samples"][0]["reference_outcome"], "scored");
     assert_eq!(report["samples"][0]["cm_strict"], true);
     assert_eq!(report["samples"][1]["parse_failure"]["code"], "truncated");
+    assert_eq!(report["samples"][1]["reference_outcome"], "failed_parse");
+    assert_eq!(report["overall"]["reference_n"], 2);
 }
 
 /// Bad input: a located message, a non-zero exit, and no output file.

@@ -148,7 +148,7 @@ fn default_eval_runs_the_bundled_benchmark_with_the_null_line() {
         chart.to_str().unwrap(),
     ]);
     let report = json_of(&out);
-    assert_eq!(report["schema"], "envsim.score.v1");
+    assert_eq!(report["schema"], "envsim.score.v2");
     assert_eq!(report["system"], "oracle");
     assert_eq!(report["overall"]["n"], 400);
     assert_eq!(report["overall"]["cm_strict"], 1.0);
@@ -230,9 +230,24 @@ fn oracle_through_http_scores_100_and_is_listed_reported_and_charted() {
         "--chart",
         chart.to_str().unwrap(),
     ]));
-    assert!(std::fs::read_to_string(chart)
-        .unwrap()
-        .contains("sim-model"));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.contains("sim-model") && svg.contains("CM-strict (%)"));
+    ok(&envsim(&[
+        "report",
+        &run_id,
+        "--store",
+        f.store.to_str().unwrap(),
+        "--chart",
+        chart.to_str().unwrap(),
+        "--chart-metric",
+        "cm-ref",
+    ]));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(
+        svg.contains("Config match (CM-ref)") && svg.contains("CM-ref (%)"),
+        "{}",
+        &svg[..400.min(svg.len())]
+    );
 }
 
 fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
