@@ -129,6 +129,9 @@ pub struct RunReport {
     pub cost: Option<Cost>,
     /// The price used.
     pub price: Option<Price>,
+    /// Sample scores written by an older envsim (schema v1: reference columns from the lenient
+    /// extraction); resuming the run rescores them from the stored outputs.
+    pub legacy_scores: usize,
 }
 
 impl RunReport {
@@ -147,6 +150,10 @@ impl RunReport {
         let mut sample_latency = Vec::new();
         let mut requests = Requests::default();
         let mut finished = 0;
+        let legacy_scores = rows
+            .iter()
+            .filter(|row| crate::runner::is_legacy_score(&row.score))
+            .count();
         for row in &rows {
             let score: SampleScore = serde_json::from_str(&row.score).map_err(|e| {
                 corrupt(format!(
@@ -215,6 +222,7 @@ impl RunReport {
             cost,
             price,
             record,
+            legacy_scores,
         })
     }
 
@@ -267,6 +275,7 @@ impl RunReport {
                 "samples": self.report.samples.len(),
                 "finished": self.finished,
                 "complete": self.complete(),
+                "legacy_scores": self.legacy_scores,
                 "tokens": {
                     "prompt": self.report.overall.prompt_tokens,
                     "completion": self.report.overall.completion_tokens,

@@ -247,19 +247,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
             if let Some(prices) = &prices {
                 store.set_prices(&hash, prices)?;
             }
+            rescore_legacy(&mut store, &hash, &mut samples)?;
             (existing, true)
         }
         None => {
-            let baseline_scores = |samples: &mut Vec<PreparedSample>, baseline: Baseline| {
-                let scores: Vec<SampleScore> = samples
-                    .iter_mut()
-                    .map(|s| {
-                        let p = baseline.predict(s.transition());
-                        s.score(&p, None)
-                    })
-                    .collect();
-                serde_json::to_string(&scores).unwrap_or_default()
-            };
             let null_scores = baseline_scores(&mut samples, Baseline::Null);
             let oracle_scores = baseline_scores(&mut samples, Baseline::Oracle);
             let pending: Vec<(String, String)> = samples
@@ -513,6 +504,84 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         },
     });
     finished
+}
+
+/// A baseline's per-sample scores as the JSON array stored with a run.
+fn baseline_scores(samples: &mut [PreparedSample], baseline: Baseline) -> String {
+    let scores: Vec<SampleScore> = samples
+        .iter_mut()
+        .map(|s| {
+            let p = baseline.predict(s.transition());
+            s.score(&p, None)
+        })
+        .collect();
+    serde_json::to_string(&scores).unwrap_or_default()
+}
+
+/// Whether a stored score was written before the reference lane was exact (schema v1): such
+/// scores lack `reference_outcome`, and their reference columns came from envsim's lenient
+/// extraction.
+pub fn is_legacy_score(score_json: &str) -> bool {
+    !score_json.contains("\"reference_outcome\"")
+}
+
+/// The prediction a stored result row recorded (`prediction_kind` and `prediction`).
+pub fn stored_prediction(kind: Option<&str>, text: Option<&str>) -> Prediction {
+    match (kind, text) {
+        (Some("raw"), Some(text)) => Prediction::Raw(text.to_owned()),
+        (Some("parsed"), Some(text)) => serde_json::from_str(text)
+            .map(Prediction::Parsed)
+            .unwrap_or_else(|e| {
+                Prediction::ApiError(format!("stored prediction is not JSON: {e}"))
+            }),
+        (Some("api_error"), Some(text)) => Prediction::ApiError(text.to_owned()),
+        _ => Prediction::Missing,
+    }
+}
+
+/// Rescores, from the stored outputs, every score of a resumed run that an older envsim wrote
+/// (see [`is_legacy_score`]), baselines included, so that no column of a run mixes scorers.
+fn rescore_legacy(
+    store: &mut Store,
+    hash: &str,
+    samples: &mut [PreparedSample],
+) -> Result<(), StoreError> {
+    let mut scores = Vec::new();
+    for row in store.results(hash)? {
+        if !is_legacy_score(&row.score) {
+            continue;
+        }
+        let Some(sample) = samples.get_mut(row.idx) else {
+            continue;
+        };
+        let usage = serde_json::from_str::<SampleScore>(&row.score)
+            .ok()
+            .and_then(|old| old.usage);
+        let prediction = if row.done {
+            stored_prediction(row.prediction_kind.as_deref(), row.prediction.as_deref())
+        } else {
+            Prediction::Missing
+        };
+        let score = sample.score(&prediction, usage);
+        scores.push((row.idx, serde_json::to_string(&score).unwrap_or_default()));
+    }
+    let (null, oracle) = store.baselines(hash)?;
+    let baselines = if is_legacy_score(&null) || is_legacy_score(&oracle) {
+        Some((
+            baseline_scores(samples, Baseline::Null),
+            baseline_scores(samples, Baseline::Oracle),
+        ))
+    } else {
+        None
+    };
+    if scores.is_empty() && baselines.is_none() {
+        return Ok(());
+    }
+    store.replace_scores(
+        hash,
+        &scores,
+        baselines.as_ref().map(|(n, o)| (n.as_str(), o.as_str())),
+    )
 }
 
 /// A model answer (or the request's final error) as what `run_sample` records: prediction,

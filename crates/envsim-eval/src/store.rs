@@ -428,6 +428,37 @@ impl Store {
         Ok(record)
     }
 
+    /// Replaces stored scores (per-sample `(idx, score JSON)` and, when given, the null and
+    /// oracle baselines) in one transaction, leaving predictions and statuses as they are. Used
+    /// to rescore runs written by an older scorer from their stored outputs.
+    pub fn replace_scores(
+        &mut self,
+        hash: &str,
+        scores: &[(usize, String)],
+        baselines: Option<(&str, &str)>,
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(sqlite(&path))?;
+        {
+            let mut update = tx
+                .prepare("UPDATE results SET score = ?3 WHERE run_hash = ?1 AND idx = ?2")
+                .map_err(sqlite(&path))?;
+            for (idx, score) in scores {
+                update
+                    .execute(params![hash, *idx as i64, score])
+                    .map_err(sqlite(&path))?;
+            }
+        }
+        if let Some((null, oracle)) = baselines {
+            tx.execute(
+                "UPDATE run_baselines SET null_scores = ?2, oracle_scores = ?3 WHERE run_hash = ?1",
+                params![hash, null, oracle],
+            )
+            .map_err(sqlite(&path))?;
+        }
+        tx.commit().map_err(sqlite(&path))
+    }
+
     /// Deletes a run with its results and audit rows (`--fresh`). Cached responses stay.
     pub fn delete_run(&mut self, hash: &str) -> Result<(), StoreError> {
         let path = self.path.clone();

@@ -464,3 +464,100 @@ fn a_partial_run_reports_over_the_whole_benchmark() {
         Some((ts.len() - 1) as f64 / ts.len() as f64)
     );
 }
+
+/// Rewrites a stored score as envsim wrote it before the reference lane became exact (schema
+/// v1): `fm`/`cm_reference` instead of `fm_ref`/`cm_ref`, no reference outcome.
+fn to_v1(score: &str, fm: bool) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(score).unwrap();
+    let map = value.as_object_mut().unwrap();
+    map.remove("fm_ref");
+    map.remove("reference_outcome");
+    map.remove("reference_crash");
+    let cm = map.remove("cm_ref").unwrap();
+    map.insert("fm".into(), fm.into());
+    map.insert("cm_reference".into(), cm);
+    value.to_string()
+}
+
+#[test]
+fn scores_from_an_older_envsim_are_flagged_and_rescored_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let answers = oracle_answers(&ts, Template::Envsim);
+    let server = double(&answers, HashMap::new());
+    let url = server.base_url();
+    let go = || {
+        execute(request(
+            &db,
+            &ts,
+            &url,
+            "m",
+            Template::Envsim,
+            options(),
+            Duration::from_secs(10),
+        ))
+    };
+    let first = go();
+    let fresh = load(&db, &first);
+    assert_eq!(fresh.legacy_scores, 0);
+    assert_eq!(fresh.report.overall.fm_ref, Some(1.0));
+
+    // Make every stored score (and the baselines) look like schema v1, with a wrong FM that
+    // only a rescore can fix.
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let rows: Vec<(i64, String)> = conn
+            .prepare("SELECT idx, score FROM results")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (idx, score) in rows {
+            conn.execute(
+                "UPDATE results SET score = ?1 WHERE idx = ?2",
+                rusqlite::params![to_v1(&score, false), idx],
+            )
+            .unwrap();
+        }
+        let (null, oracle): (String, String) = conn
+            .query_row(
+                "SELECT null_scores, oracle_scores FROM run_baselines",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let v1 = |array: &str| {
+            let items: Vec<serde_json::Value> = serde_json::from_str(array).unwrap();
+            let items: Vec<String> = items
+                .iter()
+                .map(|s| to_v1(&s.to_string(), s["fm_ref"] == true))
+                .collect();
+            format!("[{}]", items.join(","))
+        };
+        conn.execute(
+            "UPDATE run_baselines SET null_scores = ?1, oracle_scores = ?2",
+            rusqlite::params![v1(&null), v1(&oracle)],
+        )
+        .unwrap();
+    }
+    let old = load(&db, &first);
+    assert_eq!(old.legacy_scores, ts.len(), "v1 rows are recognised");
+    assert_eq!(
+        old.report.overall.fm_ref,
+        Some(0.0),
+        "and read as they were stored"
+    );
+
+    // The same command again: no request, every score recomputed from the stored outputs.
+    let again = go();
+    assert!(again.resumed);
+    assert_eq!(again.processed, 0);
+    assert_eq!(server.requests(), ts.len());
+    let upgraded = load(&db, &again);
+    assert_eq!(upgraded.legacy_scores, 0);
+    assert_eq!(upgraded.report.overall.fm_ref, Some(1.0));
+    assert_eq!(upgraded.report.samples, fresh.report.samples);
+    assert_eq!(upgraded.null.samples, fresh.null.samples);
+}

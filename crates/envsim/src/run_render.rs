@@ -94,6 +94,12 @@ fn footer(report: &RunReport) -> Vec<String> {
         }
     )];
     let overall = &report.report.overall;
+    if report.legacy_scores > 0 {
+        lines.push(format!(
+            "{} sample scores were written by an older envsim (score schema v1): their FM-ref/CM-ref came from envsim's lenient reading, not the reference evaluator's; rerun the same `envsim eval` command to rescore them from the stored outputs (no requests are repeated)",
+            report.legacy_scores
+        ));
+    }
     if let Some(note) = crate::render::reference_note(&record.system, overall) {
         lines.push(note);
     }
