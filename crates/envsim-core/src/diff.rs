@@ -13,7 +13,7 @@ use crate::equality::{is_scalar, numeric_delta, py_eq};
 use crate::path::RawPath;
 use crate::pointer::JsonPointer;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What happened at a location.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -62,8 +62,8 @@ pub enum ReferenceEquality {
     Labelling,
 }
 
-/// Reference-style diff: see the module docs. Keys are visited in sorted order, as the
-/// reference does, so the change order matches its files.
+/// Reference-style diff: see the module docs. Changes come in the reference's order (the keys
+/// of every object visited sorted), so they match its files.
 pub fn reference_diff<'a>(
     before: &'a Value,
     after: &'a Value,
@@ -72,7 +72,25 @@ pub fn reference_diff<'a>(
     let mut out = Vec::new();
     match (before, after) {
         (Value::Object(_), Value::Object(_)) => {
-            reference_walk(before, after, &mut JsonPointer::root(), equality, &mut out)
+            let root = JsonPointer::root();
+            let mut trail = Trail::new(&root);
+            reference_walk(
+                before,
+                after,
+                &mut trail,
+                equality,
+                &mut |at, kind, b, a| {
+                    out.push(Change {
+                        pointer: at.pointer(),
+                        kind,
+                        before: b,
+                        after: a,
+                    })
+                },
+            );
+            // The walk follows the states' own key order; the reference visits the keys of
+            // every object sorted, which puts the changes in the order of their token lists.
+            out.sort_unstable_by(|x, y| x.pointer.cmp(&y.pointer));
         }
         // The reference emits one change with path "" for a non-object state.
         _ if !reference_equal(before, after, equality) => out.push(Change {
@@ -95,58 +113,132 @@ fn reference_equal(a: &Value, b: &Value, equality: ReferenceEquality) -> bool {
     }
 }
 
+/// One step of a walk's location, borrowed from the states.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Where a walk is: a starting pointer and the steps below it, turned into a [`JsonPointer`]
+/// only when a change is recorded there (most of a state is unchanged).
+struct Trail<'p, 'a> {
+    base: &'p JsonPointer,
+    segs: Vec<Seg<'a>>,
+}
+
+impl<'p, 'a> Trail<'p, 'a> {
+    fn new(base: &'p JsonPointer) -> Self {
+        Trail {
+            base,
+            segs: Vec::new(),
+        }
+    }
+
+    fn pointer(&self) -> JsonPointer {
+        let mut tokens = Vec::with_capacity(self.base.tokens().len() + self.segs.len());
+        tokens.extend(self.base.tokens().iter().cloned());
+        tokens.extend(self.segs.iter().map(|seg| match seg {
+            Seg::Key(key) => (*key).to_owned(),
+            Seg::Index(i) => i.to_string(),
+        }));
+        JsonPointer::from_tokens(tokens)
+    }
+
+    /// The pointer one step further down.
+    fn child(&mut self, seg: Seg<'a>) -> JsonPointer {
+        self.segs.push(seg);
+        let pointer = self.pointer();
+        self.segs.pop();
+        pointer
+    }
+}
+
+/// Visits the entries of `b` with the value under the same key in `a` (if any), in `b`'s order,
+/// and returns whether `a` may hold keys `b` lacks. While both objects list the same keys in the
+/// same order (the usual case for two states of one environment) the values are paired by
+/// position, without hashing, and the answer is `false`.
+fn pair_entries<'a>(
+    b: &'a Map<String, Value>,
+    a: &'a Map<String, Value>,
+    mut visit: impl FnMut(&'a String, &'a Value, Option<&'a Value>),
+) -> bool {
+    let mut aligned = b.len() == a.len();
+    let mut a_entries = a.iter();
+    for (key, old) in b {
+        let new = if aligned {
+            match a_entries.next() {
+                Some((a_key, new)) if a_key == key => Some(new),
+                _ => {
+                    aligned = false;
+                    a.get(key)
+                }
+            }
+        } else {
+            a.get(key)
+        };
+        visit(key, old, new);
+    }
+    // Equal lengths and every key of `b` matched in place: the key sets are equal.
+    !aligned
+}
+
+type Visit<'v, 'a> =
+    dyn FnMut(&Trail<'_, 'a>, ChangeKind, Option<&'a Value>, Option<&'a Value>) + 'v;
+
 fn reference_walk<'a>(
     before: &'a Value,
     after: &'a Value,
-    at: &mut JsonPointer,
+    at: &mut Trail<'_, 'a>,
     equality: ReferenceEquality,
-    out: &mut Vec<Change<'a>>,
+    visit: &mut Visit<'_, 'a>,
 ) {
     let (Value::Object(b), Value::Object(a)) = (before, after) else {
         return;
     };
-    let mut keys: Vec<&String> = b
-        .keys()
-        .chain(a.keys().filter(|k| !b.contains_key(*k)))
-        .collect();
-    keys.sort();
-    for key in keys {
-        at.push(key.clone());
-        match (b.get(key), a.get(key)) {
-            (None, Some(new)) => out.push(Change {
-                pointer: at.clone(),
-                kind: ChangeKind::Added,
-                before: None,
-                after: Some(new),
-            }),
-            (Some(old), None) => out.push(Change {
-                pointer: at.clone(),
-                kind: ChangeKind::Removed,
-                before: Some(old),
-                after: None,
-            }),
-            (Some(old @ Value::Object(_)), Some(new @ Value::Object(_))) => {
-                reference_walk(old, new, at, equality, out)
+    let may_add = pair_entries(b, a, |key, old, new| {
+        at.segs.push(Seg::Key(key));
+        match (old, new) {
+            (_, None) => visit(at, ChangeKind::Removed, Some(old), None),
+            (Value::Object(_), Some(new @ Value::Object(_))) => {
+                reference_walk(old, new, at, equality, visit)
             }
-            (Some(old), Some(new)) => {
+            (_, Some(new)) => {
                 if !reference_equal(old, new, equality) {
-                    out.push(Change {
-                        pointer: at.clone(),
-                        kind: ChangeKind::Modified,
-                        before: Some(old),
-                        after: Some(new),
-                    })
+                    visit(at, ChangeKind::Modified, Some(old), Some(new))
                 }
             }
-            (None, None) => {}
         }
-        at.pop();
+        at.segs.pop();
+    });
+    if may_add {
+        for (key, new) in a {
+            if !b.contains_key(key) {
+                at.segs.push(Seg::Key(key));
+                visit(at, ChangeKind::Added, None, Some(new));
+                at.segs.pop();
+            }
+        }
     }
 }
 
 /// |Δ| as the reference's labelling script counts it (used for strata).
 pub fn reference_change_count(before: &Value, after: &Value) -> usize {
-    reference_diff(before, after, ReferenceEquality::Labelling).len()
+    match (before, after) {
+        (Value::Object(_), Value::Object(_)) => {
+            let root = JsonPointer::root();
+            let mut count = 0;
+            reference_walk(
+                before,
+                after,
+                &mut Trail::new(&root),
+                ReferenceEquality::Labelling,
+                &mut |_, _, _, _| count += 1,
+            );
+            count
+        }
+        _ => reference_diff(before, after, ReferenceEquality::Labelling).len(),
+    }
 }
 
 /// The reference's `note` for a modification: `"increased by X"` / `"decreased by X"` when both
@@ -191,7 +283,8 @@ pub fn reference_change_json(change: &Change<'_>, with_note: bool) -> Value {
 /// [`changes_to_delta`]) turns `before` into `after`.
 pub fn fine_diff<'a>(before: &'a Value, after: &'a Value) -> Vec<Change<'a>> {
     let mut out = Vec::new();
-    fine_walk(before, after, &mut JsonPointer::root(), &mut out);
+    let root = JsonPointer::root();
+    fine_walk(before, after, &mut Trail::new(&root), &mut out);
     out
 }
 
@@ -202,51 +295,53 @@ pub fn fine_diff_at<'a>(
     at: &mut JsonPointer,
     out: &mut Vec<Change<'a>>,
 ) {
-    fine_walk(before, after, at, out)
+    fine_walk(before, after, &mut Trail::new(at), out)
 }
 
 fn fine_walk<'a>(
     before: &'a Value,
     after: &'a Value,
-    at: &mut JsonPointer,
+    at: &mut Trail<'_, 'a>,
     out: &mut Vec<Change<'a>>,
 ) {
     match (before, after) {
         (Value::Object(b), Value::Object(a)) => {
-            for (key, old) in b {
-                at.push(key.clone());
-                match a.get(key) {
+            let may_add = pair_entries(b, a, |key, old, new| {
+                at.segs.push(Seg::Key(key));
+                match new {
                     Some(new) => fine_walk(old, new, at, out),
                     None => out.push(Change {
-                        pointer: at.clone(),
+                        pointer: at.pointer(),
                         kind: ChangeKind::Removed,
                         before: Some(old),
                         after: None,
                     }),
                 }
-                at.pop();
-            }
-            for (key, new) in a {
-                if !b.contains_key(key) {
-                    out.push(Change {
-                        pointer: at.child(key.clone()),
-                        kind: ChangeKind::Added,
-                        before: None,
-                        after: Some(new),
-                    });
+                at.segs.pop();
+            });
+            if may_add {
+                for (key, new) in a {
+                    if !b.contains_key(key) {
+                        out.push(Change {
+                            pointer: at.child(Seg::Key(key)),
+                            kind: ChangeKind::Added,
+                            before: None,
+                            after: Some(new),
+                        });
+                    }
                 }
             }
         }
         (Value::Array(b), Value::Array(a)) => {
             let common = b.len().min(a.len());
             for i in 0..common {
-                at.push(i.to_string());
+                at.segs.push(Seg::Index(i));
                 fine_walk(&b[i], &a[i], at, out);
-                at.pop();
+                at.segs.pop();
             }
             for (i, new) in a.iter().enumerate().skip(common) {
                 out.push(Change {
-                    pointer: at.child(i.to_string()),
+                    pointer: at.child(Seg::Index(i)),
                     kind: ChangeKind::Added,
                     before: None,
                     after: Some(new),
@@ -255,7 +350,7 @@ fn fine_walk<'a>(
             // Highest index first, so each removal leaves the lower indices in place.
             for i in (common..b.len()).rev() {
                 out.push(Change {
-                    pointer: at.child(i.to_string()),
+                    pointer: at.child(Seg::Index(i)),
                     kind: ChangeKind::Removed,
                     before: Some(&b[i]),
                     after: None,
@@ -265,7 +360,7 @@ fn fine_walk<'a>(
         _ => {
             if before != after {
                 out.push(Change {
-                    pointer: at.clone(),
+                    pointer: at.pointer(),
                     kind: ChangeKind::Modified,
                     before: Some(before),
                     after: Some(after),
@@ -492,5 +587,272 @@ mod tests {
             facts(&removed),
             vec![(JsonPointer::from_tokens(["x"]), Fact::Removed)]
         );
+    }
+}
+
+/// The walks as they were first written (a pointer cloned at every key, keys sorted per
+/// object), kept as the oracle for the faster ones above.
+#[cfg(test)]
+mod oracle {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn reference_diff_naive<'a>(
+        before: &'a Value,
+        after: &'a Value,
+        equality: ReferenceEquality,
+    ) -> Vec<Change<'a>> {
+        let mut out = Vec::new();
+        match (before, after) {
+            (Value::Object(_), Value::Object(_)) => {
+                reference_walk_naive(before, after, &mut JsonPointer::root(), equality, &mut out)
+            }
+            _ if !reference_equal(before, after, equality) => out.push(Change {
+                pointer: JsonPointer::root(),
+                kind: ChangeKind::Modified,
+                before: Some(before),
+                after: Some(after),
+            }),
+            _ => {}
+        }
+        out
+    }
+
+    fn reference_walk_naive<'a>(
+        before: &'a Value,
+        after: &'a Value,
+        at: &mut JsonPointer,
+        equality: ReferenceEquality,
+        out: &mut Vec<Change<'a>>,
+    ) {
+        let (Value::Object(b), Value::Object(a)) = (before, after) else {
+            return;
+        };
+        let mut keys: Vec<&String> = b
+            .keys()
+            .chain(a.keys().filter(|k| !b.contains_key(*k)))
+            .collect();
+        keys.sort();
+        for key in keys {
+            at.push(key.clone());
+            match (b.get(key), a.get(key)) {
+                (None, Some(new)) => out.push(Change {
+                    pointer: at.clone(),
+                    kind: ChangeKind::Added,
+                    before: None,
+                    after: Some(new),
+                }),
+                (Some(old), None) => out.push(Change {
+                    pointer: at.clone(),
+                    kind: ChangeKind::Removed,
+                    before: Some(old),
+                    after: None,
+                }),
+                (Some(old @ Value::Object(_)), Some(new @ Value::Object(_))) => {
+                    reference_walk_naive(old, new, at, equality, out)
+                }
+                (Some(old), Some(new)) => {
+                    if !reference_equal(old, new, equality) {
+                        out.push(Change {
+                            pointer: at.clone(),
+                            kind: ChangeKind::Modified,
+                            before: Some(old),
+                            after: Some(new),
+                        })
+                    }
+                }
+                (None, None) => {}
+            }
+            at.pop();
+        }
+    }
+
+    fn fine_walk_naive<'a>(
+        before: &'a Value,
+        after: &'a Value,
+        at: &mut JsonPointer,
+        out: &mut Vec<Change<'a>>,
+    ) {
+        match (before, after) {
+            (Value::Object(b), Value::Object(a)) => {
+                for (key, old) in b {
+                    at.push(key.clone());
+                    match a.get(key) {
+                        Some(new) => fine_walk_naive(old, new, at, out),
+                        None => out.push(Change {
+                            pointer: at.clone(),
+                            kind: ChangeKind::Removed,
+                            before: Some(old),
+                            after: None,
+                        }),
+                    }
+                    at.pop();
+                }
+                for (key, new) in a {
+                    if !b.contains_key(key) {
+                        out.push(Change {
+                            pointer: at.child(key.clone()),
+                            kind: ChangeKind::Added,
+                            before: None,
+                            after: Some(new),
+                        });
+                    }
+                }
+            }
+            (Value::Array(b), Value::Array(a)) => {
+                let common = b.len().min(a.len());
+                for i in 0..common {
+                    at.push(i.to_string());
+                    fine_walk_naive(&b[i], &a[i], at, out);
+                    at.pop();
+                }
+                for (i, new) in a.iter().enumerate().skip(common) {
+                    out.push(Change {
+                        pointer: at.child(i.to_string()),
+                        kind: ChangeKind::Added,
+                        before: None,
+                        after: Some(new),
+                    });
+                }
+                for i in (common..b.len()).rev() {
+                    out.push(Change {
+                        pointer: at.child(i.to_string()),
+                        kind: ChangeKind::Removed,
+                        before: Some(&b[i]),
+                        after: None,
+                    });
+                }
+            }
+            _ => {
+                if before != after {
+                    out.push(Change {
+                        pointer: at.clone(),
+                        kind: ChangeKind::Modified,
+                        before: Some(before),
+                        after: Some(after),
+                    })
+                }
+            }
+        }
+    }
+
+    const KEYS: [&str; 8] = ["a", "b", "c.d", "0", "1", "x/y", "", "zz"];
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-2i64..3).prop_map(Value::from),
+            prop_oneof![Just(1.0f64), Just(0.5)].prop_map(Value::from),
+            prop::sample::select(vec!["", "x", "a.b"]).prop_map(Value::from),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..6).prop_map(
+                    |pairs| {
+                        Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                    }
+                ),
+            ]
+        })
+    }
+
+    /// A copy of `value` with some entries changed, removed, added or moved, chosen by `edits`
+    /// (so the two states mostly share their keys and key order, as real ones do).
+    fn pick(edits: &mut dyn Iterator<Item = u8>) -> u8 {
+        edits.next().unwrap_or(3)
+    }
+
+    /// A copy of `value` with some entries changed, removed, added or moved, chosen by `edits`
+    /// (so the two states mostly share their keys and key order, as real ones do).
+    fn mutate(value: &Value, edits: &mut dyn Iterator<Item = u8>) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out = Map::new();
+                for (k, v) in map {
+                    match pick(edits) % 8 {
+                        0 => {}
+                        1 => {
+                            out.insert(k.clone(), json!(pick(edits)));
+                        }
+                        2 => {
+                            out.insert(k.clone(), json!(f64::from(pick(edits) % 3)));
+                        }
+                        _ => {
+                            out.insert(k.clone(), mutate(v, edits));
+                        }
+                    }
+                }
+                match pick(edits) % 6 {
+                    0 => {
+                        out.insert(format!("new{}", pick(edits) % 3), json!({"n": [1, 2]}));
+                    }
+                    1 => {
+                        // Move the first entry to the end.
+                        if let Some(k) = out.keys().next().cloned() {
+                            if let Some(v) = out.shift_remove(&k) {
+                                out.insert(k, v);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                let mut out: Vec<Value> = items.iter().map(|v| mutate(v, edits)).collect();
+                match pick(edits) % 5 {
+                    0 => out.push(json!(true)),
+                    1 => {
+                        out.pop();
+                    }
+                    _ => {}
+                }
+                Value::Array(out)
+            }
+            leaf => leaf.clone(),
+        }
+    }
+
+    fn check(before: &Value, after: &Value) -> Result<(), TestCaseError> {
+        for equality in [ReferenceEquality::Labelling, ReferenceEquality::Python] {
+            let naive = reference_diff_naive(before, after, equality);
+            prop_assert_eq!(&reference_diff(before, after, equality), &naive);
+            if equality == ReferenceEquality::Labelling {
+                prop_assert_eq!(reference_change_count(before, after), naive.len());
+            }
+        }
+        let mut naive = Vec::new();
+        fine_walk_naive(before, after, &mut JsonPointer::root(), &mut naive);
+        prop_assert_eq!(&fine_diff(before, after), &naive);
+        let mut at = JsonPointer::from_tokens(["p", "q"]);
+        let mut fast = Vec::new();
+        fine_diff_at(before, after, &mut at, &mut fast);
+        prop_assert_eq!(&at, &JsonPointer::from_tokens(["p", "q"]));
+        let mut naive = Vec::new();
+        fine_walk_naive(before, after, &mut at, &mut naive);
+        prop_assert_eq!(fast, naive);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn walks_match_the_naive_ones(
+            before in json_value(),
+            edits in prop::collection::vec(any::<u8>(), 0..64),
+            other in json_value(),
+        ) {
+            let after = mutate(&before, &mut edits.iter().copied());
+            check(&before, &after)?;
+            check(&after, &before)?;
+            check(&before, &other)?;
+        }
     }
 }

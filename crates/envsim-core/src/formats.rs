@@ -182,6 +182,35 @@ impl Fields<'_> {
         })
     }
 
+    fn object_mut<'v>(
+        &self,
+        value: &'v mut Value,
+        field: &str,
+    ) -> Result<&'v mut Map<String, Value>, FormatError> {
+        match value {
+            Value::Object(map) => Ok(map),
+            other => Err(self.error(
+                field,
+                format!(
+                    "expected an object, found {}",
+                    crate::path::type_name(other)
+                ),
+            )),
+        }
+    }
+
+    /// A required field, moved out of the record (left `null` there).
+    fn take_required(
+        &self,
+        map: &mut Map<String, Value>,
+        key: &str,
+        field: &str,
+    ) -> Result<Value, FormatError> {
+        map.get_mut(key)
+            .map(Value::take)
+            .ok_or_else(|| self.error(field, "missing"))
+    }
+
     fn required<'v>(
         &self,
         map: &'v Map<String, Value>,
@@ -215,15 +244,231 @@ impl Fields<'_> {
 
 /// Reads a benchmark file in the reference format (JSON array or JSON Lines).
 pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, FormatError> {
-    let mut transitions = Vec::new();
-    let mut seen: HashMap<String, Location> = HashMap::new();
+    let mut collector = Collector::new(source);
     for record in records(bytes, source)? {
         let fields = Fields {
             source,
             location: &record.location,
         };
-        for transition in record_transitions(&record, &fields)? {
-            if let Some(first) = seen.insert(transition.id.clone(), record.location.clone()) {
+        let transitions = record_transitions(record.value, record.index, &fields)?;
+        collector.push(&record.location, transitions)?;
+    }
+    collector.finish()
+}
+
+/// Runs the record readers of [`parse_benchmark_with`]: given the number of records `n` and a
+/// function reading record `i` (`None` when it is not valid), returns the `n` results in record
+/// order, computed in any order, on any threads.
+pub trait RecordRunner:
+    FnOnce(usize, &(dyn Fn(usize) -> Option<Vec<Transition>> + Sync)) -> Vec<Option<Vec<Transition>>>
+{
+}
+
+impl<F> RecordRunner for F where
+    F: FnOnce(
+        usize,
+        &(dyn Fn(usize) -> Option<Vec<Transition>> + Sync),
+    ) -> Vec<Option<Vec<Transition>>>
+{
+}
+
+/// [`parse_benchmark`] with each record parsed and read on its own, by `run` (which may use
+/// threads; envsim-core does not). The result, and every error, is exactly that of
+/// [`parse_benchmark`]: the records are first found by a quick structural scan
+/// ([`record_spans`]), and whenever that scan, a record or the checks across records fail, the
+/// whole file is read again by [`parse_benchmark`] for its located error.
+pub fn parse_benchmark_with(
+    bytes: &[u8],
+    source: &str,
+    run: impl RecordRunner,
+) -> Result<Vec<Transition>, FormatError> {
+    let Some(spans) = record_spans(bytes) else {
+        return parse_benchmark(bytes, source);
+    };
+    let read = |i: usize| -> Option<Vec<Transition>> {
+        let span = spans.get(i)?;
+        let value: Value = serde_json::from_slice(bytes.get(span.range.clone())?).ok()?;
+        let fields = Fields {
+            source,
+            location: &span.location,
+        };
+        record_transitions(value, span.index, &fields).ok()
+    };
+    let results = run(spans.len(), &read);
+    if results.len() != spans.len() {
+        return parse_benchmark(bytes, source);
+    }
+    let mut collector = Collector::new(source);
+    for (span, transitions) in spans.iter().zip(results) {
+        let pushed = transitions.map(|t| collector.push(&span.location, t));
+        if !matches!(pushed, Some(Ok(()))) {
+            return parse_benchmark(bytes, source);
+        }
+    }
+    collector
+        .finish()
+        .or_else(|_| parse_benchmark(bytes, source))
+}
+
+/// Where one record of a file lies, as found by [`record_spans`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    /// Byte range of the record's JSON text (surrounding whitespace excluded).
+    pub range: std::ops::Range<usize>,
+    /// Line (JSON Lines) or index (JSON array), as [`records`] reports it.
+    pub location: Location,
+    /// 0-based position among the records.
+    pub index: usize,
+}
+
+/// Deepest nesting [`record_spans`] accepts (the outer array counts); deeper files are left to
+/// the whole-file readers, so that serde_json's recursion limit (128) applies to them exactly
+/// as it does to [`records`].
+const SPAN_MAX_DEPTH: usize = 100;
+
+fn is_json_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn trim_json_whitespace(bytes: &[u8], mut range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    while range.start < range.end && is_json_whitespace(bytes[range.start]) {
+        range.start += 1;
+    }
+    while range.end > range.start && is_json_whitespace(bytes[range.end - 1]) {
+        range.end -= 1;
+    }
+    range
+}
+
+/// Finds the records of a file without parsing them: the elements of a JSON array (found by a
+/// scan that only follows strings and brackets), or the non-blank lines of JSON Lines, in the
+/// order and with the locations that [`records`] gives them. Parsing each span on its own then
+/// gives the values [`records`] would.
+///
+/// `None` when the scan finds the file is not a well-formed array of at least one element (an
+/// unterminated string, a stray bracket, an empty element, text after the array) or is nested
+/// deeper than 100 levels: the whole-file readers then report what is wrong. A span that is not
+/// valid JSON by itself means the file is not valid either.
+pub fn record_spans(bytes: &[u8]) -> Option<Vec<RecordSpan>> {
+    let offset = bytes.len() - strip_bom(bytes).len();
+    let first = offset
+        + bytes[offset..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())?;
+    if bytes[first] != b'[' {
+        return Some(line_spans(bytes, offset));
+    }
+    if !bytes[offset..first].iter().all(|&b| is_json_whitespace(b)) {
+        return None;
+    }
+    let mut spans = Vec::new();
+    let mut depth = 1;
+    let mut start = first + 1;
+    let mut i = first + 1;
+    let push = |spans: &mut Vec<RecordSpan>, range: std::ops::Range<usize>| -> Option<()> {
+        let range = trim_json_whitespace(bytes, range);
+        if range.is_empty() {
+            return None;
+        }
+        let index = spans.len();
+        spans.push(RecordSpan {
+            range,
+            location: Location::Record(index),
+            index,
+        });
+        Some(())
+    };
+    loop {
+        match *bytes.get(i)? {
+            b'"' => {
+                // Skip the string: find its closing quote, stepping over escapes.
+                i += 1;
+                loop {
+                    i += memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+                    if bytes[i] == b'"' {
+                        break;
+                    }
+                    i += 2;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > SPAN_MAX_DEPTH {
+                    return None;
+                }
+            }
+            b'}' => depth -= 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    push(&mut spans, start..i)?;
+                    break;
+                }
+            }
+            b',' if depth == 1 => {
+                push(&mut spans, start..i)?;
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth == 0 {
+            // A `}` closed the array.
+            return None;
+        }
+        i += 1;
+    }
+    bytes[i + 1..]
+        .iter()
+        .all(|&b| is_json_whitespace(b))
+        .then_some(spans)
+}
+
+fn line_spans(bytes: &[u8], offset: usize) -> Vec<RecordSpan> {
+    let mut spans = Vec::new();
+    let mut start = offset;
+    for (line_index, line) in bytes[offset..].split(|&b| b == b'\n').enumerate() {
+        let range = start..start + line.len();
+        start = range.end + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let index = spans.len();
+        spans.push(RecordSpan {
+            range,
+            location: Location::Line(line_index + 1),
+            index,
+        });
+    }
+    spans
+}
+
+/// Gathers the transitions of a file's records in order, rejecting duplicate ids.
+struct Collector<'s> {
+    source: &'s str,
+    seen: HashMap<String, Location>,
+    transitions: Vec<Transition>,
+}
+
+impl<'s> Collector<'s> {
+    fn new(source: &'s str) -> Self {
+        Collector {
+            source,
+            seen: HashMap::new(),
+            transitions: Vec::new(),
+        }
+    }
+
+    fn push(
+        &mut self,
+        location: &Location,
+        transitions: Vec<Transition>,
+    ) -> Result<(), FormatError> {
+        for transition in transitions {
+            if let Some(first) = self.seen.insert(transition.id.clone(), location.clone()) {
+                let fields = Fields {
+                    source: self.source,
+                    location,
+                };
                 return Err(fields.error(
                     "sample_id",
                     format!(
@@ -232,25 +477,42 @@ pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, Fo
                     ),
                 ));
             }
-            transitions.push(transition);
+            self.transitions.push(transition);
         }
+        Ok(())
     }
-    if transitions.is_empty() {
-        return Err(file_error(source, "the benchmark holds no samples"));
+
+    fn finish(self) -> Result<Vec<Transition>, FormatError> {
+        if self.transitions.is_empty() {
+            return Err(file_error(self.source, "the benchmark holds no samples"));
+        }
+        Ok(self.transitions)
     }
-    Ok(transitions)
 }
 
+/// Which form a record has.
+enum RecordShape {
+    /// `step_detail`: one step.
+    Single,
+    /// `trajectory`: a list of steps.
+    Trajectory,
+    /// The step keys at top level.
+    Flat,
+}
+
+/// The transitions of one record. The record is taken apart: states and observations are moved
+/// out of it, not copied.
 fn record_transitions(
-    record: &Record,
+    mut value: Value,
+    index: usize,
     fields: &Fields<'_>,
 ) -> Result<Vec<Transition>, FormatError> {
-    let map = fields.object(&record.value, "")?;
+    let map = fields.object(&value, "")?;
     let base_id = match fields.id(map, "sample_id", "sample_id")? {
         Some(id) => id,
         None => fields
             .id(map, "id", "id")?
-            .unwrap_or_else(|| record.index.to_string()),
+            .unwrap_or_else(|| index.to_string()),
     };
     let task_info = match map.get("task_info") {
         None | Some(Value::Null) => None,
@@ -266,18 +528,17 @@ fn record_transitions(
         Some(info) => fields.id(info, "task_id", "task_info.task_id")?,
         None => None,
     };
-    let env_code = match map.get("env_code") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(code)) => code.clone(),
+    match map.get("env_code") {
+        None | Some(Value::Null | Value::String(_)) => {}
         Some(other) => {
             return Err(fields.error(
                 "env_code",
                 format!("expected a string, found {}", crate::path::type_name(other)),
             ))
         }
-    };
-    let steps: Vec<(Option<usize>, &Value, String)> = if let Some(step) = map.get("step_detail") {
-        vec![(None, step, "step_detail".to_owned())]
+    }
+    let shape = if map.contains_key("step_detail") {
+        RecordShape::Single
     } else if let Some(trajectory) = map.get("trajectory") {
         let Value::Array(steps) = trajectory else {
             return Err(fields.error("trajectory", "expected a list of steps"));
@@ -285,85 +546,105 @@ fn record_transitions(
         if steps.is_empty() {
             return Err(fields.error("trajectory", "the trajectory has no steps"));
         }
-        steps
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (Some(k), s, format!("trajectory.{k}")))
-            .collect()
+        RecordShape::Trajectory
     } else if map.contains_key("config_before") {
-        vec![(None, &record.value, String::new())]
+        RecordShape::Flat
     } else {
         return Err(fields.error("", "the record has neither `step_detail` nor `trajectory`"));
     };
-    steps
-        .into_iter()
-        .map(|(step, value, prefix)| {
-            let at = |name: &str| {
-                if prefix.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{prefix}.{name}")
+    let mut env_code = match value.get_mut("env_code") {
+        Some(Value::String(code)) => std::mem::take(code),
+        _ => String::new(),
+    };
+    let steps: Vec<(Option<usize>, &mut Value, String)> = match shape {
+        RecordShape::Single => value
+            .get_mut("step_detail")
+            .map(|step| (None, step, "step_detail".to_owned()))
+            .into_iter()
+            .collect(),
+        RecordShape::Trajectory => match value.get_mut("trajectory") {
+            Some(Value::Array(steps)) => steps
+                .iter_mut()
+                .enumerate()
+                .map(|(k, s)| (Some(k), s, format!("trajectory.{k}")))
+                .collect(),
+            _ => Vec::new(),
+        },
+        RecordShape::Flat => vec![(None, &mut value, String::new())],
+    };
+    let count = steps.len();
+    let mut out = Vec::with_capacity(count);
+    for (step, value, prefix) in steps {
+        let at = |name: &str| {
+            if prefix.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{prefix}.{name}")
+            }
+        };
+        let step_map = fields.object_mut(value, &prefix)?;
+        let action = read_action(
+            fields,
+            fields.required(step_map, "action", &at("action"))?,
+            &at("action"),
+        )?;
+        let observation = match step_map.get_mut("observation") {
+            None => return Err(fields.error(&at("observation"), "missing")),
+            Some(Value::Object(obs)) => obs
+                .get_mut("content")
+                .map(Value::take)
+                .ok_or_else(|| fields.error(&at("observation.content"), "missing"))?,
+            Some(other) => other.take(),
+        };
+        let config_before =
+            fields.take_required(step_map, "config_before", &at("config_before"))?;
+        let config_after = fields.take_required(step_map, "config_after", &at("config_after"))?;
+        let stored_change_count = match step_map.get("config_change") {
+            None | Some(Value::Null) => None,
+            Some(change) => {
+                let change = fields.object(change, &at("config_change"))?;
+                match change.get("change_count") {
+                    None | Some(Value::Null) => None,
+                    Some(n) => Some(
+                        n.as_u64()
+                            .and_then(|n| usize::try_from(n).ok())
+                            .ok_or_else(|| {
+                                fields.error(
+                                    &at("config_change.change_count"),
+                                    "expected a non-negative integer",
+                                )
+                            })?,
+                    ),
                 }
-            };
-            let step_map = fields.object(value, &prefix)?;
-            let action = read_action(
-                fields,
-                fields.required(step_map, "action", &at("action"))?,
-                &at("action"),
-            )?;
-            let observation = match fields.required(step_map, "observation", &at("observation"))? {
-                Value::Object(obs) => obs
-                    .get("content")
-                    .cloned()
-                    .ok_or_else(|| fields.error(&at("observation.content"), "missing"))?,
-                other => other.clone(),
-            };
-            let config_before = fields
-                .required(step_map, "config_before", &at("config_before"))?
-                .clone();
-            let config_after = fields
-                .required(step_map, "config_after", &at("config_after"))?
-                .clone();
-            let stored_change_count = match step_map.get("config_change") {
-                None | Some(Value::Null) => None,
-                Some(change) => {
-                    let change = fields.object(change, &at("config_change"))?;
-                    match change.get("change_count") {
-                        None | Some(Value::Null) => None,
-                        Some(n) => Some(
-                            n.as_u64()
-                                .and_then(|n| usize::try_from(n).ok())
-                                .ok_or_else(|| {
-                                    fields.error(
-                                        &at("config_change.change_count"),
-                                        "expected a non-negative integer",
-                                    )
-                                })?,
-                        ),
-                    }
-                }
-            };
-            let id = match step {
-                Some(k) => format!("{base_id}:{k}"),
-                None => base_id.clone(),
-            };
-            Ok(Transition {
-                id,
-                origin: Origin {
-                    record: record.index,
-                    step,
-                },
-                env_id: env_id.clone(),
-                task_id: task_id.clone(),
-                action,
-                observation,
-                config_before,
-                config_after,
-                stored_change_count,
-                env_code: env_code.clone(),
-            })
-        })
-        .collect()
+            }
+        };
+        let id = match step {
+            Some(k) => format!("{base_id}:{k}"),
+            None => base_id.clone(),
+        };
+        // The last step takes the code; the others copy it.
+        let env_code = if out.len() + 1 == count {
+            std::mem::take(&mut env_code)
+        } else {
+            env_code.clone()
+        };
+        out.push(Transition {
+            id,
+            origin: Origin {
+                record: index,
+                step,
+            },
+            env_id: env_id.clone(),
+            task_id: task_id.clone(),
+            action,
+            observation,
+            config_before,
+            config_after,
+            stored_change_count,
+            env_code,
+        });
+    }
+    Ok(out)
 }
 
 fn read_action(fields: &Fields<'_>, value: &Value, field: &str) -> Result<Action, FormatError> {

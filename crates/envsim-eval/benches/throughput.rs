@@ -705,11 +705,12 @@ fn measure(
         options: RunnerOptions {
             concurrency: job.in_flight,
             use_cache: false,
-            progress: false,
             ..RunnerOptions::default()
         },
         fresh: true,
         prices: None,
+        stop: None,
+        events: None,
     };
     let http = job.client.is_some();
 

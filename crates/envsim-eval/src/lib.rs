@@ -16,6 +16,7 @@ pub mod config;
 pub mod local;
 pub mod model;
 pub mod openai;
+pub mod prepare;
 pub mod report;
 pub mod runner;
 pub mod store;

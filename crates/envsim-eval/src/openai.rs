@@ -20,7 +20,11 @@ pub enum AttemptErrorKind {
     Http(u16),
     /// No answer within the request timeout.
     Timeout,
-    /// Could not connect or the connection broke.
+    /// Nothing listens at the endpoint's host and port.
+    ConnectionRefused,
+    /// The endpoint's host name does not resolve.
+    Dns,
+    /// Could not connect otherwise, or the connection broke.
     Connect,
     /// A 2xx answer whose body is not a chat completion.
     Decode,
@@ -48,6 +52,8 @@ impl AttemptError {
         match self.kind {
             AttemptErrorKind::RateLimited
             | AttemptErrorKind::Timeout
+            | AttemptErrorKind::ConnectionRefused
+            | AttemptErrorKind::Dns
             | AttemptErrorKind::Connect
             | AttemptErrorKind::Decode => true,
             AttemptErrorKind::Http(status) => matches!(status, 408 | 409 | 425 | 500..=599),
@@ -60,10 +66,49 @@ impl AttemptError {
             AttemptErrorKind::RateLimited => "rate_limited",
             AttemptErrorKind::Http(_) => "http_error",
             AttemptErrorKind::Timeout => "timeout",
-            AttemptErrorKind::Connect => "connect",
+            AttemptErrorKind::ConnectionRefused
+            | AttemptErrorKind::Dns
+            | AttemptErrorKind::Connect => "connect",
             AttemptErrorKind::Decode => "decode",
         }
     }
+
+    /// Whether this error, when every request so far has failed with it, means the endpoint
+    /// cannot be used as configured (nothing listening, unknown host, bad key, unknown model or
+    /// URL, a request the server rejects), so the run should stop instead of walking the whole
+    /// benchmark. Timeouts, rate limits and server errors are transient and never stop a run.
+    pub fn is_configuration_error(&self) -> bool {
+        match self.kind {
+            AttemptErrorKind::ConnectionRefused | AttemptErrorKind::Dns => true,
+            AttemptErrorKind::Http(status) => matches!(status, 400 | 401 | 403 | 404 | 405 | 422),
+            _ => false,
+        }
+    }
+}
+
+/// The cause of an error message written by this client (or by the local model or a batch
+/// import), as a short label for grouping failures: `connection refused`, `DNS lookup failed`,
+/// `connection failed`, `timeout`, `HTTP 401`, `unreadable response`, or `other`.
+pub fn cause_of(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("HTTP ") {
+        let status: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if !status.is_empty() {
+            return format!("HTTP {status}");
+        }
+    }
+    let prefixes = [
+        ("connection refused", "connection refused"),
+        ("cannot resolve", "DNS lookup failed"),
+        ("cannot connect", "connection failed"),
+        ("no answer within", "timeout"),
+        ("unreadable response", "unreadable response"),
+        ("local model", "local model error"),
+        ("batch", "batch error"),
+    ];
+    prefixes
+        .iter()
+        .find(|(prefix, _)| message.starts_with(prefix))
+        .map_or_else(|| "other".to_owned(), |(_, label)| (*label).to_owned())
 }
 
 impl std::fmt::Display for AttemptError {
@@ -102,6 +147,7 @@ pub struct OpenAiClient {
     http: reqwest::Client,
     url: String,
     api_key: Option<String>,
+    timeout: Duration,
 }
 
 impl OpenAiClient {
@@ -121,6 +167,7 @@ impl OpenAiClient {
                 settings.base_url.trim_end_matches('/')
             ),
             api_key: settings.api_key.clone(),
+            timeout: settings.timeout,
         })
     }
 
@@ -139,14 +186,14 @@ impl OpenAiClient {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(transport_error)?;
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let text = response.text().await.map_err(transport_error)?;
+        let text = response.text().await.map_err(|e| self.transport_error(e))?;
         if !(200..300).contains(&status) {
             let kind = if status == 429 {
                 AttemptErrorKind::RateLimited
@@ -165,7 +212,7 @@ impl OpenAiClient {
             Ok(completion) => Ok((completion, text)),
             Err(message) => Err(AttemptError {
                 kind: AttemptErrorKind::Decode,
-                message,
+                message: format!("unreadable response from {}: {message}", self.url),
                 status: Some(status),
                 retry_after: None,
                 body: Some(text),
@@ -174,27 +221,59 @@ impl OpenAiClient {
     }
 }
 
-fn transport_error(e: reqwest::Error) -> AttemptError {
-    let kind = if e.is_timeout() {
-        AttemptErrorKind::Timeout
-    } else if e.is_decode() || e.is_body() {
-        AttemptErrorKind::Decode
-    } else {
-        AttemptErrorKind::Connect
-    };
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    AttemptError {
-        kind,
-        message,
-        status: None,
-        retry_after: None,
-        body: None,
+impl OpenAiClient {
+    /// A transport failure as an error whose message leads with the cause and the URL
+    /// (`connection refused at http://127.0.0.1:9/v1/chat/completions`), details after.
+    fn transport_error(&self, e: reqwest::Error) -> AttemptError {
+        let mut chain = e.to_string();
+        let mut refused = false;
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+                refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+            }
+            chain.push_str(": ");
+            chain.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        let lower = chain.to_lowercase();
+        let (kind, message) = if e.is_timeout() {
+            (
+                AttemptErrorKind::Timeout,
+                format!(
+                    "no answer within {:.0} s from {} (timeout; raise --timeout for slow servers)",
+                    self.timeout.as_secs_f64(),
+                    self.url
+                ),
+            )
+        } else if e.is_decode() || e.is_body() {
+            (
+                AttemptErrorKind::Decode,
+                format!("unreadable response from {}: {chain}", self.url),
+            )
+        } else if refused || lower.contains("connection refused") {
+            (
+                AttemptErrorKind::ConnectionRefused,
+                format!("connection refused at {}", self.url),
+            )
+        } else if lower.contains("dns error") || lower.contains("failed to lookup address") {
+            (
+                AttemptErrorKind::Dns,
+                format!("cannot resolve the host of {} ({chain})", self.url),
+            )
+        } else {
+            (
+                AttemptErrorKind::Connect,
+                format!("cannot connect to {}: {chain}", self.url),
+            )
+        };
+        AttemptError {
+            kind,
+            message,
+            status: None,
+            retry_after: None,
+            body: None,
+        }
     }
 }
 
@@ -384,5 +463,33 @@ mod tests {
         assert!(e(AttemptErrorKind::Timeout).retryable());
         assert!(!e(AttemptErrorKind::Http(400)).retryable());
         assert!(!e(AttemptErrorKind::Http(401)).retryable());
+        for (kind, fatal) in [
+            (AttemptErrorKind::ConnectionRefused, true),
+            (AttemptErrorKind::Dns, true),
+            (AttemptErrorKind::Http(401), true),
+            (AttemptErrorKind::Http(404), true),
+            (AttemptErrorKind::Http(400), true),
+            (AttemptErrorKind::Http(500), false),
+            (AttemptErrorKind::RateLimited, false),
+            (AttemptErrorKind::Timeout, false),
+            (AttemptErrorKind::Connect, false),
+        ] {
+            assert_eq!(e(kind.clone()).is_configuration_error(), fatal, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn causes_group_messages() {
+        for (message, cause) in [
+            ("connection refused at http://127.0.0.1:9/v1/chat/completions (after 5 attempts)", "connection refused"),
+            ("HTTP 401: Incorrect API key provided", "HTTP 401"),
+            ("HTTP 404: The model `x` does not exist", "HTTP 404"),
+            ("no answer within 30 s from http://h/v1/chat/completions (timeout; raise --timeout for slow servers)", "timeout"),
+            ("cannot resolve the host of http://nowhere.invalid/v1/chat/completions (dns error)", "DNS lookup failed"),
+            ("unreadable response from http://h/v1/chat/completions: response has no choices[0]", "unreadable response"),
+            ("something else", "other"),
+        ] {
+            assert_eq!(cause_of(message), cause, "{message}");
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! data of the cliff chart.
 
 use crate::chart::{CliffMetric, CliffPoint, CliffSeries};
-use crate::store::{RunRecord, Store, StoreError};
+use crate::openai::cause_of;
+use crate::store::{RunRecord, SampleStatus, Store, StoreError};
 use envsim_core::report::Report;
 use envsim_core::score::SampleScore;
 use envsim_core::stats::{
@@ -106,6 +107,17 @@ pub struct Requests {
     pub api_errors: usize,
 }
 
+/// Failed samples with one cause.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorGroup {
+    /// The cause (`connection refused`, `HTTP 401`, `timeout`, …).
+    pub cause: String,
+    /// Samples that failed with it.
+    pub count: usize,
+    /// The first such error, verbatim.
+    pub first: String,
+}
+
 /// A stored run, scored and summarised.
 #[derive(Clone, Debug)]
 pub struct RunReport {
@@ -117,8 +129,15 @@ pub struct RunReport {
     pub null: Report,
     /// The oracle on the same benchmark (its CM-ref shows the reference scorer's blind spots).
     pub oracle: Option<Report>,
-    /// Finished samples.
+    /// Finished samples (the simulator answered).
     pub finished: usize,
+    /// Samples whose request failed after its retries (scored wrong; a rerun retries them).
+    pub failed: usize,
+    /// Failed samples grouped by cause, most frequent first.
+    pub errors: Vec<ErrorGroup>,
+    /// Samples without stored baseline scores (never started); the null and oracle lines
+    /// leave them out.
+    pub baselines_missing: usize,
     /// Per-request latency (HTTP attempts only).
     pub request_latency: Option<Latency>,
     /// Per-sample latency including retries and waits (finished samples).
@@ -150,6 +169,7 @@ impl RunReport {
         let mut sample_latency = Vec::new();
         let mut requests = Requests::default();
         let mut finished = 0;
+        let mut errors: Vec<ErrorGroup> = Vec::new();
         let legacy_scores = rows
             .iter()
             .filter(|row| crate::runner::is_legacy_score(&row.score))
@@ -161,24 +181,54 @@ impl RunReport {
                     record.run_id, row.sample_id
                 ))
             })?;
-            if row.done {
-                finished += 1;
-                if let Some(ms) = row.latency_ms {
-                    sample_latency.push(ms);
+            match row.status {
+                SampleStatus::Done => {
+                    finished += 1;
+                    if let Some(ms) = row.latency_ms {
+                        sample_latency.push(ms);
+                    }
+                    requests.cache_hits += usize::from(row.cached);
                 }
-                requests.cache_hits += usize::from(row.cached);
-                requests.api_errors += usize::from(score.api_error.is_some());
+                SampleStatus::Failed => {
+                    requests.api_errors += 1;
+                    let message = score.api_error.clone().unwrap_or_default();
+                    let cause = cause_of(&message);
+                    match errors.iter_mut().find(|g| g.cause == cause) {
+                        Some(group) => group.count += 1,
+                        None => errors.push(ErrorGroup {
+                            cause,
+                            count: 1,
+                            first: message,
+                        }),
+                    }
+                }
+                SampleStatus::Pending => {}
             }
             samples.push(score);
         }
-        let (null_scores, oracle_scores) = store.baselines(&record.hash)?;
-        let null_samples: Vec<SampleScore> = serde_json::from_str(&null_scores)
-            .map_err(|e| corrupt(format!("run {}: null baseline: {e}", record.run_id)))?;
-        let oracle = Some(Report::new(
-            "oracle",
-            serde_json::from_str::<Vec<SampleScore>>(&oracle_scores)
-                .map_err(|e| corrupt(format!("run {}: oracle: {e}", record.run_id)))?,
-        ));
+        // Most frequent first; stable, so equal counts keep the order they were met in.
+        errors.sort_by_key(|g| std::cmp::Reverse(g.count));
+        let failed = errors.iter().map(|g| g.count).sum();
+        let mut null_samples = Vec::new();
+        let mut oracle_samples = Vec::new();
+        let mut baselines_missing = 0;
+        for (idx, stored) in store.baselines(&record.hash)?.into_iter().enumerate() {
+            let Some((null, oracle)) = stored else {
+                baselines_missing += 1;
+                continue;
+            };
+            let read = |text: &str, which: &str| {
+                serde_json::from_str::<SampleScore>(text).map_err(|e| {
+                    corrupt(format!(
+                        "run {} sample {idx}: {which} baseline: {e}",
+                        record.run_id
+                    ))
+                })
+            };
+            null_samples.push(read(&null, "null")?);
+            oracle_samples.push(read(&oracle, "oracle")?);
+        }
+        let oracle = Some(Report::new("oracle", oracle_samples));
         let mut request_latency = Vec::new();
         for attempt in store.attempts(&record.hash)? {
             if attempt.attempt == 0 {
@@ -216,6 +266,9 @@ impl RunReport {
             oracle,
             report,
             finished,
+            failed,
+            errors,
+            baselines_missing,
             request_latency: Latency::of(&request_latency),
             sample_latency: Latency::of(&sample_latency),
             requests,
@@ -274,8 +327,11 @@ impl RunReport {
                 "updated_at": self.record.updated_at,
                 "samples": self.report.samples.len(),
                 "finished": self.finished,
+                "failed": self.failed,
+                "errors": self.errors,
                 "complete": self.complete(),
                 "legacy_scores": self.legacy_scores,
+                "baselines_missing": self.baselines_missing,
                 "tokens": {
                     "prompt": self.report.overall.prompt_tokens,
                     "completion": self.report.overall.completion_tokens,

@@ -1,26 +1,45 @@
 //! The evaluation runner: runs a simulator over a benchmark with bounded concurrency, rate
 //! limits, retries, a response cache and crash-safe storage, scoring each sample as it finishes.
+//!
+//! What a run guarantees:
+//! - **Nothing is lost.** Every finished sample is committed at once through the store's single
+//!   writer; a sample whose request failed after its retries is stored as `failed` (scored
+//!   wrong, never leaving the denominator) and is retried by the next run of the same command.
+//! - **Failure is loud and early.** When every request so far has failed with the same
+//!   configuration error (connection refused, unknown host, HTTP 400/401/403/404), the run stops
+//!   after [`RunnerOptions::fail_fast_after`] attempts with [`Stopped::EndpointFailing`] instead
+//!   of walking the whole benchmark. If the store's writer fails, the run stops sending
+//!   requests and returns the store error once everything that could be committed is.
+//! - **The caller owns the terminal.** Progress comes out as [`RunEvent`]s and stopping (Ctrl-C)
+//!   comes in as a future; the library prints and draws nothing.
+//!
+//! Each sample's task first scores the null and oracle baselines on its sample (cheap, and
+//! overlapped with other samples' requests), then asks the simulator, scores the answer and
+//! hands the row to the writer.
 
 use crate::batch::BatchAnswer;
 use crate::config::{sha256_hex, Decoding, RunConfig};
 use crate::openai::{elapsed_ms, parse_completion, AttemptError, Completion, OpenAiClient};
 use crate::store::{
-    AttemptRow, CacheReader, ResultRow, RunRecord, Store, StoreError, StoreWriter, WriteOp,
+    AttemptRow, CacheReader, ResultRow, RunRecord, SampleStatus, Store, StoreError, StoreWriter,
+    WriteOp,
 };
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::future::Future;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 /// What produces the predictions.
+// One value per run, shared by reference: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Simulator {
     /// An OpenAI-compatible endpoint.
     OpenAi {
@@ -72,10 +91,9 @@ pub struct RunnerOptions {
     pub backoff_cap: Duration,
     /// Answer from (and fill) the response cache.
     pub use_cache: bool,
-    /// Show a progress bar (or, without a terminal, periodic progress lines) on stderr.
-    pub progress: bool,
-    /// Stop on Ctrl-C, keeping what finished.
-    pub handle_ctrl_c: bool,
+    /// Stop the run when this many attempts have failed with the same configuration error
+    /// before any succeeded (see [`AttemptError::is_configuration_error`]); 0 never stops.
+    pub fail_fast_after: usize,
 }
 
 impl Default for RunnerOptions {
@@ -88,10 +106,63 @@ impl Default for RunnerOptions {
             backoff_base: Duration::from_millis(500),
             backoff_cap: Duration::from_secs(60),
             use_cache: true,
-            progress: false,
-            handle_ctrl_c: false,
+            fail_fast_after: 4,
         }
     }
+}
+
+/// A future that resolves when the caller wants the run to stop (for example on Ctrl-C).
+pub type StopSignal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A receiver of progress events, called on the thread driving the run.
+pub type EventSink = Box<dyn FnMut(&RunEvent) + Send>;
+
+/// Progress of a run, for whoever shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEvent {
+    /// The run is set up; `todo` samples will be sent now.
+    Started {
+        /// Samples to run in this invocation.
+        todo: usize,
+        /// Samples already finished before it.
+        already_done: usize,
+        /// The run existed (a resume).
+        resumed: bool,
+    },
+    /// A sample finished or failed.
+    Progress {
+        /// Samples of this invocation handled so far.
+        handled: usize,
+        /// Samples to run in this invocation.
+        todo: usize,
+        /// Of those, CM-strict correct.
+        correct: usize,
+        /// Of those, failed requests.
+        failed: usize,
+        /// Of those, unparseable answers.
+        parse_failures: usize,
+    },
+    /// The run is stopping early; in-flight requests are abandoned.
+    Stopping {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// Why a run stopped before handling every sample.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stopped {
+    /// The caller's stop signal fired (Ctrl-C).
+    Interrupted,
+    /// Every attempt so far failed with the same configuration error.
+    EndpointFailing {
+        /// The cause, as [`crate::openai::cause_of`] labels it (`connection refused`, `HTTP 401`).
+        cause: String,
+        /// The first error, verbatim.
+        first_error: String,
+        /// Attempts made, all failed.
+        attempts: usize,
+    },
 }
 
 /// One run to execute.
@@ -114,6 +185,10 @@ pub struct RunRequest {
     pub fresh: bool,
     /// Price entry stored with the run (`{"input_per_mtok": x, "output_per_mtok": y}`).
     pub prices: Option<serde_json::Value>,
+    /// Stops the run when it resolves: in-flight requests are abandoned, finished samples kept.
+    pub stop: Option<StopSignal>,
+    /// Receives progress events.
+    pub events: Option<EventSink>,
 }
 
 /// What a run did.
@@ -123,20 +198,29 @@ pub struct RunOutcome {
     pub record: RunRecord,
     /// The run existed and was resumed.
     pub resumed: bool,
-    /// Samples processed in this invocation.
+    /// Samples handled in this invocation (finished or failed).
     pub processed: usize,
+    /// Of those, samples whose request failed after its retries.
+    pub failed: usize,
     /// Samples already finished before this invocation.
     pub already_done: usize,
-    /// Stopped by Ctrl-C before finishing.
-    pub interrupted: bool,
+    /// Why the run stopped early, if it did.
+    pub stopped: Option<Stopped>,
     /// Harness wall time.
     pub wall: Duration,
+}
+
+impl RunOutcome {
+    /// Whether the caller's stop signal ended the run.
+    pub fn interrupted(&self) -> bool {
+        self.stopped == Some(Stopped::Interrupted)
+    }
 }
 
 /// A runner failure.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The store failed.
+    /// The store failed (the run stopped sending requests; what could be committed is).
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A worker task failed unexpectedly.
@@ -144,15 +228,32 @@ pub enum RunError {
     Task(String),
 }
 
+/// The fail-fast monitor: attempts failed with a configuration error while none succeeded.
+#[derive(Default)]
+struct Health {
+    succeeded: bool,
+    cause: String,
+    first_error: String,
+    streak: usize,
+    tripped: Option<Stopped>,
+}
+
 struct Shared {
     run_hash: String,
     simulator: Simulator,
     options: RunnerOptions,
-    writes: std::sync::Mutex<Sender<WriteOp>>,
+    writes: mpsc::Sender<WriteOp>,
     cache: Option<CacheReader>,
     rpm: Option<DefaultDirectRateLimiter>,
     tpm: Option<(DefaultDirectRateLimiter, u32)>,
     permits: Semaphore,
+    /// Set once the run must stop; tasks watch it.
+    stop: watch::Sender<bool>,
+    /// The store's writer is gone: no write can be committed any more.
+    store_failed: AtomicBool,
+    /// Wakes the driving loop when a task decides the run must stop.
+    wake: Notify,
+    health: Mutex<Health>,
 }
 
 impl Shared {
@@ -182,35 +283,93 @@ impl Shared {
 
     /// The cached completion for a request key, if the cache is on and has one (recorded in
     /// the audit log as attempt 0).
-    fn cached_completion(&self, idx: usize, key: &str, status: Option<u16>) -> Option<Completion> {
+    async fn cached_completion(
+        &self,
+        idx: usize,
+        key: &str,
+        status: Option<u16>,
+    ) -> Option<Completion> {
         let response = self.cache.as_ref()?.get(key).ok()??;
         let completion = parse_completion(&response).ok()?;
         let mut row = self.attempt_row(idx, key, 0, 0.0, "cache");
         row.status = status;
         row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
         row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
-        self.send(WriteOp::Attempt(row));
+        self.send(WriteOp::Attempt(row)).await;
         Some(completion)
     }
 
-    fn send(&self, op: WriteOp) {
-        // The writer only goes away after every task has finished; a failed send means the
-        // writer thread died, which `finish` reports.
-        let _ = self
-            .writes
+    /// Hands a write to the store's writer, waiting while its queue is full. If the writer is
+    /// gone, the run stops: nothing sent from now on could be stored.
+    async fn send(&self, op: WriteOp) {
+        if self.writes.send(op).await.is_err() && !self.store_failed.swap(true, Ordering::SeqCst) {
+            self.request_stop();
+        }
+    }
+
+    fn request_stop(&self) {
+        self.stop.send_replace(true);
+        self.wake.notify_one();
+    }
+
+    fn is_stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Resolves once the run must stop.
+    async fn stopping(&self) {
+        let mut watch = self.stop.subscribe();
+        let _ = watch.wait_for(|stop| *stop).await;
+    }
+
+    fn health_ok(&self) {
+        self.health
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .send(op);
+            .succeeded = true;
+    }
+
+    fn health_failed(&self, error: &AttemptError) {
+        let limit = self.options.fail_fast_after;
+        let mut health = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        if limit == 0 || health.succeeded || health.tripped.is_some() {
+            return;
+        }
+        if !error.is_configuration_error() {
+            health.streak = 0;
+            return;
+        }
+        let cause = crate::openai::cause_of(&error.message);
+        if health.streak == 0 || health.cause != cause {
+            health.cause = cause;
+            health.first_error = error.message.clone();
+            health.streak = 0;
+        }
+        health.streak += 1;
+        if health.streak >= limit {
+            health.tripped = Some(Stopped::EndpointFailing {
+                cause: health.cause.clone(),
+                first_error: health.first_error.clone(),
+                attempts: health.streak,
+            });
+            drop(health);
+            self.request_stop();
+        }
     }
 }
 
-struct Finished {
-    cm_strict: bool,
-    api_error: bool,
-    parse_failure: bool,
+/// How a sample's task ended.
+enum TaskEnd {
+    Handled {
+        cm_strict: bool,
+        failed: bool,
+        parse_failure: bool,
+    },
+    /// Stopped before its answer was stored.
+    Abandoned,
 }
 
-/// Runs (or resumes) a run and commits every sample as it finishes.
+/// Runs (or resumes) a run and commits every sample as it finishes or fails.
 pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let RunRequest {
@@ -223,14 +382,20 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         options,
         fresh,
         prices,
+        stop,
+        mut events,
     } = request;
+    let mut emit = |event: RunEvent| {
+        if let Some(sink) = events.as_mut() {
+            sink(&event);
+        }
+    };
     let mut store = Store::open(&store_path)?;
     let hash = config.hash();
     if fresh {
         store.delete_run(&hash)?;
     }
     let (record, resumed) = match store.run_by_hash(&hash)? {
-        // Resuming: the run's rows exist, so nothing needs scoring before the first request.
         Some(existing) => {
             if existing.samples != samples.len() {
                 return Err(StoreError::Corrupt {
@@ -251,8 +416,8 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
             (existing, true)
         }
         None => {
-            let null_scores = baseline_scores(&mut samples, Baseline::Null);
-            let oracle_scores = baseline_scores(&mut samples, Baseline::Oracle);
+            // Only the score of a missing prediction up front (it needs no work); baselines
+            // are scored by the sample tasks.
             let pending: Vec<(String, String)> = samples
                 .iter_mut()
                 .map(|s| {
@@ -263,24 +428,19 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
                     )
                 })
                 .collect();
-            let created = store.create_run(
-                &system,
-                &config,
-                &bench_path,
-                prices.as_ref(),
-                (&null_scores, &oracle_scores),
-                &pending,
-            )?;
+            let created =
+                store.create_run(&system, &config, &bench_path, prices.as_ref(), &pending)?;
             (created, false)
         }
     };
-    let done: std::collections::HashSet<usize> = store
-        .results(&hash)?
-        .into_iter()
-        .filter(|r| r.done)
+    let rows = store.results(&hash)?;
+    let done: std::collections::HashSet<usize> = rows
+        .iter()
+        .filter(|r| r.status == SampleStatus::Done)
         .map(|r| r.idx)
         .collect();
     let already_done = done.len();
+    drop(store);
 
     let writer = StoreWriter::spawn(&store_path)?;
     let cache = if options.use_cache
@@ -296,6 +456,9 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
             .map(|n| RateLimiter::direct(Quota::per_minute(n)))
     };
     let local = is_local(&simulator);
+    let Some(writes) = writer.sender() else {
+        return Err(RunError::Task("the store writer has no queue".into()));
+    };
     let shared = Arc::new(Shared {
         run_hash: hash.clone(),
         simulator,
@@ -303,20 +466,27 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         tpm: limiter(options.tokens_per_minute)
             .map(|l| (l, options.tokens_per_minute.unwrap_or(1))),
         permits: Semaphore::new(if local { 1 } else { options.concurrency.max(1) }),
-        writes: std::sync::Mutex::new(writer.sender()),
+        writes,
         cache,
         options,
+        stop: watch::Sender::new(false),
+        store_failed: AtomicBool::new(false),
+        wake: Notify::new(),
+        health: Mutex::new(Health::default()),
     });
 
-    let todo = samples.len() - already_done;
-    let progress = Progress::new(shared.options.progress, todo as u64);
-    let mut tasks = JoinSet::new();
     let mut pending_samples: Vec<(usize, PreparedSample)> = samples
         .into_iter()
         .enumerate()
         .filter(|(idx, _)| !done.contains(idx))
         .collect();
-    if is_local(&shared.simulator) {
+    let todo = pending_samples.len();
+    emit(RunEvent::Started {
+        todo,
+        already_done,
+        resumed,
+    });
+    if local {
         // One request at a time: group samples of one environment and tool so consecutive
         // prompts share long prefixes (the engine reuses their KV cache).
         pending_samples.sort_by(|(ia, a), (ib, b)| {
@@ -331,64 +501,168 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
             key(a).cmp(&key(b)).then(ia.cmp(ib))
         });
     }
+    let mut tasks = JoinSet::new();
     for (idx, sample) in pending_samples {
         let shared = Arc::clone(&shared);
-        tasks.spawn(async move {
-            let _permit = shared.permits.acquire().await;
-            run_sample(&shared, idx, sample).await
-        });
+        tasks.spawn(async move { run_sample(&shared, idx, sample).await });
     }
 
-    let mut processed = 0usize;
-    let (mut correct, mut api_errors, mut parse_failures) = (0usize, 0usize, 0usize);
+    let (mut handled, mut correct, mut failed, mut parse_failures) = (0usize, 0, 0, 0);
     let mut interrupted = false;
-    let handle_ctrl_c = shared.options.handle_ctrl_c;
-    let ctrl_c = async move {
-        if handle_ctrl_c {
-            let _ = tokio::signal::ctrl_c().await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    tokio::pin!(ctrl_c);
+    let mut stop_signal: StopSignal = stop.unwrap_or_else(|| Box::pin(std::future::pending()));
+    let mut stopping = false;
     loop {
         tokio::select! {
             next = tasks.join_next() => {
                 let Some(joined) = next else { break };
-                let finished = joined.map_err(|e| RunError::Task(e.to_string()))?;
-                processed += 1;
-                correct += usize::from(finished.cm_strict);
-                api_errors += usize::from(finished.api_error);
-                parse_failures += usize::from(finished.parse_failure);
-                progress.tick(processed, correct, api_errors, parse_failures);
+                let end = joined.map_err(|e| RunError::Task(e.to_string()))?;
+                if let TaskEnd::Handled { cm_strict, failed: f, parse_failure } = end {
+                    handled += 1;
+                    correct += usize::from(cm_strict);
+                    failed += usize::from(f);
+                    parse_failures += usize::from(parse_failure);
+                    emit(RunEvent::Progress { handled, todo, correct, failed, parse_failures });
+                }
             }
-            _ = &mut ctrl_c => {
+            _ = &mut stop_signal, if !stopping => {
                 interrupted = true;
-                tasks.abort_all();
-                while tasks.join_next().await.is_some() {}
-                break;
+                stopping = true;
+                shared.request_stop();
+                emit(RunEvent::Stopping { reason: "interrupted".into() });
+            }
+            // The writer closes its queue when it fails: stop even if no task is sending.
+            () = shared.writes.closed(), if !stopping => {
+                stopping = true;
+                shared.store_failed.store(true, Ordering::SeqCst);
+                shared.request_stop();
+                emit(RunEvent::Stopping { reason: "the run store stopped accepting writes".into() });
+            }
+            _ = shared.wake.notified(), if !stopping => {
+                stopping = true;
+                let reason = if shared.store_failed.load(Ordering::SeqCst) {
+                    "the run store stopped accepting writes".to_owned()
+                } else {
+                    match &shared.health.lock().unwrap_or_else(|p| p.into_inner()).tripped {
+                        Some(Stopped::EndpointFailing { cause, attempts, .. }) => {
+                            format!("the first {attempts} requests all failed: {cause}")
+                        }
+                        _ => "stopping".to_owned(),
+                    }
+                };
+                emit(RunEvent::Stopping { reason });
             }
         }
     }
-    progress.finish(processed, correct, api_errors, parse_failures, interrupted);
+    let tripped = shared
+        .health
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .tripped
+        .clone();
     drop(shared);
+    // Everything handed to the writer is committed (or, if the writer failed, as much as
+    // could be): its error wins over any other outcome.
     writer.finish()?;
     let record = Store::open(&store_path)?
         .run_by_hash(&hash)?
         .unwrap_or(record);
+    let stopped = if interrupted {
+        Some(Stopped::Interrupted)
+    } else {
+        tripped
+    };
     Ok(RunOutcome {
         record,
         resumed,
-        processed,
+        processed: handled,
+        failed,
         already_done,
-        interrupted,
+        stopped,
         wall: started.elapsed(),
     })
 }
 
-async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> Finished {
-    let start = Instant::now();
-    let (prediction, usage, attempts, cached, kind, text) = match &shared.simulator {
+/// Scores the null and oracle baselines on a sample and stores them.
+async fn store_baselines(shared: &Shared, idx: usize, sample: &mut PreparedSample) {
+    let mut score = |baseline: Baseline| {
+        let prediction = baseline.predict(sample.transition());
+        serde_json::to_string(&sample.score(&prediction, None)).unwrap_or_default()
+    };
+    let null = score(Baseline::Null);
+    let oracle = score(Baseline::Oracle);
+    shared
+        .send(WriteOp::Baselines {
+            run_hash: shared.run_hash.clone(),
+            idx,
+            null,
+            oracle,
+        })
+        .await;
+}
+
+async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> TaskEnd {
+    store_baselines(shared, idx, &mut sample).await;
+    if shared.is_stopping() {
+        return TaskEnd::Abandoned;
+    }
+    let answer = tokio::select! {
+        biased;
+        () = shared.stopping() => return TaskEnd::Abandoned,
+        answer = async {
+            let _permit = shared.permits.acquire().await;
+            if shared.is_stopping() {
+                return None;
+            }
+            let start = Instant::now();
+            Some((predict(shared, idx, &sample).await, start))
+        } => answer,
+    };
+    let Some(((prediction, usage, attempts, cached, kind, text), start)) = answer else {
+        return TaskEnd::Abandoned;
+    };
+    // A request that ended in an error is a failed sample, also when the run is stopping
+    // (its last attempt failed on its own); only requests cut short by the stop are abandoned.
+    let failed = matches!(prediction, Prediction::ApiError(_));
+    let score = sample.score(&prediction, usage);
+    // The sample is dropped here, in its task, so freeing large states is spread over the
+    // runtime's threads instead of the thread driving the run.
+    drop(sample);
+    let end = TaskEnd::Handled {
+        cm_strict: score.cm_strict,
+        failed,
+        parse_failure: score.parse_failure.is_some(),
+    };
+    shared
+        .send(WriteOp::Result {
+            run_hash: shared.run_hash.clone(),
+            row: ResultRow {
+                idx,
+                sample_id: score.sample_id.clone(),
+                status: if failed {
+                    SampleStatus::Failed
+                } else {
+                    SampleStatus::Done
+                },
+                prediction_kind: Some(kind.to_owned()),
+                prediction: Some(text),
+                latency_ms: Some(elapsed_ms(start)),
+                attempts,
+                cached,
+                score: serde_json::to_string(&score).unwrap_or_default(),
+            },
+        })
+        .await;
+    end
+}
+
+/// The simulator's answer for one sample: prediction, usage, attempts, cache flag, stored kind
+/// and stored text.
+async fn predict(
+    shared: &Shared,
+    idx: usize,
+    sample: &PreparedSample,
+) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
+    match &shared.simulator {
         Simulator::Baseline(baseline) => {
             let p = baseline.predict(sample.transition());
             let text = match &p {
@@ -411,30 +685,34 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
                 .as_ref()
                 .map(|b| sha256_hex(format!("batch\n{b}").as_bytes()));
             if let (Some(key), Some(body)) = (&key, body) {
-                shared.send(WriteOp::Body {
-                    key: key.clone(),
-                    body,
-                });
+                shared
+                    .send(WriteOp::Body {
+                        key: key.clone(),
+                        body,
+                    })
+                    .await;
             }
             match answer {
                 Some(answer) => {
                     let ok = matches!(answer.prediction, Prediction::Raw(_));
-                    shared.send(WriteOp::Attempt(AttemptRow {
-                        run_hash: shared.run_hash.clone(),
-                        idx,
-                        attempt: 1,
-                        latency_ms: 0.0,
-                        status: answer.status,
-                        outcome: if ok { "batch" } else { "batch_error" }.to_owned(),
-                        error: match &answer.prediction {
-                            Prediction::ApiError(e) => Some(e.clone()),
-                            _ => None,
-                        },
-                        body_key: key,
-                        response: Some(answer.raw.clone()),
-                        prompt_tokens: answer.usage.map(|u| u.prompt_tokens),
-                        completion_tokens: answer.usage.map(|u| u.completion_tokens),
-                    }));
+                    shared
+                        .send(WriteOp::Attempt(AttemptRow {
+                            run_hash: shared.run_hash.clone(),
+                            idx,
+                            attempt: 1,
+                            latency_ms: 0.0,
+                            status: answer.status,
+                            outcome: if ok { "batch" } else { "batch_error" }.to_owned(),
+                            error: match &answer.prediction {
+                                Prediction::ApiError(e) => Some(e.clone()),
+                                _ => None,
+                            },
+                            body_key: key,
+                            response: Some(answer.raw.clone()),
+                            prompt_tokens: answer.usage.map(|u| u.prompt_tokens),
+                            completion_tokens: answer.usage.map(|u| u.completion_tokens),
+                        }))
+                        .await;
                     let (kind, text) = prediction_text(&answer.prediction);
                     (answer.prediction, answer.usage, 1, false, kind, text)
                 }
@@ -476,46 +754,13 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
             let estimate = body.len() / 4 + decoding.max_tokens.unwrap_or(0) as usize;
             let (result, attempts, cached) =
                 complete(shared, idx, client, &body, &key, estimate).await;
-            let result = result.map_err(|e| format!("{e} (after {attempts} attempts)"));
+            let result = result.map_err(|e| {
+                let plural = if attempts == 1 { "" } else { "s" };
+                format!("{e} (after {attempts} attempt{plural})")
+            });
             prediction_of(result, attempts, cached)
         }
-    };
-    let score = sample.score(&prediction, usage);
-    // The sample is dropped here, in its task, so freeing large states is spread over the
-    // runtime's threads instead of the thread driving the run.
-    drop(sample);
-    let finished = Finished {
-        cm_strict: score.cm_strict,
-        api_error: score.api_error.is_some(),
-        parse_failure: score.parse_failure.is_some(),
-    };
-    shared.send(WriteOp::Result {
-        run_hash: shared.run_hash.clone(),
-        row: ResultRow {
-            idx,
-            sample_id: score.sample_id.clone(),
-            done: true,
-            prediction_kind: Some(kind.to_owned()),
-            prediction: Some(text),
-            latency_ms: Some(elapsed_ms(start)),
-            attempts,
-            cached,
-            score: serde_json::to_string(&score).unwrap_or_default(),
-        },
-    });
-    finished
-}
-
-/// A baseline's per-sample scores as the JSON array stored with a run.
-fn baseline_scores(samples: &mut [PreparedSample], baseline: Baseline) -> String {
-    let scores: Vec<SampleScore> = samples
-        .iter_mut()
-        .map(|s| {
-            let p = baseline.predict(s.transition());
-            s.score(&p, None)
-        })
-        .collect();
-    serde_json::to_string(&scores).unwrap_or_default()
+    }
 }
 
 /// Whether a stored score was written before the reference lane was exact (schema v1): such
@@ -557,31 +802,51 @@ fn rescore_legacy(
         let usage = serde_json::from_str::<SampleScore>(&row.score)
             .ok()
             .and_then(|old| old.usage);
-        let prediction = if row.done {
+        let prediction = if row.status != SampleStatus::Pending {
             stored_prediction(row.prediction_kind.as_deref(), row.prediction.as_deref())
         } else {
             Prediction::Missing
         };
         let score = sample.score(&prediction, usage);
-        scores.push((row.idx, serde_json::to_string(&score).unwrap_or_default()));
+        scores.push((
+            row.idx,
+            serde_json::to_string(&score).unwrap_or_default(),
+            None,
+        ));
     }
-    let (null, oracle) = store.baselines(hash)?;
-    let baselines = if is_legacy_score(&null) || is_legacy_score(&oracle) {
-        Some((
-            baseline_scores(samples, Baseline::Null),
-            baseline_scores(samples, Baseline::Oracle),
-        ))
-    } else {
-        None
-    };
-    if scores.is_empty() && baselines.is_none() {
+    // Baselines stored by an older envsim are rescored too, per sample.
+    for (idx, stored) in store.baselines(hash)?.into_iter().enumerate() {
+        let Some((null, oracle)) = stored else {
+            continue;
+        };
+        if !(is_legacy_score(&null) || is_legacy_score(&oracle)) {
+            continue;
+        }
+        let Some(sample) = samples.get_mut(idx) else {
+            continue;
+        };
+        let mut score = |baseline: Baseline| {
+            let prediction = baseline.predict(sample.transition());
+            serde_json::to_string(&sample.score(&prediction, None)).unwrap_or_default()
+        };
+        let fresh = Some((score(Baseline::Null), score(Baseline::Oracle)));
+        match scores.iter_mut().find(|(i, _, _)| *i == idx) {
+            Some(entry) => entry.2 = fresh,
+            None => {
+                let current = store
+                    .results(hash)?
+                    .into_iter()
+                    .find(|r| r.idx == idx)
+                    .map(|r| r.score)
+                    .unwrap_or_default();
+                scores.push((idx, current, fresh));
+            }
+        }
+    }
+    if scores.is_empty() {
         return Ok(());
     }
-    store.replace_scores(
-        hash,
-        &scores,
-        baselines.as_ref().map(|(n, o)| (n.as_str(), o.as_str())),
-    )
+    store.replace_scores(hash, &scores)
 }
 
 /// A model answer (or the request's final error) as what `run_sample` records: prediction,
@@ -644,14 +909,16 @@ async fn complete_local(
     })
     .to_string();
     let key = sha256_hex(format!("local\n{body}").as_bytes());
-    shared.send(WriteOp::Body {
-        key: key.clone(),
-        body,
-    });
+    shared
+        .send(WriteOp::Body {
+            key: key.clone(),
+            body,
+        })
+        .await;
     let audit = |attempt: u32, latency_ms: f64, outcome: &str| {
         shared.attempt_row(idx, &key, attempt, latency_ms, outcome)
     };
-    if let Some(completion) = shared.cached_completion(idx, &key, None) {
+    if let Some(completion) = shared.cached_completion(idx, &key, None).await {
         return (Ok(completion), 0, true);
     }
     let start = Instant::now();
@@ -662,16 +929,17 @@ async fn complete_local(
             row.prompt_tokens = local.completion.usage.map(|u| u.prompt_tokens);
             row.completion_tokens = local.completion.usage.map(|u| u.completion_tokens);
             row.response = Some(raw.clone());
-            shared.send(WriteOp::Attempt(row));
+            shared.send(WriteOp::Attempt(row)).await;
             if shared.cache.is_some() {
-                shared.send(WriteOp::Cache { key, response: raw });
+                shared.send(WriteOp::Cache { key, response: raw }).await;
             }
             (Ok(local.completion), 1, false)
         }
         Err(error) => {
+            let error = format!("local model: {error}");
             let mut row = audit(1, elapsed_ms(start), "local_error");
             row.error = Some(error.clone());
-            shared.send(WriteOp::Attempt(row));
+            shared.send(WriteOp::Attempt(row)).await;
             (Err(error), 1, false)
         }
     }
@@ -699,11 +967,13 @@ async fn complete(
     let audit = |attempt: u32, latency_ms: f64, outcome: &str| {
         shared.attempt_row(idx, key, attempt, latency_ms, outcome)
     };
-    shared.send(WriteOp::Body {
-        key: key.to_owned(),
-        body: body.to_owned(),
-    });
-    if let Some(completion) = shared.cached_completion(idx, key, Some(200)) {
+    shared
+        .send(WriteOp::Body {
+            key: key.to_owned(),
+            body: body.to_owned(),
+        })
+        .await;
+    if let Some(completion) = shared.cached_completion(idx, key, Some(200)).await {
         return (Ok(completion), 0, true);
     }
     let options = &shared.options;
@@ -728,12 +998,15 @@ async fn complete(
                 row.prompt_tokens = completion.usage.map(|u| u.prompt_tokens);
                 row.completion_tokens = completion.usage.map(|u| u.completion_tokens);
                 row.response = Some(raw.clone());
-                shared.send(WriteOp::Attempt(row));
+                shared.send(WriteOp::Attempt(row)).await;
+                shared.health_ok();
                 if shared.cache.is_some() {
-                    shared.send(WriteOp::Cache {
-                        key: key.to_owned(),
-                        response: raw,
-                    });
+                    shared
+                        .send(WriteOp::Cache {
+                            key: key.to_owned(),
+                            response: raw,
+                        })
+                        .await;
                 }
                 return (Ok(completion), attempt, false);
             }
@@ -742,8 +1015,9 @@ async fn complete(
                 row.status = error.status;
                 row.error = Some(error.message.clone());
                 row.response = error.body.clone();
-                shared.send(WriteOp::Attempt(row));
-                if !error.retryable() || attempt > options.max_retries {
+                shared.send(WriteOp::Attempt(row)).await;
+                shared.health_failed(&error);
+                if !error.retryable() || attempt > options.max_retries || shared.is_stopping() {
                     return (Err(error), attempt, false);
                 }
                 tokio::time::sleep(retry_delay(options, attempt, error.retry_after)).await;
@@ -768,92 +1042,6 @@ pub fn retry_delay(
         .min(options.backoff_cap);
     let half = exp / 2;
     half + half.mul_f64(fastrand::f64())
-}
-
-struct Progress {
-    bar: Option<ProgressBar>,
-    total: u64,
-    lines: bool,
-    started: Instant,
-    last_line: std::sync::Mutex<Instant>,
-}
-
-impl Progress {
-    fn new(enabled: bool, total: u64) -> Progress {
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (enabled && terminal).then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} samples · {per_sec} · ETA {eta} · {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar
-        });
-        Progress {
-            bar,
-            total,
-            lines: enabled && !terminal,
-            started: Instant::now(),
-            last_line: std::sync::Mutex::new(Instant::now()),
-        }
-    }
-
-    fn message(done: usize, correct: usize, api_errors: usize, parse_failures: usize) -> String {
-        format!(
-            "CM-strict {:.1}% · API errors {api_errors} · parse failures {parse_failures}",
-            if done == 0 {
-                0.0
-            } else {
-                correct as f64 * 100.0 / done as f64
-            }
-        )
-    }
-
-    fn tick(&self, done: usize, correct: usize, api_errors: usize, parse_failures: usize) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done as u64);
-            bar.set_message(Self::message(done, correct, api_errors, parse_failures));
-        } else if self.lines {
-            let mut last = self.last_line.lock().unwrap_or_else(|p| p.into_inner());
-            if last.elapsed() >= Duration::from_secs(10) {
-                *last = Instant::now();
-                eprintln!(
-                    "eval: {done}/{} samples, {:.0} s, {}",
-                    self.total,
-                    self.started.elapsed().as_secs_f64(),
-                    Self::message(done, correct, api_errors, parse_failures)
-                );
-            }
-        }
-    }
-
-    fn finish(
-        &self,
-        done: usize,
-        correct: usize,
-        api_errors: usize,
-        parse_failures: usize,
-        interrupted: bool,
-    ) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-        if self.bar.is_some() || self.lines {
-            eprintln!(
-                "eval: {}{done}/{} samples in {:.1} s, {}",
-                if interrupted {
-                    "interrupted after "
-                } else {
-                    ""
-                },
-                self.total,
-                self.started.elapsed().as_secs_f64(),
-                Self::message(done, correct, api_errors, parse_failures)
-            );
-        }
-    }
 }
 
 #[cfg(test)]

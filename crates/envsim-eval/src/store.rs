@@ -5,15 +5,19 @@
 //! (WAL, `synchronous=NORMAL`: a committed transaction survives the process being killed), so
 //! `kill -9` loses only requests that were in flight. A run's rows are created up front with
 //! status `pending` and the score of a missing prediction, so a partial run still reports over
-//! the whole benchmark (unfinished samples count as wrong) and a rerun resumes exactly the
-//! pending ones.
+//! the whole benchmark (unfinished samples count as wrong). A sample whose request failed after
+//! its retries is stored as `failed` (scored wrong, with the error) and is not finished: a rerun
+//! resumes exactly the `pending` and `failed` ones. The null and oracle baselines are stored per
+//! sample (`sample_baselines`), written by the sample's task before its request.
+//!
+//! Read-only commands open the store with [`Store::open_existing`], which never creates a file.
 
 use crate::config::RunConfig;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::thread::JoinHandle;
+use tokio::sync::mpsc;
 
 /// A store error, naming the database file.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +41,9 @@ pub enum StoreError {
     /// No run matches.
     #[error("{0}")]
     NotFound(String),
+    /// A read-only command was pointed at a store that does not exist.
+    #[error("no run store at {0}: run `envsim eval` first, or point --store (ENVSIM_STORE) at an existing store")]
+    Missing(PathBuf),
     /// The database directory could not be created.
     #[error("cannot create {path}: {source}")]
     Io {
@@ -47,7 +54,8 @@ pub enum StoreError {
     },
 }
 
-const SCHEMA_VERSION: i64 = 1;
+/// 2: per-sample baselines (`sample_baselines`) and the `failed` status.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
@@ -66,6 +74,13 @@ CREATE TABLE IF NOT EXISTS run_baselines (
     run_hash TEXT PRIMARY KEY,
     null_scores TEXT NOT NULL,
     oracle_scores TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sample_baselines (
+    run_hash TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    null_score TEXT NOT NULL,
+    oracle_score TEXT NOT NULL,
+    PRIMARY KEY (run_hash, idx)
 );
 CREATE TABLE IF NOT EXISTS results (
     run_hash TEXT NOT NULL,
@@ -128,6 +143,40 @@ pub struct RunRecord {
     pub updated_at: String,
 }
 
+/// A rescored sample for [`Store::replace_scores`]: position, score JSON, and the null and
+/// oracle score JSON when they are replaced too.
+pub type Rescored = (usize, String, Option<(String, String)>);
+
+/// Where a sample stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleStatus {
+    /// Not run yet (or interrupted).
+    Pending,
+    /// Finished: the simulator answered (the answer may still be wrong or unparseable).
+    Done,
+    /// The request failed after its retries: scored wrong, retried by the next run.
+    Failed,
+}
+
+impl SampleStatus {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleStatus::Pending => "pending",
+            SampleStatus::Done => "done",
+            SampleStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(text: &str) -> SampleStatus {
+        match text {
+            "done" => SampleStatus::Done,
+            "failed" => SampleStatus::Failed,
+            _ => SampleStatus::Pending,
+        }
+    }
+}
+
 /// One sample's row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResultRow {
@@ -135,8 +184,8 @@ pub struct ResultRow {
     pub idx: usize,
     /// The sample id.
     pub sample_id: String,
-    /// `pending` or `done`.
-    pub done: bool,
+    /// Pending, done or failed.
+    pub status: SampleStatus,
     /// `raw`, `parsed`, `api_error` or `missing`.
     pub prediction_kind: Option<String>,
     /// Raw model text, parsed JSON, or the error message.
@@ -190,12 +239,23 @@ pub enum WriteOp {
     },
     /// One attempt.
     Attempt(AttemptRow),
-    /// A finished sample.
+    /// A finished or failed sample.
     Result {
         /// Run hash.
         run_hash: String,
-        /// The row (with `done` true).
+        /// The row (status done or failed).
         row: ResultRow,
+    },
+    /// A sample's null and oracle baseline scores.
+    Baselines {
+        /// Run hash.
+        run_hash: String,
+        /// Sample position.
+        idx: usize,
+        /// Score JSON of the null baseline.
+        null: String,
+        /// Score JSON of the oracle.
+        oracle: String,
     },
     /// A cacheable response.
     Cache {
@@ -230,8 +290,24 @@ fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// Refuses a store written by a newer envsim.
+fn check_version(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(sqlite(path))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            message: format!(
+                "written by a newer envsim (schema {version}, this one reads {SCHEMA_VERSION})"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Store {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the store at `path`, for commands that write.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
@@ -240,20 +316,43 @@ impl Store {
             })?;
         }
         let conn = open_connection(path)?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(sqlite(path))?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::Corrupt {
-                path: path.to_owned(),
-                message: format!(
-                    "written by a newer envsim (schema {version}, this one reads {SCHEMA_VERSION})"
-                ),
-            });
-        }
+        check_version(&conn, path)?;
         conn.execute_batch(SCHEMA).map_err(sqlite(path))?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sqlite(path))?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens an existing store read-only (`report`, `runs`, `compare`): nothing is created or
+    /// changed, and a missing file is [`StoreError::Missing`].
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing(path.to_owned()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sqlite(path))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(sqlite(path))?;
+        check_version(&conn, path)?;
+        let is_store: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
+                [],
+                |r| r.get::<_, i64>(0).map(|n| n > 0),
+            )
+            .map_err(sqlite(path))?;
+        if !is_store {
+            return Err(StoreError::Corrupt {
+                path: path.to_owned(),
+                message: "not an envsim run store (no runs table)".into(),
+            });
+        }
         Ok(Store {
             conn,
             path: path.to_owned(),
@@ -378,16 +477,15 @@ impl Store {
     }
 
     /// Creates a new run with all samples pending (resuming is the caller's: see
-    /// [`Store::run_by_hash`]). `baselines` are the null and oracle per-sample scores (JSON
-    /// arrays); `pending` holds `(sample_id, score JSON of a missing prediction)` per sample in
-    /// benchmark order.
+    /// [`Store::run_by_hash`]). `pending` holds `(sample_id, score JSON of a missing
+    /// prediction)` per sample in benchmark order. Baselines come later, per sample
+    /// ([`WriteOp::Baselines`]).
     pub fn create_run(
         &mut self,
         system: &str,
         config: &RunConfig,
         bench_path: &str,
         prices: Option<&Value>,
-        baselines: (&str, &str),
         pending: &[(String, String)],
     ) -> Result<RunRecord, StoreError> {
         let hash = config.hash();
@@ -404,11 +502,6 @@ impl Store {
                 pending.len() as i64,
                 prices.map(Value::to_string)
             ],
-        )
-        .map_err(sqlite(&path))?;
-        tx.execute(
-            "INSERT OR REPLACE INTO run_baselines (run_hash, null_scores, oracle_scores) VALUES (?1, ?2, ?3)",
-            params![hash, baselines.0, baselines.1],
         )
         .map_err(sqlite(&path))?;
         {
@@ -428,31 +521,35 @@ impl Store {
         Ok(record)
     }
 
-    /// Replaces stored scores (per-sample `(idx, score JSON)` and, when given, the null and
-    /// oracle baselines) in one transaction, leaving predictions and statuses as they are. Used
-    /// to rescore runs written by an older scorer from their stored outputs.
-    pub fn replace_scores(
-        &mut self,
-        hash: &str,
-        scores: &[(usize, String)],
-        baselines: Option<(&str, &str)>,
-    ) -> Result<(), StoreError> {
+    /// Replaces stored scores, per sample `(idx, score JSON, baselines)` with the null and
+    /// oracle score JSON when given, in one transaction, leaving predictions and statuses as
+    /// they are. Used to rescore runs written by an older scorer from their stored outputs;
+    /// baselines given here replace any run-level arrays of older stores.
+    pub fn replace_scores(&mut self, hash: &str, scores: &[Rescored]) -> Result<(), StoreError> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
         {
             let mut update = tx
                 .prepare("UPDATE results SET score = ?3 WHERE run_hash = ?1 AND idx = ?2")
                 .map_err(sqlite(&path))?;
-            for (idx, score) in scores {
+            let mut baseline = tx
+                .prepare("INSERT OR REPLACE INTO sample_baselines (run_hash, idx, null_score, oracle_score) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(sqlite(&path))?;
+            for (idx, score, baselines) in scores {
                 update
                     .execute(params![hash, *idx as i64, score])
                     .map_err(sqlite(&path))?;
+                if let Some((null, oracle)) = baselines {
+                    baseline
+                        .execute(params![hash, *idx as i64, null, oracle])
+                        .map_err(sqlite(&path))?;
+                }
             }
         }
-        if let Some((null, oracle)) = baselines {
+        if scores.iter().any(|(_, _, b)| b.is_some()) {
             tx.execute(
-                "UPDATE run_baselines SET null_scores = ?2, oracle_scores = ?3 WHERE run_hash = ?1",
-                params![hash, null, oracle],
+                "DELETE FROM run_baselines WHERE run_hash = ?1",
+                params![hash],
             )
             .map_err(sqlite(&path))?;
         }
@@ -463,7 +560,7 @@ impl Store {
     pub fn delete_run(&mut self, hash: &str) -> Result<(), StoreError> {
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
-        for table in ["requests", "results", "run_baselines"] {
+        for table in ["requests", "results", "run_baselines", "sample_baselines"] {
             tx.execute(
                 &format!("DELETE FROM {table} WHERE run_hash = ?1"),
                 params![hash],
@@ -475,17 +572,68 @@ impl Store {
         tx.commit().map_err(sqlite(&path))
     }
 
-    /// The null and oracle per-sample scores stored with a run (JSON arrays).
-    pub fn baselines(&self, hash: &str) -> Result<(String, String), StoreError> {
-        self.conn
+    /// The null and oracle score JSON of every sample of a run (`None` where not computed yet),
+    /// indexed by sample position. Runs written before per-sample baselines keep them as two
+    /// JSON arrays (`run_baselines`); those are split here.
+    pub fn baselines(&self, hash: &str) -> Result<Vec<Option<(String, String)>>, StoreError> {
+        let samples: i64 = self
+            .conn
+            .query_row(
+                "SELECT samples FROM runs WHERE hash = ?1",
+                params![hash],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sqlite(&self.path))?
+            .ok_or_else(|| StoreError::NotFound(format!("no run with hash {hash}")))?;
+        let mut out: Vec<Option<(String, String)>> =
+            vec![None; usize::try_from(samples).unwrap_or(0)];
+        let legacy: Option<(String, String)> = self
+            .conn
             .query_row(
                 "SELECT null_scores, oracle_scores FROM run_baselines WHERE run_hash = ?1",
                 params![hash],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
-            .map_err(sqlite(&self.path))?
-            .ok_or_else(|| self.corrupt(format!("run {hash} has no baseline scores")))
+            .map_err(sqlite(&self.path))?;
+        if let Some((null, oracle)) = legacy {
+            let split = |text: &str, which: &str| -> Result<Vec<String>, StoreError> {
+                let items: Vec<Value> = serde_json::from_str(text).map_err(|e| {
+                    self.corrupt(format!("run {hash}: {which} baseline scores: {e}"))
+                })?;
+                Ok(items.iter().map(Value::to_string).collect())
+            };
+            for (slot, pair) in out.iter_mut().zip(
+                split(&null, "null")?
+                    .into_iter()
+                    .zip(split(&oracle, "oracle")?),
+            ) {
+                *slot = Some(pair);
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT idx, null_score, oracle_score FROM sample_baselines WHERE run_hash = ?1",
+            )
+            .map_err(sqlite(&self.path))?;
+        let rows = stmt
+            .query_map(params![hash], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(sqlite(&self.path))?;
+        for row in rows {
+            let (idx, null, oracle) = row.map_err(sqlite(&self.path))?;
+            if let Some(slot) = usize::try_from(idx).ok().and_then(|i| out.get_mut(i)) {
+                *slot = Some((null, oracle));
+            }
+        }
+        Ok(out)
     }
 
     /// Updates the price stored with a run.
@@ -510,7 +658,7 @@ impl Store {
                 Ok(ResultRow {
                     idx: usize::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
                     sample_id: r.get(1)?,
-                    done: r.get::<_, String>(2)? == "done",
+                    status: SampleStatus::parse(&r.get::<_, String>(2)?),
                     prediction_kind: r.get(3)?,
                     prediction: r.get(4)?,
                     latency_ms: r.get(5)?,
@@ -613,8 +761,16 @@ impl CacheReader {
     }
 }
 
+/// Writes queued at most before senders wait (bounded, so a stalled writer slows the run
+/// down instead of buffering without limit).
+pub const WRITE_QUEUE: usize = 4096;
+
 /// The single writer: a thread that owns a connection and commits everything it receives,
 /// batching whatever is queued into one transaction.
+///
+/// If a commit fails, the writes of that batch are retried one by one (so everything that can
+/// be committed is), then the writer stops: its queue closes, so every later send fails, and
+/// [`StoreWriter::finish`] returns the first error.
 pub struct StoreWriter {
     tx: Option<mpsc::Sender<WriteOp>>,
     handle: Option<JoinHandle<Result<u64, StoreError>>>,
@@ -625,7 +781,7 @@ impl StoreWriter {
     pub fn spawn(path: &Path) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(path)?;
         let path = path.to_owned();
-        let (tx, rx) = mpsc::channel::<WriteOp>();
+        let (tx, rx) = mpsc::channel::<WriteOp>(WRITE_QUEUE);
         let handle = std::thread::Builder::new()
             .name("envsim-store".into())
             .spawn(move || writer_loop(conn, &path, rx))
@@ -639,12 +795,13 @@ impl StoreWriter {
         })
     }
 
-    /// A handle for sending writes from any thread.
-    pub fn sender(&self) -> mpsc::Sender<WriteOp> {
-        self.tx.clone().expect("sender taken only by finish")
+    /// A handle for sending writes from any task.
+    pub fn sender(&self) -> Option<mpsc::Sender<WriteOp>> {
+        self.tx.clone()
     }
 
-    /// Waits until everything sent has been committed; returns the number of writes.
+    /// Waits until everything sent has been committed; returns the number of writes, or the
+    /// error that stopped the writer.
     pub fn finish(mut self) -> Result<u64, StoreError> {
         self.tx.take();
         match self.handle.take().map(JoinHandle::join) {
@@ -666,43 +823,72 @@ impl Drop for StoreWriter {
     }
 }
 
+/// Commits one batch in a transaction.
+fn commit_batch(conn: &mut Connection, batch: &[WriteOp]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let mut touched_runs: Vec<&str> = Vec::new();
+    for op in batch {
+        if let WriteOp::Result { run_hash, .. } = op {
+            if !touched_runs.contains(&run_hash.as_str()) {
+                touched_runs.push(run_hash);
+            }
+        }
+        apply_write(&tx, op)?;
+    }
+    // Once per transaction, not per result: keeps the per-sample cost flat.
+    for hash in touched_runs {
+        tx.prepare_cached(
+            "UPDATE runs SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE hash = ?1",
+        )?
+        .execute(params![hash])?;
+    }
+    tx.commit()
+}
+
 fn writer_loop(
     mut conn: Connection,
     path: &Path,
-    rx: mpsc::Receiver<WriteOp>,
+    mut rx: mpsc::Receiver<WriteOp>,
 ) -> Result<u64, StoreError> {
     let mut written = 0u64;
-    while let Ok(first) = rx.recv() {
-        let tx = conn.transaction().map_err(sqlite(path))?;
-        let mut op = Some(first);
-        let mut in_batch = 0;
-        let mut touched_runs: Vec<String> = Vec::new();
-        while let Some(current) = op.take() {
-            if let WriteOp::Result { run_hash, .. } = &current {
-                if !touched_runs.contains(run_hash) {
-                    touched_runs.push(run_hash.clone());
+    let mut batch = Vec::new();
+    while let Some(first) = rx.blocking_recv() {
+        batch.clear();
+        batch.push(first);
+        // Bounded batches keep each commit short; whatever is already queued goes in.
+        while batch.len() < 512 {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        if commit_batch(&mut conn, &batch).is_ok() {
+            written += batch.len() as u64;
+            continue;
+        }
+        // Commit what can be committed, one write at a time, then stop with the first error.
+        let mut first_error = None;
+        for op in batch.drain(..) {
+            match commit_batch(&mut conn, std::slice::from_ref(&op)) {
+                Ok(()) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
                 }
             }
-            apply_write(&tx, current).map_err(sqlite(path))?;
-            written += 1;
-            in_batch += 1;
-            // Bounded batches keep each commit short; whatever is already queued goes in.
-            if in_batch < 512 {
-                op = rx.try_recv().ok();
-            }
         }
-        // Once per transaction, not per result: keeps the per-sample cost flat.
-        for hash in &touched_runs {
-            tx.prepare_cached("UPDATE runs SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE hash = ?1")
-                .and_then(|mut stmt| stmt.execute(params![hash]))
-                .map_err(sqlite(path))?;
-        }
-        tx.commit().map_err(sqlite(path))?;
+        rx.close();
+        return Err(first_error.map_or_else(
+            || StoreError::Corrupt {
+                path: path.to_owned(),
+                message: "a transaction failed and then succeeded write by write".into(),
+            },
+            |e| sqlite(path)(e),
+        ));
     }
     Ok(written)
 }
 
-fn apply_write(tx: &rusqlite::Transaction<'_>, op: WriteOp) -> rusqlite::Result<()> {
+fn apply_write(tx: &rusqlite::Transaction<'_>, op: &WriteOp) -> rusqlite::Result<()> {
     match op {
         WriteOp::Body { key, body } => {
             tx.prepare_cached("INSERT OR IGNORE INTO bodies (key, body) VALUES (?1, ?2)")?
@@ -725,7 +911,7 @@ fn apply_write(tx: &rusqlite::Transaction<'_>, op: WriteOp) -> rusqlite::Result<
                 ])?;
         }
         WriteOp::Result { run_hash, row } => {
-            tx.prepare_cached("UPDATE results SET status = 'done', prediction_kind = ?3, prediction = ?4, latency_ms = ?5, attempts = ?6, cached = ?7, score = ?8, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_hash = ?1 AND idx = ?2")?
+            tx.prepare_cached("UPDATE results SET status = ?9, prediction_kind = ?3, prediction = ?4, latency_ms = ?5, attempts = ?6, cached = ?7, score = ?8, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run_hash = ?1 AND idx = ?2")?
                 .execute(params![
                     run_hash,
                     row.idx as i64,
@@ -734,8 +920,18 @@ fn apply_write(tx: &rusqlite::Transaction<'_>, op: WriteOp) -> rusqlite::Result<
                     row.latency_ms,
                     row.attempts,
                     row.cached as i64,
-                    row.score
+                    row.score,
+                    row.status.as_str()
                 ])?;
+        }
+        WriteOp::Baselines {
+            run_hash,
+            idx,
+            null,
+            oracle,
+        } => {
+            tx.prepare_cached("INSERT OR REPLACE INTO sample_baselines (run_hash, idx, null_score, oracle_score) VALUES (?1, ?2, ?3, ?4)")?
+                .execute(params![run_hash, *idx as i64, null, oracle])?;
         }
         WriteOp::Cache { key, response } => {
             tx.prepare_cached("INSERT OR REPLACE INTO cache (key, response) VALUES (?1, ?2)")?

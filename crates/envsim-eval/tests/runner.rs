@@ -7,8 +7,10 @@ use envsim_core::prompt::Template;
 use envsim_eval::config::{BackendConfig, Decoding, RunConfig};
 use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::report::RunReport;
-use envsim_eval::runner::{run, RunOutcome, RunRequest, RunnerOptions, Simulator};
-use envsim_eval::store::Store;
+use envsim_eval::runner::{
+    run, RunEvent, RunOutcome, RunRequest, RunnerOptions, Simulator, Stopped,
+};
+use envsim_eval::store::{SampleStatus, Store};
 use envsim_testkit::openai_double::{DoubleConfig, Fault, OpenAiDouble};
 use envsim_testkit::{to_json_array, BenchOptions, SyntheticBench};
 use std::collections::HashMap;
@@ -108,6 +110,8 @@ fn request(
         options,
         fresh: false,
         prices: Some(serde_json::json!({"input_per_mtok": 1.0, "output_per_mtok": 2.0})),
+        stop: None,
+        events: None,
     }
 }
 
@@ -139,7 +143,7 @@ fn oracle_through_http_scores_100_percent_and_is_audited() {
         options(),
         Duration::from_secs(10),
     ));
-    assert!(!outcome.interrupted && !outcome.resumed);
+    assert!(!outcome.interrupted() && !outcome.resumed);
     assert_eq!(outcome.processed, ts.len());
     let report = load(&db, &outcome);
     assert!(report.complete());
@@ -256,7 +260,7 @@ fn errors_stay_in_the_denominator_with_exact_accounting() {
     // Sample 2: prose around a cut-off object → parse failure.
     // Sample 3: config_changes is a string → malformed delta.
     let mut faults = HashMap::new();
-    faults.insert(answers[0].0.clone(), vec![Fault::ServerError; 10]);
+    faults.insert(answers[0].0.clone(), vec![Fault::ServerError; 3]);
     let unanswered = answers.remove(1);
     faults.insert(
         answers[1].0.clone(),
@@ -317,6 +321,58 @@ fn errors_stay_in_the_denominator_with_exact_accounting() {
         "{:?}",
         api.api_error
     );
+    // A failed request is not a finished sample: both are stored as failed, grouped by cause,
+    // and the run is incomplete.
+    assert_eq!(outcome.failed, 2);
+    assert_eq!(report.failed, 2);
+    assert!(!report.complete());
+    assert_eq!(report.finished, n - 2);
+    let causes: Vec<(&str, usize)> = report
+        .errors
+        .iter()
+        .map(|g| (g.cause.as_str(), g.count))
+        .collect();
+    assert_eq!(causes, [("HTTP 500", 1), ("HTTP 400", 1)]);
+    assert!(
+        report.errors[0].first.starts_with("HTTP 500: "),
+        "{:?}",
+        report.errors
+    );
+    let store = Store::open(&db).unwrap();
+    let statuses: Vec<SampleStatus> = store
+        .results(&outcome.record.hash)
+        .unwrap()
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(&statuses[..2], [SampleStatus::Failed, SampleStatus::Failed]);
+    assert!(statuses[2..].iter().all(|s| *s == SampleStatus::Done));
+    drop(store);
+
+    // The endpoint recovers for sample 0 (its three faults are used up); sample 1 stays unknown
+    // to the double. The same command again asks exactly the two failed samples, once each.
+    let server_again = execute(request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "m",
+        Template::Envsim,
+        RunnerOptions {
+            max_retries: 2,
+            ..options()
+        },
+        Duration::from_secs(10),
+    ));
+    assert!(server_again.resumed);
+    assert_eq!(server_again.already_done, n - 2);
+    assert_eq!(server_again.processed, 2);
+    // Sample 0 got its answer on its 4th request; sample 1 fails again with a 400.
+    assert_eq!(server.requests_for(&answers[0].0), 4);
+    assert_eq!(server.requests_for(&unanswered.0), 2);
+    assert_eq!(server_again.failed, 1);
+    let report = load(&db, &server_again);
+    assert_eq!(report.failed, 1);
+    assert_eq!(report.finished, n - 1);
 }
 
 #[test]
@@ -409,7 +465,7 @@ fn reruns_resume_cache_and_never_mix_configs() {
     for run in store.list_runs().unwrap() {
         let rows = store.results(&run.hash).unwrap();
         assert_eq!(rows.len(), ts.len());
-        assert!(rows.iter().all(|r| r.done));
+        assert!(rows.iter().all(|r| r.status == SampleStatus::Done));
     }
 }
 
@@ -442,6 +498,8 @@ fn a_partial_run_reports_over_the_whole_benchmark() {
         options: options(),
         fresh: false,
         prices: None,
+        stop: None,
+        events: None,
     };
     let outcome = execute(req);
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -521,26 +579,29 @@ fn scores_from_an_older_envsim_are_flagged_and_rescored_on_resume() {
             )
             .unwrap();
         }
-        let (null, oracle): (String, String) = conn
-            .query_row(
-                "SELECT null_scores, oracle_scores FROM run_baselines",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+        let baselines: Vec<(i64, String, String)> = conn
+            .prepare("SELECT idx, null_score, oracle_score FROM sample_baselines")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            baselines.len(),
+            ts.len(),
+            "every sample's task stored its baselines"
+        );
+        for (idx, null, oracle) in baselines {
+            let v1 = |score: &str| {
+                let value: serde_json::Value = serde_json::from_str(score).unwrap();
+                to_v1(score, value["fm_ref"] == true)
+            };
+            conn.execute(
+                "UPDATE sample_baselines SET null_score = ?1, oracle_score = ?2 WHERE idx = ?3",
+                rusqlite::params![v1(&null), v1(&oracle), idx],
             )
             .unwrap();
-        let v1 = |array: &str| {
-            let items: Vec<serde_json::Value> = serde_json::from_str(array).unwrap();
-            let items: Vec<String> = items
-                .iter()
-                .map(|s| to_v1(&s.to_string(), s["fm_ref"] == true))
-                .collect();
-            format!("[{}]", items.join(","))
-        };
-        conn.execute(
-            "UPDATE run_baselines SET null_scores = ?1, oracle_scores = ?2",
-            rusqlite::params![v1(&null), v1(&oracle)],
-        )
-        .unwrap();
+        }
     }
     let old = load(&db, &first);
     assert_eq!(old.legacy_scores, ts.len(), "v1 rows are recognised");
@@ -560,4 +621,284 @@ fn scores_from_an_older_envsim_are_flagged_and_rescored_on_resume() {
     assert_eq!(upgraded.report.overall.fm_ref, Some(1.0));
     assert_eq!(upgraded.report.samples, fresh.report.samples);
     assert_eq!(upgraded.null.samples, fresh.null.samples);
+}
+
+/// A loopback port with nothing listening (bound, then released).
+fn refused_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
+}
+
+/// No sample finished: each is pending (never answered, or cut short by the stop) or failed
+/// (its request ended in the error).
+fn none_finished(db: &Path, outcome: &RunOutcome) -> bool {
+    Store::open(db)
+        .unwrap()
+        .results(&outcome.record.hash)
+        .unwrap()
+        .iter()
+        .all(|r| r.status != SampleStatus::Done)
+}
+
+#[test]
+fn a_refused_connection_stops_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let url = refused_url();
+    let outcome = execute(request(
+        &db,
+        &ts,
+        &url,
+        "m",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    ));
+    let expected = format!("connection refused at {url}/chat/completions");
+    match &outcome.stopped {
+        Some(Stopped::EndpointFailing {
+            cause,
+            first_error,
+            attempts,
+        }) => {
+            assert_eq!(cause, "connection refused");
+            assert_eq!(first_error, &expected);
+            assert_eq!(*attempts, 4);
+        }
+        other => panic!("expected a fail-fast stop, got {other:?}"),
+    }
+    // Nothing finished: a rerun asks every sample again.
+    assert_eq!(outcome.processed, outcome.failed);
+    assert!(none_finished(&db, &outcome));
+    // Far fewer attempts than samples × retries: the run did not walk the benchmark.
+    let attempts = Store::open(&db)
+        .unwrap()
+        .attempts(&outcome.record.hash)
+        .unwrap();
+    assert!(attempts.len() < ts.len(), "{} attempts", attempts.len());
+    assert!(attempts.iter().all(|a| a.outcome == "connect"));
+}
+
+#[test]
+fn a_wrong_api_key_stops_the_run_and_a_rerun_with_the_right_one_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: oracle_answers(&ts, Template::Envsim).into_iter().collect(),
+        api_key: Some("right".into()),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let with_key = |key: &str| {
+        let mut req = request(
+            &db,
+            &ts,
+            &server.base_url(),
+            "m",
+            Template::Envsim,
+            options(),
+            Duration::from_secs(10),
+        );
+        let Simulator::OpenAi { client, .. } = &mut req.simulator else {
+            unreachable!()
+        };
+        *client = OpenAiClient::new(&ClientSettings {
+            base_url: server.base_url(),
+            api_key: Some(key.into()),
+            timeout: Duration::from_secs(10),
+            max_connections: 8,
+        })
+        .unwrap();
+        execute(req)
+    };
+    let first = with_key("wrong");
+    let Some(Stopped::EndpointFailing {
+        cause, first_error, ..
+    }) = &first.stopped
+    else {
+        panic!("{:?}", first.stopped);
+    };
+    assert_eq!(cause, "HTTP 401");
+    assert!(
+        first_error.starts_with("HTTP 401: openai-double: missing or incorrect API key"),
+        "{first_error}"
+    );
+    // The first 8 requests went out together; a stop after the 4th failure lets at most 3 more
+    // start: never the whole benchmark.
+    assert!(server.requests() <= 11 && server.requests() < ts.len());
+    assert!(none_finished(&db, &first));
+
+    // The key is not part of the run's identity: the same run resumes and completes.
+    let second = with_key("right");
+    assert!(second.resumed && second.stopped.is_none());
+    assert_eq!(
+        (second.processed, second.failed, second.already_done),
+        (ts.len(), 0, 0)
+    );
+    assert!(load(&db, &second).complete());
+}
+
+#[test]
+fn an_unknown_model_stops_the_run_with_the_servers_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: oracle_answers(&ts, Template::Envsim).into_iter().collect(),
+        models: Some(vec!["served-model".into()]),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let outcome = execute(request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "typo-model",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    ));
+    let Some(Stopped::EndpointFailing {
+        cause, first_error, ..
+    }) = &outcome.stopped
+    else {
+        panic!("{:?}", outcome.stopped);
+    };
+    assert_eq!(cause, "HTTP 404");
+    assert_eq!(
+        first_error,
+        "HTTP 404: The model `typo-model` does not exist or you do not have access to it."
+    );
+    assert!(server.requests() < ts.len());
+    assert!(none_finished(&db, &outcome));
+}
+
+#[test]
+fn a_failing_store_stops_the_requests_and_keeps_what_was_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let n = ts.len();
+    // The double answers three requests, then holds every later one: the run cannot get past
+    // that point unless it stops on its own.
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: oracle_answers(&ts, Template::Envsim).into_iter().collect(),
+        hold_after: Some(3),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    // The store fails (as a full disk would) from the second finished sample on.
+    {
+        drop(Store::open(&db).unwrap());
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TRIGGER fail_after_one BEFORE UPDATE ON results
+             WHEN NEW.status = 'done' AND (SELECT COUNT(*) FROM results WHERE status = 'done') >= 1
+             BEGIN SELECT RAISE(ABORT, 'injected store failure: database or disk is full'); END;",
+        )
+        .unwrap();
+    }
+    let opts = RunnerOptions {
+        concurrency: 1,
+        ..options()
+    };
+    let result = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(run(request(
+            &db,
+            &ts,
+            &server.base_url(),
+            "m",
+            Template::Envsim,
+            opts,
+            Duration::from_secs(3600),
+        )));
+    let error = result.expect_err("the store failure is the run's result");
+    assert!(
+        error.to_string().contains("injected store failure"),
+        "{error}"
+    );
+    // Requests stopped: at most the three answered and one held.
+    assert!(server.requests() <= 4, "{} requests", server.requests());
+    let store = Store::open(&db).unwrap();
+    let run = store.list_runs().unwrap().pop().unwrap();
+    let statuses: Vec<SampleStatus> = store
+        .results(&run.hash)
+        .unwrap()
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    // The first finished sample was committed and is kept; no other could be.
+    let done = statuses
+        .iter()
+        .filter(|s| **s == SampleStatus::Done)
+        .count();
+    assert_eq!(done, 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s != SampleStatus::Failed));
+    assert_eq!(statuses.len(), n);
+}
+
+#[test]
+fn the_callers_stop_signal_interrupts_and_events_report_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: oracle_answers(&ts, Template::Envsim).into_iter().collect(),
+        hold_after: Some(2),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::<RunEvent>::new()));
+    let seen = std::sync::Arc::clone(&events);
+    let mut tx = Some(tx);
+    let mut req = request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "m",
+        Template::Envsim,
+        RunnerOptions {
+            concurrency: 1,
+            ..options()
+        },
+        Duration::from_secs(3600),
+    );
+    // Stop once two samples are handled (the third request is held by the double).
+    req.events = Some(Box::new(move |event: &RunEvent| {
+        if let RunEvent::Progress { handled: 2, .. } = event {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(());
+            }
+        }
+        seen.lock().unwrap().push(event.clone());
+    }));
+    req.stop = Some(Box::pin(async move {
+        let _ = rx.await;
+    }));
+    let outcome = execute(req);
+    assert!(outcome.interrupted());
+    assert_eq!(outcome.processed, 2);
+    let events = events.lock().unwrap();
+    assert!(matches!(
+        events.first(),
+        Some(RunEvent::Started {
+            resumed: false,
+            already_done: 0,
+            ..
+        })
+    ));
+    assert!(events.contains(&RunEvent::Stopping {
+        reason: "interrupted".into()
+    }));
+    let report = load(&db, &outcome);
+    assert_eq!(report.finished, 2);
+    // Every sample's task stored its baselines before its request, so the null and oracle
+    // lines are whole even though the run is not.
+    assert_eq!(report.baselines_missing, 0);
 }

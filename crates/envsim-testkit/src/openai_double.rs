@@ -73,6 +73,13 @@ pub struct DoubleConfig {
     /// Keep every request body for [`OpenAiDouble::bodies`]. Turn off for long benchmark runs,
     /// where the log would only grow.
     pub record_bodies: bool,
+    /// When `Some`, the models served: a request for any other model gets 404 with an
+    /// OpenAI-style `model_not_found` error body.
+    pub models: Option<Vec<String>>,
+    /// When `Some(n)`, every request after the n-th (counting all requests) hangs like
+    /// [`Fault::Hang`]: a fixed point in a run at which progress stops, for tests that must
+    /// act while requests are in flight without relying on timing.
+    pub hold_after: Option<usize>,
 }
 
 impl Default for DoubleConfig {
@@ -85,6 +92,8 @@ impl Default for DoubleConfig {
             api_key: None,
             usage: true,
             record_bodies: true,
+            models: None,
+            hold_after: None,
         }
     }
 }
@@ -421,6 +430,24 @@ fn answer(
         Ok(checked) => checked,
         Err(message) => return Answer::Now(bad_request(&message)),
     };
+    if config
+        .models
+        .as_ref()
+        .is_some_and(|models| !models.iter().any(|m| m == checked.model))
+    {
+        return Answer::Now(error_response(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "The model `{}` does not exist or you do not have access to it.",
+                checked.model
+            ),
+            "invalid_request_error",
+            Some("model_not_found"),
+        ));
+    }
+    if config.hold_after.is_some_and(|n| seq > n) {
+        return Answer::Hang;
+    }
     let k = {
         let mut per_key = lock(&app.stats.per_key);
         let count = per_key.entry(checked.key.to_string()).or_insert(0);

@@ -1,27 +1,19 @@
 //! The bundled benchmark: 400 samples built from the bundled environments with
 //! `envsim bench build` defaults (seed 42), in the reference JSON format (which carries each
-//! sample's environment code, so prompts are complete), stored xz-compressed in the binary.
+//! sample's environment code, so prompts are complete), stored zstd-compressed in the binary.
 
-use anyhow::{bail, Context, Result};
-use envsim_eval::config::sha256_hex;
+use anyhow::{Context, Result};
 
 /// Display name used where a path would be.
 pub const NAME: &str = "<bundled benchmark>";
 
-const COMPRESSED: &[u8] = include_bytes!("../../../data/bench/benchmark.json.xz");
+const COMPRESSED: &[u8] = include_bytes!("../../../data/bench/benchmark.json.zst");
 const CHECKSUM: &str = include_str!("../../../data/bench/benchmark.json.sha256");
 
 /// The benchmark file's bytes (reference JSON), checked against its recorded SHA-256.
 pub fn benchmark() -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(26 << 20);
-    lzma_rs::xz_decompress(&mut std::io::Cursor::new(COMPRESSED), &mut out)
-        .context("the bundled benchmark does not decompress (corrupt build?)")?;
-    let expected = fingerprint()?;
-    let actual = sha256_hex(&out);
-    if actual != expected {
-        bail!("the bundled benchmark's SHA-256 {actual} differs from the recorded {expected}");
-    }
-    Ok(out)
+    envsim_eval::prepare::unpack_benchmark(COMPRESSED, &fingerprint()?)
+        .context("the bundled benchmark is damaged (corrupt build?)")
 }
 
 /// The SHA-256 recorded next to the bundled benchmark (`sha256sum` format).
@@ -39,10 +31,33 @@ mod tests {
     #[test]
     fn bundled_benchmark_matches_its_fingerprint() {
         let bytes = super::benchmark().expect("bundled benchmark");
+        assert_eq!(
+            envsim_eval::config::sha256_hex(&bytes),
+            super::fingerprint().expect("recorded")
+        );
         let transitions =
             envsim_core::formats::parse_benchmark(&bytes, super::NAME).expect("parses");
         assert_eq!(transitions.len(), 400);
+        // The parallel reader `envsim eval` uses reads it alike.
+        assert_eq!(
+            envsim_eval::prepare::parse_benchmark(&bytes, super::NAME).expect("parses"),
+            transitions
+        );
         // Every sample carries its environment's code, so prompts are complete.
         assert!(transitions.iter().all(|t| t.env_code.contains("class ")));
+    }
+
+    #[test]
+    fn a_damaged_benchmark_is_a_clear_error() {
+        let mut damaged = super::COMPRESSED.to_vec();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x20;
+        let expected = super::fingerprint().expect("recorded");
+        let error = envsim_eval::prepare::unpack_benchmark(&damaged, &expected).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains("corrupt") || message.contains("differs from the recorded"),
+            "{message}"
+        );
     }
 }

@@ -6,7 +6,7 @@ use crate::render::OutputFormat;
 use crate::run_render::{render_compare, render_run, render_runs};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use envsim_core::formats::{match_predictions, parse_benchmark, parse_predictions};
+use envsim_core::formats::{match_predictions, parse_predictions};
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use envsim_core::score::stratum_of;
@@ -16,7 +16,7 @@ use envsim_eval::config::{sha256_hex, BackendConfig, Decoding, RunConfig, Subset
 use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::report::{compare, Price, RunReport};
 use envsim_eval::runner::{self, RunRequest, RunnerOptions, Simulator};
-use envsim_eval::store::Store;
+use envsim_eval::store::{SampleStatus, Store};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,6 +33,53 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// The run finished but more samples than allowed ended in request errors (stored as failed;
+/// rerunning the same command retries them). Exit status 3.
+#[derive(Debug)]
+pub struct SamplesFailed(pub String);
+
+impl std::fmt::Display for SamplesFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SamplesFailed {}
+
+/// How many failed samples a run may end with and still succeed (`--allow-errors`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ErrorAllowance {
+    /// At most this many samples.
+    Count(usize),
+    /// At most this share of the run's samples, in percent.
+    Percent(f64),
+}
+
+impl ErrorAllowance {
+    fn allows(self, failed: usize, samples: usize) -> bool {
+        match self {
+            ErrorAllowance::Count(n) => failed <= n,
+            ErrorAllowance::Percent(p) => failed as f64 * 100.0 <= p * samples as f64,
+        }
+    }
+}
+
+fn parse_allowance(text: &str) -> std::result::Result<ErrorAllowance, String> {
+    let text = text.trim();
+    if let Some(percent) = text.strip_suffix('%') {
+        let p: f64 = percent
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not a percentage (e.g. 2%)"))?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(format!("{text:?}: a percentage from 0% to 100%"));
+        }
+        return Ok(ErrorAllowance::Percent(p));
+    }
+    text.parse().map(ErrorAllowance::Count).map_err(|_| {
+        format!("{text:?} is neither a number of samples (e.g. 5) nor a percentage (e.g. 2%)")
+    })
+}
 /// Simulators `envsim eval` can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
@@ -205,6 +252,11 @@ pub struct EvalArgs {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Succeed even if up to N samples (or P% of them, e.g. 2%) end in request errors after
+    /// their retries. Without it any failed sample makes the command exit with status 3; failed
+    /// samples are stored as failed and retried by the next run of the same command.
+    #[arg(long, value_name = "N|P%", value_parser = parse_allowance)]
+    allow_errors: Option<ErrorAllowance>,
 }
 
 /// Options of the local model backend.
@@ -369,7 +421,7 @@ fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBe
         None => (bundled::benchmark()?, bundled::NAME.to_owned()),
     };
     let sha256 = sha256_hex(&bytes);
-    let mut transitions = parse_benchmark(&bytes, &display)?;
+    let mut transitions = envsim_eval::prepare::parse_benchmark(&bytes, &display)?;
     let subset = Subset::new(
         selection.per_stratum,
         selection.limit,
@@ -559,11 +611,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         system,
         config,
         bench_path: bench.display.clone(),
-        samples: bench
-            .transitions
-            .into_iter()
-            .map(PreparedSample::new)
-            .collect(),
+        samples: envsim_eval::prepare::prepare_samples(bench.transitions),
         simulator,
         options: RunnerOptions {
             concurrency: args.concurrency,
@@ -571,33 +619,139 @@ pub fn eval(args: EvalArgs) -> Result<()> {
             tokens_per_minute: args.tpm,
             max_retries: args.retries,
             use_cache: !args.no_cache,
-            progress: !args.no_progress,
-            handle_ctrl_c: true,
             ..RunnerOptions::default()
         },
         fresh: args.fresh,
         prices: price.map(|p| serde_json::to_value(p).unwrap_or_default()),
+        stop: None,
+        events: None,
     };
-    let outcome = runtime()?.block_on(runner::run(request))?;
-    let store = Store::open(&args.store.store)?;
-    if outcome.resumed && outcome.already_done > 0 && !args.no_progress {
+    let report = execute(
+        request,
+        &args.store.store,
+        !args.no_progress,
+        &base_url_of(&args),
+    )?;
+    finish_report(&report, args.format, Some(&args.chart))?;
+    check_failures(&report, args.allow_errors, &args.store.store)
+}
+
+fn base_url_of(args: &EvalArgs) -> String {
+    args.base_url.clone().unwrap_or_default()
+}
+
+/// Runs a request with Ctrl-C handling and progress on stderr, and loads the stored result.
+/// Errors say what happened and what to do: an endpoint that failed every request, a store
+/// that stopped accepting writes, an interruption (exit 130).
+fn execute(
+    mut request: RunRequest,
+    store_path: &Path,
+    show_progress: bool,
+    base_url: &str,
+) -> Result<RunReport> {
+    let progress = std::sync::Arc::new(std::sync::Mutex::new(crate::progress::Progress::new(
+        show_progress,
+    )));
+    let sink = std::sync::Arc::clone(&progress);
+    request.events = Some(Box::new(move |event| {
+        sink.lock().unwrap_or_else(|p| p.into_inner()).show(event);
+    }));
+    request.stop = Some(Box::pin(async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // No signal handling available: never stop on our own.
+            std::future::pending::<()>().await;
+        }
+    }));
+    let result = runtime()?.block_on(runner::run(request));
+    progress.lock().unwrap_or_else(|p| p.into_inner()).finish();
+    let outcome = result.map_err(|e| match e {
+        runner::RunError::Store(store) => anyhow::anyhow!(
+            "{store}\nthe run stopped sending requests; every sample committed before the failure is kept: fix the store (disk space, permissions) and rerun the same command to resume"
+        ),
+        other => other.into(),
+    })?;
+    let store = Store::open_existing(store_path)?;
+    if outcome.resumed && outcome.already_done > 0 && show_progress {
         eprintln!(
             "resumed run {}: {} samples were already stored, {} run now",
             outcome.record.run_id, outcome.already_done, outcome.processed
         );
     }
     let report = RunReport::load(&store, outcome.record, None)?;
-    if outcome.interrupted {
-        eprintln!(
-            "interrupted: {} of {} samples are stored in run {} ({}); rerun the same command to resume",
-            report.finished,
-            report.report.samples.len(),
-            report.record.run_id,
-            args.store.store.display()
-        );
-        return Err(Interrupted.into());
+    match &outcome.stopped {
+        Some(runner::Stopped::Interrupted) => {
+            eprintln!(
+                "interrupted: {} of {} samples are stored in run {} ({}); rerun the same command to resume",
+                report.finished,
+                report.report.samples.len(),
+                report.record.run_id,
+                store_path.display()
+            );
+            Err(Interrupted.into())
+        }
+        Some(runner::Stopped::EndpointFailing {
+            cause,
+            first_error,
+            attempts,
+        }) => bail!(
+            "stopped: the first {attempts} requests all failed, none succeeded: {first_error}\n{}\nnothing else was sent; run {} is stored (no sample finished in this attempt) and rerunning the same command resumes it",
+            hint_for(cause, base_url),
+            report.record.run_id
+        ),
+        None => Ok(report),
     }
-    finish_report(&report, args.format, Some(&args.chart))
+}
+
+/// What to check for a cause of failure.
+fn hint_for(cause: &str, base_url: &str) -> String {
+    let url = if base_url.is_empty() {
+        "--base-url".to_owned()
+    } else {
+        format!("--base-url ({base_url})")
+    };
+    match cause {
+        "connection refused" => format!("check that the server is running and listening there, and that {url} is right"),
+        "DNS lookup failed" => format!("check the host name in {url}"),
+        "HTTP 401" | "HTTP 403" => "check the API key (--api-key or OPENAI_API_KEY) and its permissions".to_owned(),
+        "HTTP 404" => format!("check --model (the name the server serves: GET {}/models lists them) and that {url} ends in /v1", base_url.trim_end_matches('/')),
+        "HTTP 400" | "HTTP 422" => "the server rejects the requests as sent: if the prompts are too long, raise the server's context length, or use --max-prompt-chars or --template envsim-sliced; check --extra-body and --max-tokens".to_owned(),
+        other => format!("check the server and {url} ({other})"),
+    }
+}
+
+/// Exit status 3 when more samples failed than `--allow-errors` allows, with the errors grouped
+/// by cause on stderr.
+fn check_failures(
+    report: &RunReport,
+    allowance: Option<ErrorAllowance>,
+    store_path: &Path,
+) -> Result<()> {
+    if report.failed == 0 {
+        return Ok(());
+    }
+    let samples = report.report.samples.len();
+    let groups: Vec<String> = report
+        .errors
+        .iter()
+        .map(|g| format!("{} × {}", g.count, g.cause))
+        .collect();
+    let first = report.errors.first().map_or("", |g| g.first.as_str());
+    let summary = format!(
+        "{} of {samples} samples failed after their retries ({}); first: {first}",
+        report.failed,
+        groups.join(", ")
+    );
+    let allowed = allowance.is_some_and(|a| a.allows(report.failed, samples));
+    if allowed {
+        eprintln!("warning: {summary} (allowed by --allow-errors; they count as wrong)");
+        return Ok(());
+    }
+    Err(SamplesFailed(format!(
+        "{summary}\nthey count as wrong in the table above, and run {} is incomplete: rerun the same command to retry exactly these samples (store {}), or pass --allow-errors N|P% to accept them",
+        report.record.run_id,
+        store_path.display()
+    ))
+    .into())
 }
 
 #[cfg(feature = "local")]
@@ -708,7 +862,7 @@ fn model_of(config: &RunConfig) -> Option<&str> {
 }
 
 pub fn report(args: ReportArgs) -> Result<()> {
-    let store = Store::open(&args.store.store)?;
+    let store = Store::open_existing(&args.store.store)?;
     let record = store.find_run(&args.run)?;
     let price = match &args.prices {
         Some(path) => {
@@ -736,7 +890,7 @@ pub fn report(args: ReportArgs) -> Result<()> {
 fn write_predictions(store: &Store, hash: &str, report: &RunReport, path: &Path) -> Result<()> {
     let mut text = String::new();
     for (row, score) in store.results(hash)?.iter().zip(&report.report.samples) {
-        if !row.done || row.prediction_kind.as_deref() == Some("missing") {
+        if row.status != SampleStatus::Done || row.prediction_kind.as_deref() == Some("missing") {
             continue;
         }
         let mut line = serde_json::Map::new();
@@ -769,7 +923,7 @@ fn write_predictions(store: &Store, hash: &str, report: &RunReport, path: &Path)
 }
 
 pub fn runs(args: RunsArgs) -> Result<()> {
-    let store = Store::open(&args.store.store)?;
+    let store = Store::open_existing(&args.store.store)?;
     let mut reports = Vec::new();
     for record in store.list_runs()? {
         reports.push(RunReport::load(&store, record, None)?);
@@ -778,7 +932,7 @@ pub fn runs(args: RunsArgs) -> Result<()> {
 }
 
 pub fn compare_cmd(args: CompareArgs) -> Result<()> {
-    let store = Store::open(&args.store.store)?;
+    let store = Store::open_existing(&args.store.store)?;
     let mut reports = Vec::new();
     for key in &args.runs {
         reports.push(RunReport::load(&store, store.find_run(key)?, None)?);
@@ -891,19 +1045,15 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 system: format!("batch:{}", requests.model),
                 config,
                 bench_path: bench.display.clone(),
-                samples: bench
-                    .transitions
-                    .into_iter()
-                    .map(PreparedSample::new)
-                    .collect(),
+                samples: envsim_eval::prepare::prepare_samples(bench.transitions),
                 simulator: Simulator::Batch(ordered.into_iter().zip(bodies).collect()),
                 options: RunnerOptions::default(),
                 fresh: args.fresh,
                 prices: None,
+                stop: None,
+                events: None,
             };
-            let outcome = runtime()?.block_on(runner::run(request))?;
-            let store = Store::open(&args.store.store)?;
-            let report = RunReport::load(&store, outcome.record, None)?;
+            let report = execute(request, &args.store.store, false, "")?;
             finish_report(&report, args.format, None)
         }
     }

@@ -6,6 +6,7 @@ mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
 mod model_cmd;
+mod progress;
 mod render;
 mod run_render;
 mod score_cmd;
@@ -69,6 +70,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if error.is::<eval_cmd::Interrupted>() => ExitCode::from(130),
+        Err(error) if error.is::<eval_cmd::SamplesFailed>() => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(3)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

@@ -93,6 +93,26 @@ fn footer(report: &RunReport) -> Vec<String> {
                 .to_owned()
         }
     )];
+    if report.failed > 0 {
+        let groups: Vec<String> = report
+            .errors
+            .iter()
+            .map(|g| format!("{} × {}", g.count, g.cause))
+            .collect();
+        lines.push(format!(
+            "{} samples failed after their retries ({}), counted as wrong; rerunning the eval command retries them; first: {}",
+            report.failed,
+            groups.join(", "),
+            report.errors.first().map_or("", |g| g.first.as_str())
+        ));
+    }
+    if report.baselines_missing > 0 {
+        lines.push(format!(
+            "the null and oracle lines cover {} of {} samples (the rest never started)",
+            report.report.samples.len() - report.baselines_missing,
+            report.report.samples.len()
+        ));
+    }
     let overall = &report.report.overall;
     if report.legacy_scores > 0 {
         lines.push(format!(

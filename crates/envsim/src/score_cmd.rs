@@ -3,8 +3,9 @@
 use crate::render::{render, OutputFormat};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use envsim_core::formats::{match_predictions, parse_benchmark, parse_predictions};
+use envsim_core::formats::{match_predictions, parse_predictions};
 use envsim_core::prelude::*;
+use envsim_eval::prepare::{parse_benchmark, prepare_samples};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -49,11 +50,7 @@ pub fn run(args: ScoreArgs) -> Result<()> {
     }
     let bench_name = args.bench.display().to_string();
     let transitions = parse_benchmark(&read(&args.bench)?, &bench_name)?;
-    let mut samples: Vec<PreparedSample> = transitions
-        .iter()
-        .cloned()
-        .map(PreparedSample::new)
-        .collect();
+    let mut samples: Vec<PreparedSample> = prepare_samples(transitions.clone());
 
     let mut reports = Vec::new();
     for path in &args.predictions {

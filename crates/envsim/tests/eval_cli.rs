@@ -612,9 +612,13 @@ fn bad_invocations_get_clear_errors() {
         ),
         (
             vec!["report", "abcdef", "--store", store],
-            "no run \"abcdef\"",
+            "no run store at",
         ),
-        (vec!["report", "ab", "--store", store], "too short"),
+        (vec!["runs", "--store", store], "no run store at"),
+        (
+            vec!["compare", "a", "b", "--store", store],
+            "no run store at",
+        ),
     ];
     for (args, expected) in cases {
         let out = envsim(&args);
@@ -625,8 +629,11 @@ fn bad_invocations_get_clear_errors() {
             stderr(&out)
         );
     }
-    // An unreachable server: every sample ends as an API error that counts as wrong.
-    let report = json_of(&envsim(&[
+    // Read-only commands never create a store.
+    assert!(!f.store.exists(), "report/runs/compare created {store}");
+
+    // An unreachable server: the run stops at once, says why and what to check, and exits 1.
+    let out = envsim(&[
         "eval",
         "--bench",
         bench,
@@ -638,18 +645,128 @@ fn bad_invocations_get_clear_errors() {
         "m",
         "--base-url",
         "http://127.0.0.1:9/v1",
-        "--retries",
-        "0",
         "--no-progress",
         "--format",
         "json",
-    ]));
-    assert_eq!(report["overall"]["n"], f.transitions.len());
-    assert_eq!(
-        report["overall"]["errors"]["api_error"],
-        f.transitions.len()
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("stopped: the first 4 requests all failed, none succeeded: connection refused at http://127.0.0.1:9/v1/chat/completions"),
+        "{err}"
     );
-    assert_eq!(report["overall"]["cm_strict"], 0.0);
+    assert!(
+        err.contains("check that the server is running and listening there, and that --base-url (http://127.0.0.1:9/v1) is right"),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).is_empty(),
+        "no score table for a run that never started"
+    );
+    // The run is stored, with nothing finished; report reads it back.
+    let report = f.report("latest");
+    assert_eq!(report["run"]["finished"], 0);
+    assert_eq!(report["run"]["complete"], false);
+    for (args, expected) in [
+        (
+            vec!["report", "abcdef", "--store", store],
+            "no run \"abcdef\"",
+        ),
+        (vec!["report", "ab", "--store", store], "too short"),
+    ] {
+        let out = envsim(&args);
+        assert!(
+            !out.status.success() && stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn failed_samples_exit_3_and_a_rerun_retries_exactly_them() {
+    let f = Fixture::new();
+    let answers = f.oracle_answers();
+    let n = answers.len();
+    // Two samples get server errors on their first request only.
+    let mut faults = std::collections::HashMap::new();
+    for (key, _) in answers.iter().take(2) {
+        faults.insert(
+            key.clone(),
+            vec![envsim_testkit::openai_double::Fault::ServerError],
+        );
+    }
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: answers.iter().cloned().collect(),
+        faults,
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let url = server.base_url();
+    let out = envsim(&f.eval_args(&url, &["--retries", "0"]));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "2 of {n} samples failed after their retries (2 × HTTP 500); first: HTTP 500: openai-double: the server had an error"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("rerun the same command to retry exactly these samples"),
+        "{err}"
+    );
+    // The table is still printed, with the failures counted as wrong and the run incomplete.
+    let table = stdout(&out);
+    assert!(
+        table.contains("[overall]") && table.contains("2 samples failed after their retries"),
+        "{table}"
+    );
+    assert_eq!(server.requests(), n);
+    let report = f.report("latest");
+    assert_eq!(report["run"]["failed"], 2);
+    assert_eq!(report["run"]["errors"][0]["cause"], "HTTP 500");
+    assert_eq!(report["run"]["complete"], false);
+
+    // The same command again: exactly the two failed samples are asked, and the run completes.
+    let out = envsim(&f.eval_args(&url, &["--retries", "0"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.requests(), n + 2);
+    let report = f.report("latest");
+    assert_eq!(report["run"]["complete"], true);
+    assert_eq!(report["overall"]["cm_strict"], 1.0);
+}
+
+#[test]
+fn allow_errors_accepts_a_bounded_number_of_failures() {
+    let f = Fixture::new();
+    let answers = f.oracle_answers();
+    let mut faults = std::collections::HashMap::new();
+    faults.insert(
+        answers[0].0.clone(),
+        vec![envsim_testkit::openai_double::Fault::ServerError],
+    );
+    let server = OpenAiDouble::spawn(DoubleConfig {
+        answers: answers.iter().cloned().collect(),
+        faults,
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let url = server.base_url();
+    let out = envsim(&f.eval_args(&url, &["--retries", "0", "--allow-errors", "10%"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("allowed by --allow-errors"),
+        "{}",
+        stderr(&out)
+    );
+    let out = envsim(&f.eval_args(&url, &["--allow-errors", "many"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("neither a number of samples"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
