@@ -247,6 +247,8 @@ struct Shared {
     rpm: Option<DefaultDirectRateLimiter>,
     tpm: Option<(DefaultDirectRateLimiter, u32)>,
     permits: Semaphore,
+    /// Requests rendered ahead of their slot, at most.
+    ahead: Semaphore,
     /// Set once the run must stop; tasks watch it.
     stop: watch::Sender<bool>,
     /// The store's writer is gone: no write can be committed any more.
@@ -466,6 +468,11 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         tpm: limiter(options.tokens_per_minute)
             .map(|l| (l, options.tokens_per_minute.unwrap_or(1))),
         permits: Semaphore::new(if local { 1 } else { options.concurrency.max(1) }),
+        ahead: Semaphore::new(if local {
+            1
+        } else {
+            options.concurrency.max(1) * 2
+        }),
         writes,
         cache,
         options,
@@ -609,12 +616,16 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
         biased;
         () = shared.stopping() => return TaskEnd::Abandoned,
         answer = async {
+            // Render the request while waiting for a slot (at most twice the concurrency
+            // ahead, which bounds the bodies held in memory), so a freed slot sends at once.
+            let _ahead = shared.ahead.acquire().await;
+            let request = http_request(shared, &sample);
             let _permit = shared.permits.acquire().await;
             if shared.is_stopping() {
                 return None;
             }
             let start = Instant::now();
-            Some((predict(shared, idx, &sample).await, start))
+            Some((predict(shared, idx, &sample, request).await, start))
         } => answer,
     };
     let Some(((prediction, usage, attempts, cached, kind, text), start)) = answer else {
@@ -655,12 +666,45 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
     end
 }
 
+/// A rendered chat-completions request: body, content key (cache and audit), token estimate.
+#[derive(Default)]
+struct HttpRequest {
+    body: String,
+    key: String,
+    estimate: usize,
+}
+
+/// Renders the HTTP request of a sample (`None` for simulators that send none).
+fn http_request(shared: &Shared, sample: &PreparedSample) -> Option<HttpRequest> {
+    let Simulator::OpenAi {
+        client,
+        model,
+        template,
+        decoding,
+    } = &shared.simulator
+    else {
+        return None;
+    };
+    let t = sample.transition();
+    let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
+    let body = serde_json::to_string(&crate::openai::request_body(model, &prompt, decoding))
+        .unwrap_or_default();
+    let key = sha256_hex(format!("{}\n{}", client.url(), body).as_bytes());
+    let estimate = body.len() / 4 + decoding.max_tokens.unwrap_or(0) as usize;
+    Some(HttpRequest {
+        body,
+        key,
+        estimate,
+    })
+}
+
 /// The simulator's answer for one sample: prediction, usage, attempts, cache flag, stored kind
 /// and stored text.
 async fn predict(
     shared: &Shared,
     idx: usize,
     sample: &PreparedSample,
+    request: Option<HttpRequest>,
 ) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
     match &shared.simulator {
         Simulator::Baseline(baseline) => {
@@ -739,19 +783,15 @@ async fn predict(
                 complete_local(shared, idx, engine, model_key, prompt, generation).await;
             prediction_of(result, attempts, cached)
         }
-        Simulator::OpenAi {
-            client,
-            model,
-            template,
-            decoding,
-        } => {
-            let t = sample.transition();
-            let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
-            let body =
-                serde_json::to_string(&crate::openai::request_body(model, &prompt, decoding))
-                    .unwrap_or_default();
-            let key = sha256_hex(format!("{}\n{}", client.url(), body).as_bytes());
-            let estimate = body.len() / 4 + decoding.max_tokens.unwrap_or(0) as usize;
+        Simulator::OpenAi { client, .. } => {
+            let HttpRequest {
+                body,
+                key,
+                estimate,
+            } = match request {
+                Some(request) => request,
+                None => http_request(shared, sample).unwrap_or_default(),
+            };
             let (result, attempts, cached) =
                 complete(shared, idx, client, &body, &key, estimate).await;
             let result = result.map_err(|e| {

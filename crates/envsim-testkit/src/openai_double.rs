@@ -78,7 +78,8 @@ pub struct DoubleConfig {
     pub models: Option<Vec<String>>,
     /// When `Some(n)`, every request after the n-th (counting all requests) hangs like
     /// [`Fault::Hang`]: a fixed point in a run at which progress stops, for tests that must
-    /// act while requests are in flight without relying on timing.
+    /// act while requests are in flight without relying on timing. Changed at run time with
+    /// [`OpenAiDouble::set_hold_after`].
     pub hold_after: Option<usize>,
 }
 
@@ -122,8 +123,10 @@ pub enum Fault {
 
 /// What a running double has observed. Shared between the server and whoever inspects it;
 /// [`OpenAiDouble`] exposes the same numbers.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DoubleStats {
+    /// Requests after this many hang (`usize::MAX`: none do).
+    hold_after: AtomicUsize,
     requests: AtomicUsize,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
@@ -131,7 +134,30 @@ pub struct DoubleStats {
     bodies: Mutex<Vec<Value>>,
 }
 
+impl Default for DoubleStats {
+    fn default() -> Self {
+        DoubleStats {
+            hold_after: AtomicUsize::new(usize::MAX),
+            requests: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            per_key: Mutex::new(HashMap::new()),
+            bodies: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 impl DoubleStats {
+    /// Fresh statistics for a double serving `config` (which sets where requests start to
+    /// hang); pass them to [`serve`].
+    pub fn for_config(config: &DoubleConfig) -> DoubleStats {
+        let stats = DoubleStats::default();
+        stats
+            .hold_after
+            .store(config.hold_after.unwrap_or(usize::MAX), Ordering::SeqCst);
+        stats
+    }
+
     /// Total requests received on the completions path (including rejected ones).
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
@@ -194,7 +220,7 @@ impl OpenAiDouble {
     /// runtime (so it works from sync tests and from async tests alike); returns once
     /// listening.
     pub fn spawn(config: DoubleConfig) -> io::Result<OpenAiDouble> {
-        let stats = Arc::new(DoubleStats::default());
+        let stats = Arc::new(DoubleStats::for_config(&config));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server_stats = Arc::clone(&stats);
@@ -261,6 +287,14 @@ impl OpenAiDouble {
                 ))
             }
         }
+    }
+
+    /// From now on, requests after the n-th (counting all so far) hang; `None` answers every
+    /// new request again (requests already hanging stay so).
+    pub fn set_hold_after(&self, n: Option<usize>) {
+        self.stats
+            .hold_after
+            .store(n.unwrap_or(usize::MAX), Ordering::SeqCst);
     }
 
     /// The OpenAI base URL of the double, e.g. `http://127.0.0.1:41234/v1`.
@@ -445,7 +479,7 @@ fn answer(
             Some("model_not_found"),
         ));
     }
-    if config.hold_after.is_some_and(|n| seq > n) {
+    if seq > app.stats.hold_after.load(Ordering::SeqCst) {
         return Answer::Hang;
     }
     let k = {

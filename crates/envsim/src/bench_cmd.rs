@@ -34,6 +34,13 @@ enum BenchCommand {
     },
     /// Check prompt slicing on a benchmark (the footprint oracle) and compare prompt sizes.
     SliceCheck(crate::slice_cmd::SliceCheckArgs),
+    /// Write the bundled benchmark (the default of `envsim eval`) as a reference-format JSON
+    /// file, e.g. to run another evaluator on exactly the same samples.
+    Bundled {
+        /// Where to write it.
+        #[arg(long, value_name = "FILE.json")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -94,6 +101,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Build(build) => build_cmd(build),
         BenchCommand::Info { file, json } => info(&file, json),
         BenchCommand::SliceCheck(check) => crate::slice_cmd::run(check),
+        BenchCommand::Bundled { out } => {
+            let bytes = crate::bundled::benchmark()?;
+            crate::output::write_atomic(&out, &bytes)?;
+            eprintln!(
+                "wrote the bundled benchmark to {} ({} bytes, SHA-256 {})",
+                out.display(),
+                bytes.len(),
+                crate::bundled::fingerprint()?
+            );
+            Ok(())
+        }
     }
 }
 
@@ -147,12 +165,8 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         ),
         ("datasheet.md", files.datasheet_md.clone()),
     ];
-    // Each file is written to a temporary name and renamed, so a failure leaves no torn file.
     for (name, text) in &outputs {
-        let path = a.out.join(name);
-        let tmp = a.out.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_atomic(&a.out.join(name), text)?;
     }
     eprintln!(
         "collected {} transitions in {:.1} s; sampled {} from {} environments into {}",

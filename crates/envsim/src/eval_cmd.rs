@@ -2,6 +2,7 @@
 //! evaluation harness's command line (the work happens in `envsim-eval`).
 
 use crate::bundled;
+use crate::output::write_atomic;
 use crate::render::OutputFormat;
 use crate::run_render::{render_compare, render_run, render_runs};
 use anyhow::{bail, Context, Result};
@@ -416,11 +417,19 @@ struct LoadedBench {
 }
 
 fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBench> {
-    let (bytes, display) = match &selection.bench {
-        Some(path) => (read(path)?, path.display().to_string()),
-        None => (bundled::benchmark()?, bundled::NAME.to_owned()),
+    // The bundled benchmark's SHA-256 was checked while unpacking it: no second hash.
+    let (bytes, display, sha256) = match &selection.bench {
+        Some(path) => {
+            let bytes = read(path)?;
+            let sha256 = sha256_hex(&bytes);
+            (bytes, path.display().to_string(), sha256)
+        }
+        None => (
+            bundled::benchmark()?,
+            bundled::NAME.to_owned(),
+            bundled::fingerprint()?,
+        ),
     };
-    let sha256 = sha256_hex(&bytes);
     let mut transitions = envsim_eval::prepare::parse_benchmark(&bytes, &display)?;
     let subset = Subset::new(
         selection.per_stratum,
@@ -460,15 +469,6 @@ fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBe
         subset,
         transitions,
     })
-}
-
-fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let tmp = path.with_extension("tmp-envsim");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 fn print(text: &str) -> Result<()> {

@@ -172,9 +172,7 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         serde_json::to_string_pretty(&summary)? + "\n",
     ));
     for (name, text) in &outputs {
-        let tmp = a.out.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, a.out.join(name)).with_context(|| format!("cannot write {name}"))?;
+        crate::output::write_atomic(&a.out.join(name), text)?;
     }
     eprintln!(
         "{} examples ({}) from {} training environments; leakage: {} shared environments, {} shared tasks, {} shared (state, call) pairs",

@@ -6,6 +6,7 @@ mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
 mod model_cmd;
+mod output;
 mod progress;
 mod render;
 mod run_render;

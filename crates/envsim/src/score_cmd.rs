@@ -103,8 +103,5 @@ fn write_results(path: &Path, reports: &[Report]) -> Result<()> {
             text.push('\n');
         }
     }
-    let tmp = path.with_extension("tmp-envsim");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    crate::output::write_atomic(path, text)
 }

@@ -93,6 +93,27 @@ impl Fixture {
             .collect()
     }
 
+    /// A double whose first `failing` samples get one server error each before their answer.
+    fn double_failing_first(&self, failing: usize) -> OpenAiDouble {
+        let answers = self.oracle_answers();
+        let faults = answers
+            .iter()
+            .take(failing)
+            .map(|(key, _)| {
+                (
+                    key.clone(),
+                    vec![envsim_testkit::openai_double::Fault::ServerError],
+                )
+            })
+            .collect();
+        OpenAiDouble::spawn(DoubleConfig {
+            answers: answers.into_iter().collect(),
+            faults,
+            ..DoubleConfig::default()
+        })
+        .unwrap()
+    }
+
     fn double(&self, latency: Duration) -> OpenAiDouble {
         OpenAiDouble::spawn(DoubleConfig {
             latency,
@@ -267,7 +288,10 @@ fn finished(f: &Fixture) -> u64 {
 
 fn interrupt_then_resume(signal: i32) {
     let f = Fixture::new();
-    let server = f.double(Duration::from_millis(150));
+    // The double answers six requests and holds the rest, so the run is stopped at a fixed
+    // point however slow the machine is; it answers again for the rerun.
+    let server = f.double(Duration::ZERO);
+    server.set_hold_after(Some(6));
     let url = server.base_url();
     let args = f.eval_args(
         &url,
@@ -279,8 +303,8 @@ fn interrupt_then_resume(signal: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for("some committed samples", || {
-        server.requests() >= 5 && f.store.exists() && finished(&f) >= 2
+    wait_for("six answered requests and two held", || {
+        server.requests() >= 8 && f.store.exists() && finished(&f) >= 2
     });
     // SAFETY: sending a signal to our own child process.
     unsafe {
@@ -289,7 +313,7 @@ fn interrupt_then_resume(signal: i32) {
     let out = child.wait_with_output().unwrap();
     let partial = f.report("latest");
     let done = partial["run"]["finished"].as_u64().unwrap();
-    assert!((2..12).contains(&done), "{done} finished before the stop");
+    assert!((2..=6).contains(&done), "{done} finished before the stop");
     assert_eq!(partial["run"]["complete"], false);
     assert_eq!(
         partial["overall"]["n"], 12,
@@ -309,6 +333,7 @@ fn interrupt_then_resume(signal: i32) {
     } else {
         assert_eq!(out.status.code(), None, "killed by the signal");
     }
+    server.set_hold_after(None);
     let before = server.requests();
     let resumed = envsim(&args);
     let report = json_of(&resumed);
@@ -686,22 +711,9 @@ fn bad_invocations_get_clear_errors() {
 #[test]
 fn failed_samples_exit_3_and_a_rerun_retries_exactly_them() {
     let f = Fixture::new();
-    let answers = f.oracle_answers();
-    let n = answers.len();
+    let n = f.transitions.len();
     // Two samples get server errors on their first request only.
-    let mut faults = std::collections::HashMap::new();
-    for (key, _) in answers.iter().take(2) {
-        faults.insert(
-            key.clone(),
-            vec![envsim_testkit::openai_double::Fault::ServerError],
-        );
-    }
-    let server = OpenAiDouble::spawn(DoubleConfig {
-        answers: answers.iter().cloned().collect(),
-        faults,
-        ..DoubleConfig::default()
-    })
-    .unwrap();
+    let server = f.double_failing_first(2);
     let url = server.base_url();
     let out = envsim(&f.eval_args(&url, &["--retries", "0"]));
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -740,18 +752,7 @@ fn failed_samples_exit_3_and_a_rerun_retries_exactly_them() {
 #[test]
 fn allow_errors_accepts_a_bounded_number_of_failures() {
     let f = Fixture::new();
-    let answers = f.oracle_answers();
-    let mut faults = std::collections::HashMap::new();
-    faults.insert(
-        answers[0].0.clone(),
-        vec![envsim_testkit::openai_double::Fault::ServerError],
-    );
-    let server = OpenAiDouble::spawn(DoubleConfig {
-        answers: answers.iter().cloned().collect(),
-        faults,
-        ..DoubleConfig::default()
-    })
-    .unwrap();
+    let server = f.double_failing_first(1);
     let url = server.base_url();
     let out = envsim(&f.eval_args(&url, &["--retries", "0", "--allow-errors", "10%"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

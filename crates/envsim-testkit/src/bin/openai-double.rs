@@ -157,7 +157,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         drop(stdout);
-        match serve(listener, args.config, Arc::new(DoubleStats::default())).await {
+        let stats = Arc::new(DoubleStats::for_config(&args.config));
+        match serve(listener, args.config, stats).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("openai-double: {e}");
