@@ -143,7 +143,19 @@ async fn walk_state(
         .iter()
         .filter_map(|t| ToolSpec::from_schema(t).map(|s| (s, t)))
         .collect();
-    let (state_name, initial) = &package.states[state_index];
+    let (state_name, raw) = &package.states[state_index];
+    // Transitions start from the constructed instance's state, not the raw file (which may
+    // lack attributes the constructor creates). When the constructor itself fails on this
+    // state, every call fails the same way: the walk records those failures from the file.
+    let initial = match executor
+        .construct(&package.code, raw, 0, DEFAULT_CLOCK)
+        .await
+    {
+        Ok(state) => state,
+        Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
+        Err(_) => raw.clone(),
+    };
+    let initial = &initial;
     let mut out = Vec::new();
     for walk in 0..plan.walks {
         let label = format!("{}/{state_name}/{walk}", package.manifest.name);

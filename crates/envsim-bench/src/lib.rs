@@ -5,10 +5,15 @@
 //! sandbox (flagging clock- and seed-dependent output), [`sample`] fills a stratified
 //! composition with environment coverage first, and [`output`] writes the reference JSON
 //! format, envsim's JSONL and a datasheet with the benchmark's fingerprint.
+//! [`slice_check`] is the prompt-slicing oracle over a benchmark (`envsim bench slice-check`);
+//! [`verify`] replays a benchmark from its own file (`envsim bench verify`, and the last step
+//! of `envsim bench build`).
 
 pub mod collect;
 pub mod driver;
 pub mod export;
 pub mod output;
 pub mod sample;
+pub mod slice_check;
 pub mod trajectories;
+pub mod verify;

@@ -83,10 +83,7 @@ pub fn render(
 
 /// Hex SHA-256 of bytes: the fingerprint of a benchmark file.
 pub fn fingerprint(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    envsim_core::hex::encode(&Sha256::digest(bytes))
 }
 
 /// Counts per bucket, environment, |Δ| and tool, plus provenance.

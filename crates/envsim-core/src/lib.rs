@@ -44,7 +44,10 @@
 //! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators),
 //! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
 //! intervals and paired significance tests), [`slice`] (the code and state one tool call can
-//! use, for sliced prompts, and the footprint oracle).
+//! use, for sliced prompts, and the footprint oracle), [`hex`] (lowercase hex of digests).
+
+// No panics on any input: library code handles every `None` and `Err` (unit tests may unwrap).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod apply;
 pub mod baseline;
@@ -53,6 +56,7 @@ pub mod diff;
 pub mod equality;
 pub mod extract;
 pub mod formats;
+pub mod hex;
 pub mod literal;
 pub mod path;
 pub mod pointer;

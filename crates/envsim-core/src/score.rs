@@ -62,7 +62,10 @@ pub struct PreparedSample {
     pub stratum: Stratum,
     truth_pointers: Vec<JsonPointer>,
     truth_facts: Vec<(JsonPointer, Option<Value>)>,
-    reference: ReferenceTruth,
+    /// The reference lane's prepared truth, built on the first prediction that needs it: it
+    /// holds a second copy of `config_before` (as Python objects), which samples that are
+    /// only listed, stratified or scored as missing never pay for.
+    reference: Option<ReferenceTruth>,
     truth_feedback_strict: Value,
 }
 
@@ -300,11 +303,6 @@ impl PreparedSample {
             .into_iter()
             .map(|(p, f)| (p, owned_fact(&f)))
             .collect();
-        let reference = ReferenceTruth::new(
-            &transition.config_before,
-            &transition.config_after,
-            &transition.observation,
-        );
         let truth_feedback_strict = strict_feedback(&transition.observation);
         PreparedSample {
             transition,
@@ -315,7 +313,7 @@ impl PreparedSample {
             stratum,
             truth_pointers,
             truth_facts,
-            reference,
+            reference: None,
             truth_feedback_strict,
         }
     }
@@ -323,6 +321,14 @@ impl PreparedSample {
     /// The transition.
     pub fn transition(&self) -> &Transition {
         &self.transition
+    }
+
+    /// The reference lane's truth, prepared on first use.
+    fn reference_truth(&mut self) -> &mut ReferenceTruth {
+        let t = &self.transition;
+        self.reference.get_or_insert_with(|| {
+            ReferenceTruth::new(&t.config_before, &t.config_after, &t.observation)
+        })
     }
 
     /// Scores one prediction.
@@ -333,8 +339,10 @@ impl PreparedSample {
     pub fn score(&mut self, prediction: &Prediction, usage: Option<Usage>) -> SampleScore {
         let mut score = self.blank(usage);
         let reference = match prediction {
-            Prediction::Raw(text) => self.reference.score_text(text),
-            Prediction::Parsed(value) => self.reference.score_parsed(&PyValue::from_json(value)),
+            Prediction::Raw(text) => self.reference_truth().score_text(text),
+            Prediction::Parsed(value) => self
+                .reference_truth()
+                .score_parsed(&PyValue::from_json(value)),
             Prediction::ApiError(_) => ReferenceVerdict {
                 outcome: ReferenceOutcome::RequestFailed,
                 fm: false,

@@ -544,6 +544,10 @@ fn analyse<'a>(env_code: &'a str, tool: &str) -> Result<Analysis<'a>, String> {
         1 => found.pop().ok_or("unreachable")?,
         _ => return Err(format!("several classes define {tool}")),
     };
+    if class_name.is_empty() {
+        // Not Python (`class ?:`); references to the class could not be found either.
+        return Err(format!("the class that defines {tool} has no name"));
+    }
     // Base classes.
     let header = &env_code[src.lines[class_item.head].start..src.lines[header_end - 1].end];
     if let (Some(open), Some(close)) = (header.find('('), header.rfind(')')) {
@@ -683,6 +687,10 @@ fn self_refs(src: &Src<'_>, (from, to): (usize, usize)) -> (Vec<SelfRef>, Vec<us
 /// Every `<base>.<name>` and bare `<base>` in a byte range.
 fn name_refs(src: &Src<'_>, base: &str, (from, to): (usize, usize)) -> (Vec<SelfRef>, Vec<usize>) {
     let (mut refs, mut bare) = (Vec::new(), Vec::new());
+    if base.is_empty() {
+        // An empty name is everywhere; the scan below would not advance.
+        return (refs, bare);
+    }
     let b = src.b;
     let len = base.len();
     let mut i = from;
@@ -1739,6 +1747,26 @@ class Shop:
         // setattr in __init__ is the EnvScaler loop: fine.
         let code = "class E:\n    def __init__(self, init_config):\n        for k, v in init_config.items():\n            setattr(self, k, v)\n\n    def t(self):\n        return self.x\n";
         assert_eq!(slice_code(code, "t").fallback, None);
+    }
+
+    #[test]
+    fn a_class_without_a_name_falls_back_instead_of_hanging() {
+        // Found by the `slice_code` fuzz target: the empty class name matched everywhere and
+        // the reference scan never advanced (unbounded memory).
+        for code in [
+            "class ?:\n    def t(self):\n        return 1\n",
+            "class :\n    def _h(self):\n        return 1\n\n    def t(self):\n        return self._h()\n",
+            "class (object):\n    @classmethod\n    def t(cls):\n        return cls.x\n",
+        ] {
+            let s = slice_code(code, "t");
+            assert!(s.full, "{code}");
+            assert_eq!(
+                s.fallback.as_deref(),
+                Some("the class that defines t has no name")
+            );
+        }
+        let src = Src::scan("x = 1\n").unwrap();
+        assert_eq!(name_refs(&src, "", (0, 6)).1, Vec::<usize>::new());
     }
 
     #[test]

@@ -85,10 +85,7 @@ fn canon(value: &PyValue) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
-        PyValue::Bytes(b) => format!(
-            "bytes:{}",
-            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-        ),
+        PyValue::Bytes(b) => format!("bytes:{}", envsim_core::hex::encode(b)),
         PyValue::Tuple(items) => format!("tuple:[{}]", join(&mut items.iter().map(canon))),
         PyValue::List(items) => format!("list:[{}]", join(&mut items.iter().map(canon))),
         PyValue::Set(set) => {

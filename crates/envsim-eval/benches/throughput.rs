@@ -209,6 +209,7 @@ struct Cpu {
 }
 
 impl Cpu {
+    #[allow(unsafe_code)] // libc: see the SAFETY comments
     fn now() -> Cpu {
         // SAFETY: getrusage only writes the struct it is given.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -236,6 +237,7 @@ impl Cpu {
 }
 
 /// Peak resident memory of this process, in MiB.
+#[allow(unsafe_code)] // libc: see the SAFETY comments
 fn peak_rss_mib() -> f64 {
     // SAFETY: as in `Cpu::now`.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -245,6 +247,7 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the same clock in both processes.
+#[allow(unsafe_code)] // libc: see the SAFETY comments
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -257,6 +260,7 @@ fn monotonic_ns() -> u64 {
 
 /// CPU time (user + system) per live thread of this process, from `/proc/self/task/*/stat`
 /// (clock-tick resolution, 10 ms): tid → time.
+#[allow(unsafe_code)] // libc: see the SAFETY comments
 fn thread_cpu() -> HashMap<u32, Duration> {
     // SAFETY: sysconf has no preconditions.
     let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
@@ -584,6 +588,7 @@ fn env_or(name: &str, default: &str) -> String {
 
 /// Raises the soft limit on open files to the hard limit when it is below `needed` (each
 /// request in flight holds a socket in this process and one in the double's).
+#[allow(unsafe_code)] // libc: see the SAFETY comments
 fn raise_open_files_limit(needed: usize) {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

@@ -210,16 +210,7 @@ pub fn canonical_json(value: &Value) -> String {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    to_hex(&Sha256::digest(bytes))
-}
-
-/// Lowercase hex of bytes (digests).
-pub fn to_hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    envsim_core::hex::encode(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -12,9 +12,13 @@
 pub mod batch;
 pub mod chart;
 pub mod config;
+/// The local engine, now in `envsim-model` (re-exported so that `envsim_eval::local` keeps
+/// working).
 #[cfg(feature = "local")]
-pub mod local;
-pub mod model;
+pub use envsim_model::local;
+/// Local model files, now in `envsim-model` (re-exported so that `envsim_eval::model` keeps
+/// working).
+pub use envsim_model::model;
 pub mod openai;
 pub mod prepare;
 pub mod report;

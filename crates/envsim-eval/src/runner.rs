@@ -938,8 +938,11 @@ async fn complete_local(
     prompt: envsim_core::prompt::Prompt,
     generation: &crate::local::Generation,
 ) -> (Result<Completion, String>, u32, bool) {
+    // The engine is part of the request: the two engines' outputs differ in the last digits
+    // of the logits, so a response cached from one never answers for the other.
     let body = serde_json::json!({
         "model": model_key,
+        "engine": engine.info.engine.name(),
         "messages": [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.user}],
         "max_tokens": generation.max_tokens,
         "temperature": generation.temperature,
@@ -966,14 +969,19 @@ async fn complete_local(
         Ok(local) => {
             let raw = local.to_response_json(model_key);
             let mut row = audit(1, elapsed_ms(start), "ok");
-            row.prompt_tokens = local.completion.usage.map(|u| u.prompt_tokens);
-            row.completion_tokens = local.completion.usage.map(|u| u.completion_tokens);
+            row.prompt_tokens = Some(local.usage.prompt_tokens);
+            row.completion_tokens = Some(local.usage.completion_tokens);
             row.response = Some(raw.clone());
             shared.send(WriteOp::Attempt(row)).await;
             if shared.cache.is_some() {
                 shared.send(WriteOp::Cache { key, response: raw }).await;
             }
-            (Ok(local.completion), 1, false)
+            let completion = Completion {
+                content: local.content,
+                usage: Some(local.usage),
+                finish_reason: Some(local.finish_reason),
+            };
+            (Ok(completion), 1, false)
         }
         Err(error) => {
             let error = format!("local model: {error}");

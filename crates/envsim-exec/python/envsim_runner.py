@@ -1,11 +1,16 @@
 """envsim worker: runs environment code for the Rust executor.
 
 One process serves one request at a time over JSON lines (stdin -> stdout). Standard library
-only. The Rust side owns the process: it applies the wall-clock timeout, kills and replaces a
-worker that hangs, crashes or exceeds its limits, and never trusts what comes back.
+only. The Rust side owns the process: it sets its resource limits (prlimit) and re-arms the CPU
+limit before each request, applies the wall-clock timeout, kills and replaces a worker that hangs,
+crashes or exceeds its limits, and never trusts what comes back. Before reading the first request
+this process confines itself (see "Sandbox" below); a worker that cannot install its seccomp
+filter exits with status 70 instead of serving.
 
 Requests (one JSON object per line, answered by one line with the same "id"):
   {"op": "hello"}                                  -> interpreter and sandbox facts
+  {"op": "construct", "env", "seed", "clock"} + a line with the state
+                                                   -> {"state": the constructed instance's state}
   {"op": "load", "env": K, "code": S, "class_name": C}
   {"op": "describe", "env": K}                     -> public methods and their signatures
   {"op": "call", "env": K, "tool": T, "args": {...},
@@ -47,7 +52,6 @@ _REAL = {
 
 OUTPUT_CAP = int(os.environ.get("ENVSIM_OUTPUT_CAP", str(16 * 1024 * 1024)))
 CPU_SECONDS = int(os.environ.get("ENVSIM_CPU_SECONDS", "10"))
-MEMORY_BYTES = int(os.environ.get("ENVSIM_MEMORY_BYTES", str(1024 * 1024 * 1024)))
 
 # --------------------------------------------------------------------------------------------
 # Determinism: one frozen clock and one seeded generator per call.
@@ -111,99 +115,437 @@ def _install_determinism():
 
 
 # --------------------------------------------------------------------------------------------
-# Sandbox: limits, no child processes, no network sockets.
+# Sandbox. Installed once at start-up, before the first request is read, so environment code
+# never runs outside it. Layers (each reported by `hello`, see docs/executor.md):
+#   - no_new_privs;
+#   - a private user and network namespace when the kernel allows one (no network interfaces);
+#   - Landlock: reads only the Python installation, system libraries and a few files CPython
+#     needs, writes only the working directory; signals and abstract UNIX sockets scoped to
+#     this process (Landlock ABI 6+), no TCP (ABI 4+). Without Landlock: a private root built in
+#     a mount namespace (see `_private_root`), or nothing, and `hello` says so;
+#   - a seccomp allow-list (x86-64): everything this process needs, nothing that starts
+#     processes, opens sockets, changes limits, mounts, traces or signals other processes.
+# Resource limits are set from outside: the executor applies them with prlimit(2) after the
+# start and re-arms the CPU limit before each request; this process cannot change any of them.
 
-SECCOMP_SET_MODE_FILTER = 1
 PR_SET_NO_NEW_PRIVS = 38
 AUDIT_ARCH_X86_64 = 0xC000003E
-# x86_64 syscall numbers
-SYS = {"socket": 41, "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322,
-       "clone3": 435, "socketpair": 53, "ptrace": 101}
-CLONE_THREAD = 0x00010000
-AF_UNIX = 1
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
+
+# x86_64 syscalls allowed whatever their arguments. Measured with strace on the corpus's
+# scripted tests (read, write, openat, close, newfstatat, getdents64, lseek, chdir, brk, mmap,
+# munmap, ioctl) and on a smoke test of the standard library (threads, thread pools, sleeping,
+# tempfile, file work, hashlib, os.urandom, zoneinfo, sqlite3 in memory, asyncio, logging),
+# plus the rest of those families (the *at and vectored variants). Path-based calls are confined
+# by Landlock; the socket calls act only on socketpair(AF_UNIX) sockets, as socket(2) is refused.
+# Refused (EPERM) among others: socket, connect, bind, fork, vfork, execve, execveat, wait4,
+# ptrace, process_vm_*, kill/tgkill to others, setrlimit, prlimit64 setting a limit, mount,
+# umount2, pivot_root, chroot, unshare, setns, chmod/fchmodat/chown*/utime* (by path: not
+# confined by Landlock), truncate (by path), mknod, setxattr, io_uring_*, bpf, perf_event_open,
+# userfaultfd, keyctl, add_key, seccomp, landlock_*, pidfd_*, memfd_create, personality, set*id.
+_ALLOWED_SYSCALLS = {
+    "read": 0, "write": 1, "open": 2, "close": 3, "stat": 4, "fstat": 5, "lstat": 6, "poll": 7,
+    "lseek": 8, "mmap": 9, "mprotect": 10, "munmap": 11, "brk": 12, "rt_sigprocmask": 14,
+    "rt_sigreturn": 15, "pread64": 17, "pwrite64": 18, "readv": 19, "writev": 20, "access": 21,
+    "pipe": 22, "select": 23, "sched_yield": 24, "mremap": 25, "msync": 26, "mincore": 27,
+    "madvise": 28, "dup": 32, "dup2": 33, "pause": 34, "nanosleep": 35, "getitimer": 36,
+    "alarm": 37, "setitimer": 38, "getpid": 39, "sendfile": 40, "sendto": 44, "recvfrom": 45,
+    "sendmsg": 46, "recvmsg": 47, "shutdown": 48, "getsockname": 51, "getpeername": 52,
+    "setsockopt": 54, "getsockopt": 55, "exit": 60, "uname": 63,
+    "flock": 73, "fsync": 74, "fdatasync": 75, "ftruncate": 77, "getdents": 78,
+    "getcwd": 79, "chdir": 80, "fchdir": 81, "rename": 82, "mkdir": 83, "rmdir": 84, "creat": 85,
+    "link": 86, "unlink": 87, "symlink": 88, "readlink": 89, "fchmod": 91, "umask": 95,
+    "gettimeofday": 96, "getrlimit": 97, "getrusage": 98, "sysinfo": 99, "times": 100,
+    "getuid": 102, "getgid": 104, "geteuid": 107, "getegid": 108, "getppid": 110, "getpgrp": 111,
+    "getgroups": 115, "getresuid": 118, "getresgid": 120, "rt_sigpending": 127,
+    "rt_sigtimedwait": 128, "rt_sigsuspend": 130, "sigaltstack": 131, "statfs": 137,
+    "fstatfs": 138, "arch_prctl": 158, "gettid": 186, "time": 201, "futex": 202,
+    "epoll_create": 213, "getdents64": 217, "set_tid_address": 218, "restart_syscall": 219,
+    "fadvise64": 221, "clock_gettime": 228, "clock_getres": 229, "clock_nanosleep": 230,
+    "exit_group": 231, "epoll_wait": 232, "epoll_ctl": 233, "openat": 257, "mkdirat": 258,
+    "newfstatat": 262, "unlinkat": 263, "renameat": 264, "linkat": 265, "symlinkat": 266,
+    "readlinkat": 267, "faccessat": 269, "pselect6": 270, "ppoll": 271, "set_robust_list": 273,
+    "splice": 275, "tee": 276, "epoll_pwait": 281, "signalfd": 282, "timerfd_create": 283,
+    "eventfd": 284, "timerfd_settime": 286, "timerfd_gettime": 287, "signalfd4": 289,
+    "eventfd2": 290, "epoll_create1": 291, "dup3": 292, "pipe2": 293, "preadv": 295,
+    "pwritev": 296, "getcpu": 309, "renameat2": 316, "getrandom": 318, "membarrier": 324,
+    "copy_file_range": 326, "preadv2": 327, "pwritev2": 328, "statx": 332, "rseq": 334,
+    "close_range": 436, "faccessat2": 439, "epoll_pwait2": 441,
+}
+# Allowed only with the arguments checked in `_seccomp_program`.
+_SYS_RT_SIGACTION, _SYS_IOCTL, _SYS_CLONE, _SYS_KILL = 13, 16, 56, 62
+_SYS_PRCTL, _SYS_SCHED_GETAFFINITY, _SYS_TGKILL, _SYS_PRLIMIT64, _SYS_CLONE3 = 157, 204, 234, 302, 435
+_SIGXCPU = 24
+_CLONE_THREAD = 0x00010000
+_CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+# TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIONCLEX, FIOCLEX: what isatty, os.set_inheritable and
+# friends use.
+_IOCTLS = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)
+_PRCTLS = (15, 16, 23)  # PR_SET_NAME, PR_GET_NAME, PR_CAPBSET_READ
+_SYS_SOCKETPAIR, _AF_UNIX = 53, 1
+# fcntl commands that make the kernel signal a chosen process (SIGIO or any signal set with
+# F_SETSIG when the file is ready, lease and directory notifications): refused, so that no
+# signal reaches another process even where Landlock cannot scope signals (ABI < 6).
+_SYS_FCNTL = 72
+_FCNTL_SIGNALLING = (8, 10, 15, 1024, 1026)  # F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY
 
 
-def _bpf(code, jt, jf, k):
-    return struct.pack("HBBI", code, jt, jf, k)
+def _bpf_assemble(items):
+    """Classic BPF from (code, jt, jf, k) tuples; jt/jf are relative offsets or label names."""
+    labels, real = {}, []
+    for item in items:
+        if isinstance(item, str):
+            labels[item] = len(real)
+        else:
+            real.append(item)
+    out = []
+    for i, (code, jt, jf, k) in enumerate(real):
+        offsets = []
+        for target in (jt, jf):
+            offset = labels[target] - i - 1 if isinstance(target, str) else target
+            if not 0 <= offset <= 255:
+                raise ValueError("BPF jump out of range")
+            offsets.append(offset)
+        out.append(struct.pack("HBBI", code, offsets[0], offsets[1], k))
+    return b"".join(out)
 
 
-def _seccomp_program():
-    """A BPF filter: EPERM for fork/vfork/execve/ptrace, for clone without CLONE_THREAD and for
-    sockets other than AF_UNIX; ENOSYS for clone3; everything else is allowed."""
-    LD_W_ABS, JEQ_K, JSET_K, RET_K = 0x20, 0x15, 0x45, 0x06
-    ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+def _seccomp_program(pid):
+    """The allow-list: KILL for a foreign architecture, EPERM for the x32 ABI, ENOSYS for clone3
+    (glibc falls back to clone, whose flags can be checked), ALLOW for `_ALLOWED_SYSCALLS`, the
+    argument checks below, EPERM for everything else."""
+    LD, JEQ, JSET, RET = 0x20, 0x15, 0x45, 0x06
+    ALLOW, KILL_PROCESS = 0x7FFF0000, 0x80000000
+    EPERM, ENOSYS = 0x00050000 | 1, 0x00050000 | 38
+    ARG0, ARG1, ARG2 = 16, 24, 32  # low words; the high word is 4 bytes further
+
+    def ld(offset):
+        return (LD, 0, 0, offset)
+
+    def ret(value):
+        return (RET, 0, 0, value)
+
+    def syscall_is(nr, end):
+        return (JEQ, 0, end, nr)
+
+    def arg_in(values, yes, no):
+        out = []
+        for n, value in enumerate(values):
+            last = n == len(values) - 1
+            out.append((JEQ, yes, no if last else 0, value))
+        return out
+
     prog = [
-        _bpf(LD_W_ABS, 0, 0, 4),                      # arch
-        _bpf(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        _bpf(RET_K, 0, 0, ALLOW),                     # unknown arch: leave it to the rlimits
-        _bpf(LD_W_ABS, 0, 0, 0),                      # syscall nr
+        ld(4), (JEQ, 1, 0, AUDIT_ARCH_X86_64), ret(KILL_PROCESS),
+        ld(0), (JSET, 0, 1, 0x40000000), ret(EPERM),
+        (JEQ, 0, 1, _SYS_CLONE3), ret(ENOSYS),
     ]
-    for name in ("fork", "vfork", "execve", "execveat", "ptrace"):
-        prog.append(_bpf(JEQ_K, 0, 1, SYS[name]))
-        prog.append(_bpf(RET_K, 0, 0, EPERM))
-    # clone3 cannot be inspected (flags live in memory): ENOSYS makes glibc fall back to clone.
-    prog.append(_bpf(JEQ_K, 0, 1, SYS["clone3"]))
-    prog.append(_bpf(RET_K, 0, 0, ENOSYS))
-    # clone: allow only threads (flags in args[0], low word at offset 16)
-    prog.append(_bpf(JEQ_K, 0, 4, SYS["clone"]))
-    prog.append(_bpf(LD_W_ABS, 0, 0, 16))
-    prog.append(_bpf(JSET_K, 1, 0, CLONE_THREAD))
-    prog.append(_bpf(RET_K, 0, 0, EPERM))
-    prog.append(_bpf(RET_K, 0, 0, ALLOW))
-    # socket / socketpair: only AF_UNIX (domain in args[0])
-    prog.append(_bpf(LD_W_ABS, 0, 0, 0))
-    for name in ("socket", "socketpair"):
-        prog.append(_bpf(JEQ_K, 0, 3, SYS[name]))
-        prog.append(_bpf(LD_W_ABS, 0, 0, 16))
-        prog.append(_bpf(JEQ_K, 1, 0, AF_UNIX))
-        prog.append(_bpf(RET_K, 0, 0, EPERM))
-        prog.append(_bpf(LD_W_ABS, 0, 0, 0))
-    prog.append(_bpf(RET_K, 0, 0, ALLOW))
-    return b"".join(prog)
+    for nr in sorted(_ALLOWED_SYSCALLS.values()):
+        prog += [(JEQ, 0, 1, nr), ret(ALLOW)]
+    # threads only: CLONE_THREAD set, no namespace flags
+    prog += [syscall_is(_SYS_CLONE, "clone_end"), ld(ARG0), (JSET, 1, 0, _CLONE_THREAD), ret(EPERM),
+             (JSET, 0, 1, _CLONE_NAMESPACES), ret(EPERM), ret(ALLOW), "clone_end"]
+    # signals to this process (kill) or its own threads (tgkill) only
+    for nr in (_SYS_KILL, _SYS_TGKILL):
+        end = "signal_end_%d" % nr
+        prog += [syscall_is(nr, end), ld(ARG0), (JEQ, 0, 1, pid), ret(ALLOW), ret(EPERM), end]
+    # a connected pair of UNIX sockets (asyncio's self-pipe) reaches nothing outside; socket(2)
+    # itself is refused for every family, as connecting to a named UNIX socket is not confined
+    prog += [syscall_is(_SYS_SOCKETPAIR, "socketpair_end"), ld(ARG0), (JEQ, 0, 1, _AF_UNIX), ret(ALLOW),
+             ret(EPERM), "socketpair_end"]
+    prog += [syscall_is(_SYS_FCNTL, "fcntl_end"), ld(ARG1)]
+    prog += arg_in(_FCNTL_SIGNALLING, "fcntl_no", "fcntl_yes")
+    prog += ["fcntl_yes", ret(ALLOW), "fcntl_no", ret(EPERM), "fcntl_end"]
+    # this process's own CPU affinity
+    prog += [syscall_is(_SYS_SCHED_GETAFFINITY, "affinity_end"), ld(ARG0)]
+    prog += arg_in((0, pid), "affinity_yes", "affinity_no")
+    prog += ["affinity_yes", ret(ALLOW), "affinity_no", ret(EPERM), "affinity_end"]
+    # reading limits, never setting them: prlimit64(0 or self, resource, NULL, old)
+    prog += [syscall_is(_SYS_PRLIMIT64, "prlimit_end"), ld(ARG0)]
+    prog += arg_in((0, pid), "prlimit_self", "prlimit_no")
+    prog += ["prlimit_self", ld(ARG2), (JEQ, 0, "prlimit_no", 0), ld(ARG2 + 4),
+             (JEQ, 0, "prlimit_no", 0), ret(ALLOW), "prlimit_no", ret(EPERM), "prlimit_end"]
+    # no handler for SIGXCPU (the CPU limit must stay fatal); reading it is fine
+    prog += [syscall_is(_SYS_RT_SIGACTION, "sigaction_end"), ld(ARG0), (JEQ, 1, 0, _SIGXCPU), ret(ALLOW),
+             ld(ARG1), (JEQ, 0, "sigaction_no", 0), ld(ARG1 + 4), (JEQ, 0, "sigaction_no", 0),
+             ret(ALLOW), "sigaction_no", ret(EPERM), "sigaction_end"]
+    # harmless ioctl and prctl requests only
+    prog += [syscall_is(_SYS_IOCTL, "ioctl_end"), ld(ARG1)]
+    prog += arg_in(_IOCTLS, "ioctl_yes", "ioctl_no")
+    prog += ["ioctl_yes", ret(ALLOW), "ioctl_no", ret(EPERM), "ioctl_end"]
+    prog += [syscall_is(_SYS_PRCTL, "prctl_end"), ld(ARG0)]
+    prog += arg_in(_PRCTLS, "prctl_yes", "prctl_no")
+    prog += ["prctl_yes", ret(ALLOW), "prctl_no", ret(EPERM), "prctl_end"]
+    prog.append(ret(EPERM))
+    return _bpf_assemble(prog)
 
 
-def _install_seccomp():
-    """Installs the filter through libc; returns a short status string."""
-    if os.uname().machine != "x86_64":
-        return "unavailable (filter written for x86_64)"
+def _libc():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return ctypes, libc
+
+
+def _errno_text(ctypes):
+    err = ctypes.get_errno()
+    return "%s (errno %d)" % (os.strerror(err), err)
+
+
+def _install_seccomp(ctypes, libc):
+    program = _seccomp_program(os.getpid())
+    buf = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    # seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog) is syscall 317 on x86_64
+    if libc.syscall(ctypes.c_long(317), ctypes.c_uint(1), ctypes.c_uint(0), ctypes.byref(fprog)) != 0:
+        raise OSError("seccomp: " + _errno_text(ctypes))
+    return "on: allow-list of %d syscalls (+10 with checked arguments), x32 refused, other ABIs killed" % len(_ALLOWED_SYSCALLS)
+
+
+def _unshare(ctypes, libc):
+    """Private user (uid and gid mapped to themselves), network and mount namespaces; without a
+    user namespace (not allowed here), network and mount namespaces if the process may create
+    them (root). Returns (user namespace status, network status, whether the mount namespace is
+    private). Nothing is mounted here: the mount namespace only serves `_private_root`."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS)) == 0:
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", "%d %d 1" % (uid, uid)), ("gid_map", "%d %d 1" % (gid, gid))):
+                with open("/proc/self/" + name, "w") as f:
+                    f.write(text)
+        except OSError as exc:
+            return "private (ids unmapped: %s)" % exc, "empty network namespace", True
+        return "private", "empty network namespace", True
+    why = _errno_text(ctypes)
+    if libc.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWNS)) == 0:
+        return "unavailable: %s" % why, "empty network namespace", True
+    return "unavailable: %s" % why, "shared network namespace (unshare: %s)" % _errno_text(ctypes), False
+
+
+# Landlock (include/uapi/linux/landlock.h)
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_LL_REMOVE_DIR, _LL_REMOVE_FILE, _LL_MAKE_CHAR, _LL_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+_LL_MAKE_REG, _LL_MAKE_SOCK, _LL_MAKE_FIFO, _LL_MAKE_BLOCK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+_LL_MAKE_SYM, _LL_REFER, _LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 12, 1 << 13, 1 << 14, 1 << 15
+_LL_FILE_ONLY = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
+_LL_READ = _LL_READ_FILE | _LL_READ_DIR
+_LL_WORKDIR = (_LL_WRITE_FILE | _LL_READ_FILE | _LL_READ_DIR | _LL_REMOVE_DIR | _LL_REMOVE_FILE
+               | _LL_MAKE_DIR | _LL_MAKE_REG | _LL_MAKE_SYM | _LL_MAKE_FIFO | _LL_REFER | _LL_TRUNCATE)
+
+
+def _landlock_abi(ctypes, libc):
+    """The kernel's Landlock ABI version, or None and why not."""
+    abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint(1))
+    if abi < 0:
+        return None, _errno_text(ctypes)
+    return abi, None
+
+
+def _readable_paths():
+    """What CPython needs to read after start-up: its installation (every sys.path entry and
+    each prefix's lib directories), the system libraries, the directories of the shared objects
+    already loaded, time-zone data, the dynamic loader's cache, random and null devices, and
+    this runner."""
+    # A sys.path entry (a .pth file can add any) as broad as "/" or "/home" is not taken.
+    paths = {p for p in sys.path if p and os.path.abspath(p).count("/") >= 2}
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        paths.update(os.path.join(prefix, sub) for sub in ("lib", "lib64"))
+    paths.update(("/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64",
+                  "/usr/local/lib", "/usr/share/zoneinfo", "/etc/localtime", "/etc/ld.so.cache",
+                  "/dev/urandom", "/dev/random", "/dev/zero", os.path.abspath(__file__)))
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        program = _seccomp_program()
-        count = len(program) // 8
-        buf = ctypes.create_string_buffer(program)
-
-        class SockFprog(ctypes.Structure):
-            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-        fprog = SockFprog(count, ctypes.cast(buf, ctypes.c_void_p))
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return "failed: no_new_privs errno %d" % ctypes.get_errno()
-        # seccomp(2) is syscall 317 on x86_64
-        if libc.syscall(317, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(fprog)) != 0:
-            return "failed: seccomp errno %d" % ctypes.get_errno()
-        return "on"
-    except Exception as exc:  # the worker still runs with rlimits only
-        return "failed: %s" % exc
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].startswith("/") and ".so" in fields[5]:
+                    paths.add(os.path.dirname(fields[5].strip()))
+    except OSError:
+        pass
+    return paths
 
 
-def _install_limits():
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024 * 1024, 64 * 1024 * 1024))
+def _install_landlock(ctypes, libc, abi, workdir):
+    fs = (1 << 13) - 1
+    if abi >= 2:
+        fs |= _LL_REFER
+    if abi >= 3:
+        fs |= _LL_TRUNCATE
+    if abi >= 5:
+        fs |= _LL_IOCTL_DEV
+    net = 0b11 if abi >= 4 else 0      # BIND_TCP | CONNECT_TCP, with no port allowed
+    scoped = 0b11 if abi >= 6 else 0   # ABSTRACT_UNIX_SOCKET | SIGNAL
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    attr = ctypes.create_string_buffer(struct.pack("QQQ", fs, net, scoped), 24)
+    ruleset = libc.syscall(ctypes.c_long(444), attr, ctypes.c_size_t(size), ctypes.c_uint(0))
+    if ruleset < 0:
+        raise OSError("landlock_create_ruleset: " + _errno_text(ctypes))
+    rules = [(p, _LL_READ) for p in _readable_paths()]
+    rules.append(("/dev/null", _LL_READ_FILE | _LL_WRITE_FILE))
+    if workdir is not None:
+        rules.append((workdir, _LL_WORKDIR))
+    added = 0
+    try:
+        for path, access in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                import stat as _stat
+
+                if not _stat.S_ISDIR(os.fstat(fd).st_mode):
+                    access &= _LL_FILE_ONLY
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", access & fs, fd), 12)
+                if libc.syscall(ctypes.c_long(445), ctypes.c_int(ruleset), ctypes.c_int(1), rule, ctypes.c_uint(0)) != 0:
+                    raise OSError("landlock_add_rule(%s): %s" % (path, _errno_text(ctypes)))
+                added += 1
+            finally:
+                os.close(fd)
+        flags = 1 if abi >= 7 else 0  # LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF: no audit spam
+        if libc.syscall(ctypes.c_long(446), ctypes.c_int(ruleset), ctypes.c_uint(flags)) != 0:
+            raise OSError("landlock_restrict_self: " + _errno_text(ctypes))
+    finally:
+        os.close(ruleset)
+    return added
 
 
-def _arm_cpu_limit():
-    """Lets the coming call use CPU_SECONDS more CPU time; past that the kernel sends SIGXCPU and
-    the worker dies (the Rust side reports a timeout and replaces it)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    used = int(usage.ru_utime + usage.ru_stime) + 1
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = used + CPU_SECONDS
-    if hard != resource.RLIM_INFINITY and soft > hard:
-        soft = hard
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+def _install_sandbox(workdir):
+    """Installs every layer; returns the facts `hello` reports. A failure to install the seccomp
+    filter on x86-64 is fatal (the worker exits and the executor reports a crash); the other
+    layers degrade and say so."""
+    if not sys.platform.startswith("linux"):
+        return {"platform": "unsandboxed: the sandbox is Linux-only (%s)" % sys.platform}
+    facts = {}
+    ctypes, libc = _libc()
+    if libc.prctl(ctypes.c_int(PR_SET_NO_NEW_PRIVS), ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+        raise OSError("no_new_privs: " + _errno_text(ctypes))
+    facts["no_new_privs"] = True
+    facts["user_namespace"], facts["network"], mount_namespace = _unshare(ctypes, libc)
+    abi, why = _landlock_abi(ctypes, libc)
+    if abi is not None and os.environ.get("ENVSIM_SANDBOX_NO_LANDLOCK") == "1":
+        abi, why = None, "disabled by ENVSIM_SANDBOX_NO_LANDLOCK"
+    if abi is not None:
+        try:
+            rules = _install_landlock(ctypes, libc, abi, workdir)
+        except OSError as exc:  # nothing is enforced before landlock_restrict_self succeeds
+            abi, why = None, "ABI %d, but %s" % (abi, exc)
+    if abi is not None:
+        facts["landlock"] = "ABI %d" % abi
+        facts["filesystem"] = ("landlock (%d rules): reads only the Python installation, system "
+                               "libraries, time-zone data and this runner; writes only the working "
+                               "directory" % rules)
+    else:
+        facts["landlock"] = "unavailable: %s" % why
+        facts["filesystem"] = _private_root(ctypes, libc, workdir, mount_namespace)
+    if os.uname().machine == "x86_64":
+        facts["seccomp"] = _install_seccomp(ctypes, libc)
+        facts["network"] += "; no sockets but socketpair(AF_UNIX) (seccomp)"
+    else:
+        facts["seccomp"] = "unavailable: the filter is written for x86_64, not %s" % os.uname().machine
+    return facts
+
+
+def _limits_facts():
+    def soft(res):
+        value = resource.getrlimit(res)[0]
+        return None if value == resource.RLIM_INFINITY else value
+
+    def hard(res):
+        value = resource.getrlimit(res)[1]
+        return None if value == resource.RLIM_INFINITY else value
+
+    return {
+        "memory_bytes": soft(resource.RLIMIT_AS),
+        "cpu_seconds_per_call": CPU_SECONDS,
+        "file_size_bytes": soft(resource.RLIMIT_FSIZE),
+        "open_files": soft(resource.RLIMIT_NOFILE),
+        "core_bytes": soft(resource.RLIMIT_CORE),
+        "cpu_seconds_lifetime": hard(resource.RLIMIT_CPU),
+    }
+
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
+
+
+def _private_root(ctypes, libc, workdir, mount_namespace):
+    """The confinement without Landlock: in the private mount namespace, a new root (a tmpfs)
+    that holds read-only bind mounts of what `_readable_paths` lists and the working directory
+    read-write, and a chroot into it. Nothing else exists there, so nothing else can be read or
+    written; the seccomp filter then forbids mount, chroot, unshare and setns."""
+    if not mount_namespace:
+        return "none: no Landlock and no mount namespace; the code can read and write what the user can"
+    mount = libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+    def do_mount(source, target, fstype, flags, data=None):
+        enc = lambda s: None if s is None else os.fsencode(s)
+        if mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+            raise OSError("mount %s: %s" % (target, _errno_text(ctypes)))
+
+    def read_only(target):
+        # Remounting must keep the flags the mount was locked with.
+        flags = os.statvfs(target).f_flag
+        locked = 0
+        for st, ms in ((os.ST_NOSUID, _MS_NOSUID), (os.ST_NODEV, _MS_NODEV), (os.ST_NOEXEC, _MS_NOEXEC),
+                       (os.ST_NOATIME, _MS_NOATIME), (os.ST_NODIRATIME, _MS_NODIRATIME), (os.ST_RELATIME, _MS_RELATIME)):
+            if flags & st:
+                locked |= ms
+        do_mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
+
+    # The paths to keep (symbolic links are recreated and their targets kept), outermost first,
+    # each once: a path beneath a kept directory comes with it.
+    links, real = [], set()
+    for path in {os.path.normpath(p) for p in _readable_paths() | {"/dev/null"}}:
+        if not os.path.exists(path):
+            continue
+        if os.path.islink(path):
+            links.append((path, os.readlink(path)))
+        real.add(os.path.realpath(path))
+    binds = []
+    for path in sorted(real):
+        if not any(path == kept or path.startswith(kept.rstrip("/") + "/") for kept, _ in binds):
+            binds.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+    work_fd = os.open(workdir, os.O_PATH | os.O_CLOEXEC) if workdir else None
+    base = workdir or "/tmp"
+    try:
+        do_mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+        do_mount("tmpfs", base, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
+        for path, fd in binds:
+            target = base + path
+            if os.path.isdir("/proc/self/fd/%d" % fd):
+                os.makedirs(target, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                open(target, "a").close()
+            do_mount("/proc/self/fd/%d" % fd, target, None, _MS_BIND)
+            read_only(target)
+        for path, destination in links:
+            if not os.path.lexists(base + path):
+                os.makedirs(os.path.dirname(base + path), exist_ok=True)
+                os.symlink(destination, base + path)
+        if work_fd is not None:
+            os.makedirs(base + workdir, exist_ok=True)
+            do_mount("/proc/self/fd/%d" % work_fd, base + workdir, None, _MS_BIND)
+        read_only(base)
+        os.chdir(base)
+        if libc.chroot(b".") != 0:
+            raise OSError("chroot: " + _errno_text(ctypes))
+        os.chdir(workdir or "/")
+    finally:
+        for _, fd in binds:
+            os.close(fd)
+        if work_fd is not None:
+            os.close(work_fd)
+    return ("private root (mount namespace + chroot): %d read-only bind mounts of the Python "
+            "installation, system libraries and this runner, the working directory read-write; "
+            "nothing else exists" % len(binds))
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,7 +904,6 @@ def _call(req, state_text):
     _RNG.seed(int(req.get("seed", 0)))
     _reset_workdir()
     reads = _Reads() if req.get("trace") else None
-    _arm_cpu_limit()
     started = time.perf_counter()
     alias = bool(req.get("alias_init_config"))
     reusable = not alias and reads is None
@@ -616,6 +957,31 @@ def _call(req, state_text):
     )
 
 
+def _construct_op(req, state_text):
+    """The state of the instance built from `state_text` with no call: what the constructor
+    adds (attributes the file lacks) and the file's own keys. A transition's state before is
+    this state; the file is only the constructor's input."""
+    cls = _ENVS.get(req.get("env"))
+    if cls is None:
+        return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
+    _CLOCK[0] = float(req.get("clock", 1735689600.0))
+    _RNG.seed(int(req.get("seed", 0)))
+    _reset_workdir()
+    try:
+        try:
+            instance = _construct(cls, state_text.rstrip("\n"), bool(req.get("alias_init_config")))
+        except _InvalidCall as exc:
+            return _fail("invalid_call", str(exc))
+        except ValueError as exc:
+            return _fail("invalid_call", "the state is not valid JSON: %s" % exc)
+        state_json, _texts, converted = _dump_state(_public_state(instance), None, None)
+    except MemoryError:
+        return _fail("memory", "out of memory while constructing the environment")
+    except BaseException as exc:  # the constructor is environment code
+        return _fail("exception", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
+    return _Raw('"ok": true, "state": %s, %s' % (state_json, json.dumps({"converted": converted})[1:-1]))
+
+
 class _Raw:
     """A successful reply whose fields are already JSON text."""
 
@@ -648,18 +1014,30 @@ def _fail(kind, message, detail=None):
 
 
 def _hello(_req, sandbox):
-    return {"ok": True, "python": sys.version.split()[0], "executable": sys.executable, "pid": os.getpid(), "sandbox": sandbox}
+    facts = dict(sandbox, **_limits_facts())
+    return {"ok": True, "python": sys.version.split()[0], "executable": sys.executable, "pid": os.getpid(), "sandbox": facts}
 
 
 def main():
+    # Python before 3.11 puts this script's directory (a shared temporary directory) first on
+    # sys.path; environment code must not import from there.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != here]
+    # File descriptors the executor's process leaked without close-on-exec (a socket, a file
+    # open for writing) would carry rights the sandbox does not grant: only 0, 1 and 2 stay.
+    os.closerange(3, min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1 << 16))
     out = sys.stdout
     # Env code that prints must not corrupt the protocol: its stdout goes to stderr.
     sys.stdout = sys.stderr
     lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="\n")
     sys.stdin = io.StringIO("")
     _install_determinism()
-    _install_limits()
-    sandbox = {"seccomp": _install_seccomp(), "memory_bytes": MEMORY_BYTES, "cpu_seconds_per_call": CPU_SECONDS}
+    try:
+        sandbox = _install_sandbox(_WORKDIR)
+    except BaseException as exc:
+        sys.stderr.write("envsim runner: cannot set up the sandbox: %s\n" % exc)
+        sys.stderr.flush()
+        os._exit(70)
     for line in lines:
         try:
             req = json.loads(line)
@@ -673,6 +1051,8 @@ def main():
             if op == "call":
                 # The state travels on its own line so it can be decoded twice without a copy.
                 reply = _call(req, lines.readline())
+            elif op == "construct":
+                reply = _construct_op(req, lines.readline())
             elif op == "load":
                 reply = _load(req)
             elif op == "describe":

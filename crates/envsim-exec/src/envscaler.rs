@@ -176,16 +176,17 @@ pub fn import(
         let states = tasks.get(env_id).cloned().unwrap_or_default();
         planned.push((name, manifest, code, states));
     }
-    let io = |path: &Path, e: std::io::Error| {
-        error(path.display().to_string(), format!("cannot write: {e}"))
+    // Each file is written whole or not at all: a package is never left with a torn manifest
+    // or state.
+    let write = |name: &str, path: &Path, text: &str| {
+        envsim_fs::write_atomic(path, text).map_err(|e| error(name.to_owned(), e.to_string()))
     };
     let mut written = Vec::new();
     for (name, manifest, code, states) in planned {
         let dir: PathBuf = out.join(&name);
-        std::fs::create_dir_all(dir.join("states")).map_err(|e| io(&dir, e))?;
-        std::fs::write(dir.join("env.py"), &code).map_err(|e| io(&dir, e))?;
+        write(&name, &dir.join("env.py"), &code)?;
         let manifest_text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
-        std::fs::write(dir.join("manifest.json"), manifest_text + "\n").map_err(|e| io(&dir, e))?;
+        write(&name, &dir.join("manifest.json"), &(manifest_text + "\n"))?;
         let states = if states.is_empty() {
             // A package needs a state; an empty one lets the class's own defaults apply.
             vec![("empty".to_owned(), Value::Object(Map::new()))]
@@ -196,11 +197,11 @@ pub fn import(
             let path = dir
                 .join("states")
                 .join(format!("{i:03}_{}.json", sanitize(task)));
-            std::fs::write(
+            write(
+                &name,
                 &path,
-                serde_json::to_string_pretty(state).unwrap_or_default() + "\n",
-            )
-            .map_err(|e| io(&path, e))?;
+                &(serde_json::to_string_pretty(state).unwrap_or_default() + "\n"),
+            )?;
         }
         written.push(ImportedEnv {
             name,
@@ -272,5 +273,23 @@ mod tests {
         assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
         let err = read_tasks(b"{\"env_id\": 3}\n", "t.jsonl").unwrap_err();
         assert_eq!(err.location, "line 1");
+    }
+
+    #[test]
+    fn a_failed_write_names_the_package_and_the_file() {
+        let out = tempfile::tempdir().unwrap();
+        // A file where the package folder should go.
+        std::fs::write(out.path().join("env_1"), "x").unwrap();
+        let metadata = json!({"env_1": {"env_class_name": "A", "env_class_code": "class A:\n    pass\n", "tools": []}});
+        let err = import(
+            metadata.to_string().as_bytes(),
+            "meta.json",
+            &BTreeMap::new(),
+            out.path(),
+        )
+        .unwrap_err();
+        assert_eq!(err.location, "env_1");
+        assert!(err.message.starts_with("cannot create "), "{err}");
+        assert!(err.message.contains("env_1"), "{err}");
     }
 }

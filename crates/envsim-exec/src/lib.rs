@@ -8,13 +8,17 @@
 //!   method with keyword arguments, and returns the observation (`str()` of the return value and
 //!   its JSON form) and the state after (public instance attributes). Non-JSON values (sets,
 //!   tuples, non-string keys, objects) are converted and every conversion is reported.
-//! - **Isolation**: each worker runs in its own process group and empty working directory, with
-//!   an address-space limit (`memory`), a per-call CPU-time limit (SIGXCPU) and a wall-clock
-//!   limit (the process group is killed), an output cap, and on x86-64 a seccomp filter that
-//!   refuses new processes (`fork`, `execve`, non-thread `clone`) and network sockets (anything
-//!   but `AF_UNIX`). A worker that hangs, crashes or overruns is killed and replaced; the call
-//!   gets a typed [`ExecError`] and the pool keeps serving. Not isolated: reading files the
-//!   interpreter can read, and writing inside the working directory and `/tmp`.
+//! - **Isolation** (Linux; docs/executor.md says exactly what holds and on which kernel
+//!   features): each worker runs in its own process group, user and network namespace and empty
+//!   working directory, with limits it cannot raise (address space, a per-call CPU-time budget
+//!   re-armed by the executor before every request, file size, open files, no core dumps), a
+//!   wall-clock limit (the process group is killed), an output cap, Landlock (reads only the
+//!   Python installation and system libraries, writes only the working directory; a private
+//!   root in a mount namespace where Landlock is missing), and on x86-64 a seccomp allow-list
+//!   (no new processes, no sockets, no signals to other processes, no limit changes, no mounts
+//!   or namespaces, no x32 or i386 system calls). A worker that hangs, crashes or overruns is
+//!   killed and replaced; the call gets a typed [`ExecError`] and the pool keeps serving.
+//!   [`Executor::info`] reports which layers are active.
 //! - **Determinism**: `time`, `datetime`, `random` and `uuid` are frozen per call from the
 //!   request's `clock` and `seed`, so a `(state, call)` pair always gives the same result;
 //!   [`Executor::probe`] reruns a call under other clocks and seeds and reports which output
@@ -22,6 +26,9 @@
 //! - **Footprints** (optional): the paths a call read, recorded by tracing containers.
 
 mod error;
+// The worker pool controls its processes through libc (signalling process groups, resource
+// limits, wait status): the crate's only unsafe code, each call with a SAFETY comment.
+#[allow(unsafe_code)]
 mod worker;
 
 pub mod envscaler;
@@ -136,6 +143,63 @@ impl<'a> Call<'a> {
     }
 }
 
+/// The seed a call gets when none is given: a function of the state, the tool and the
+/// arguments — the same call always draws the same `random`/`uuid` values, and the steps of a
+/// chain (whose states differ) draw different ones, so two creations in a row never get the
+/// same generated id. SHA-256 of the canonical JSON (object keys sorted) of
+/// `[state, tool, arguments]`, first 8 bytes big-endian, shifted right by 16 (48 bits, the
+/// range the walks of `bench build` use). Walks and replays derive their seeds from (run seed,
+/// step) instead.
+pub fn default_seed(state: &Value, tool: &str, args: &Map<String, Value>) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut text = Vec::with_capacity(256);
+    text.push(b'[');
+    canonical_json(state, &mut text);
+    text.push(b',');
+    canonical_json(&Value::String(tool.to_owned()), &mut text);
+    text.push(b',');
+    canonical_json(&Value::Object(args.clone()), &mut text);
+    text.push(b']');
+    let digest = Sha256::digest(&text);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first) >> 16
+}
+
+/// Compact JSON with every object's keys in sorted order (whatever order the file had).
+fn canonical_json(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(&Value::String(key.clone()), out);
+                out.push(b':');
+                canonical_json(&map[key], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(b']');
+        }
+        // Scalars and strings have one compact form; writing into a Vec cannot fail.
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
 /// A value that was not plain JSON and how it was converted.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Conversion {
@@ -210,7 +274,8 @@ pub struct WorkerInfo {
     pub python: String,
     /// Interpreter path.
     pub executable: String,
-    /// Sandbox facts (seccomp status, limits).
+    /// Sandbox facts: each layer's status (`seccomp`, `landlock`, `filesystem`, `network`,
+    /// `user_namespace`, `no_new_privs`) and the limits in force.
     pub sandbox: Value,
 }
 
@@ -261,8 +326,9 @@ impl Executor {
             }
         });
         match reused {
-            Some(worker) => Ok(worker),
-            None => Worker::spawn(&self.python, self.runner.path(), &self.limits).await,
+            // A worker near the end of its lifetime CPU allowance is dropped (killed) here.
+            Some(worker) if !worker.worn_out(&self.limits) => Ok(worker),
+            _ => Worker::spawn(&self.python, self.runner.path(), &self.limits).await,
         }
     }
 
@@ -373,6 +439,41 @@ impl Executor {
         .await
     }
 
+    /// The state of the instance that `state` constructs, with no call: the keys the file has
+    /// plus the attributes the constructor adds. A transition's state before is this state
+    /// (the file is only the constructor's input), so that a read-only call never shows the
+    /// constructor's attributes as its own changes. `seed` and `clock` freeze what the
+    /// constructor may draw.
+    pub async fn construct(
+        &self,
+        env: &EnvCode,
+        state: &Value,
+        seed: u64,
+        clock: f64,
+    ) -> Result<Value, ExecError> {
+        let limits = self.limits.clone();
+        let state_line = serde_json::to_string(state)
+            .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
+        self.with_worker(None, async |w| {
+            Self::ensure_loaded(w, env, &limits).await?;
+            let mut header = op("construct");
+            header.insert("env".into(), env.key.to_string().into());
+            header.insert("seed".into(), seed.into());
+            header.insert("clock".into(), clock.into());
+            // The worker's live instance (of the last call) is left as it is.
+            let mut reply = w
+                .request(header, Some(&state_line), limits.wall, &limits)
+                .await?;
+            match reply.get_mut("state").map(Value::take) {
+                Some(state @ Value::Object(_)) => Ok(state),
+                _ => Err(ExecError::Protocol(
+                    "the construct reply has no state object".into(),
+                )),
+            }
+        })
+        .await
+    }
+
     /// Runs a call three times — as given, with another seed, with another clock — and reports
     /// which observation and state fields differ, i.e. cannot be predicted from state, code and
     /// arguments alone.
@@ -475,5 +576,61 @@ pub async fn resolve_python() -> Result<PathBuf, ExecError> {
             Path::new(&candidate).display(),
             String::from_utf8_lossy(&output.stderr).trim()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn the_default_seed_is_stable_per_call_and_distinct_across_a_chain() {
+        let state = json!({"orders": {"O1": {"qty": 1}}, "counter": 3});
+        let a = args(json!({"sku": "A", "qty": 2}));
+        let seed = default_seed(&state, "create_order", &a);
+        // Pinned (computed independently with Python's hashlib over the canonical text): the
+        // seed must not change between builds, as benchmarks and replays record it.
+        assert_eq!(seed, 103_499_323_941_968);
+        assert_eq!(seed, default_seed(&state, "create_order", &a));
+        assert!(seed < 1 << 48);
+        // Key order is not part of the call.
+        let reordered = json!({"counter": 3, "orders": {"O1": {"qty": 1}}});
+        let swapped = args(json!({"qty": 2, "sku": "A"}));
+        assert_eq!(seed, default_seed(&reordered, "create_order", &swapped));
+        // The next step of a chain (another state), another tool or other arguments: another
+        // seed.
+        let next = json!({"orders": {"O1": {"qty": 1}, "O2": {"qty": 2}}, "counter": 4});
+        let others = [
+            default_seed(&next, "create_order", &a),
+            default_seed(&state, "cancel_order", &a),
+            default_seed(&state, "create_order", &args(json!({"sku": "A", "qty": 3}))),
+            // A string that looks like a number is not the number.
+            default_seed(
+                &state,
+                "create_order",
+                &args(json!({"sku": "A", "qty": "2"})),
+            ),
+        ];
+        for other in others {
+            assert_ne!(seed, other);
+        }
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let mut out = Vec::new();
+        canonical_json(
+            &json!({"b": [{"y": 1, "x": "é"}, null], "a": 1.5}),
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":1.5,"b":[{"x":"é","y":1},null]}"#
+        );
     }
 }

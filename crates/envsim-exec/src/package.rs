@@ -1,13 +1,16 @@
 //! Environment packages: a folder with `env.py`, `manifest.json`, `states/*.json` and an optional
 //! `tests.json` (see `envs/README.md`), plus checking them against the code and running their
-//! scripted tests through the executor.
+//! scripted tests through the executor. Packages load from a folder on disk
+//! ([`EnvPackage::load`], [`EnvPackage::load_all`]) or from files held in memory
+//! ([`MemoryCorpus`], e.g. a corpus embedded in a binary), with the same checks and messages.
 
 use crate::{Call, EnvCode, ExecError, Executor};
 use envsim_core::diff::reference_change_count;
 use envsim_core::pointer::JsonPointer;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
 /// A located problem with a package.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -125,9 +128,149 @@ pub struct EnvPackage {
     pub tests: Vec<TestCase>,
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PackageError> {
-    let bytes = std::fs::read(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
+/// Where package files are read from: the file system, or a [`MemoryCorpus`].
+trait Files {
+    /// The whole file.
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+    /// Whether `path` is a file.
+    fn is_file(&self, path: &Path) -> bool;
+    /// The entries directly inside the folder `dir`, in no particular order.
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>>;
+}
+
+/// The file system.
+struct Disk;
+
+impl Files for Disk {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        Ok(std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect())
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(
+    files: &impl Files,
+    path: &Path,
+) -> Result<T, PackageError> {
+    let bytes = files
+        .read(path)
+        .map_err(|e| err(path, format!("cannot read: {e}")))?;
     serde_json::from_slice(&bytes).map_err(|e| err(path, e.to_string()))
+}
+
+/// Package folders held in memory, such as a corpus embedded in a binary: file contents keyed by
+/// their path relative to the corpus root, `/`-separated (`online_shop/env.py`,
+/// `online_shop/states/00_small.json`). Packages load from it exactly as from a folder with
+/// that layout; messages name files under `label` (`<bundled corpus>/online_shop/manifest.json:
+/// ...`), which stands for the root.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryCorpus {
+    label: PathBuf,
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+impl MemoryCorpus {
+    /// An empty corpus whose files are named under `label` in messages.
+    pub fn new(label: impl Into<PathBuf>) -> Self {
+        MemoryCorpus {
+            label: label.into(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// What stands for the root in messages.
+    pub fn label(&self) -> &Path {
+        &self.label
+    }
+
+    /// Adds (or replaces) the file at `path` (relative, `/`-separated).
+    pub fn insert(&mut self, path: impl Into<String>, bytes: Vec<u8>) {
+        self.files.insert(path.into(), bytes);
+    }
+
+    /// Every file, by relative path in byte order.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// Names of the packages (top-level folders holding `manifest.json`), sorted.
+    pub fn package_names(&self) -> Vec<String> {
+        // BTreeMap keys are sorted, and `name/manifest.json` keys sort as their names do
+        // among themselves.
+        self.files
+            .keys()
+            .filter_map(|k| k.strip_suffix("/manifest.json"))
+            .filter(|name| !name.is_empty() && !name.contains('/'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Loads the package `name`, as [`EnvPackage::load`] loads a folder.
+    pub fn load(&self, name: &str) -> Result<EnvPackage, PackageError> {
+        EnvPackage::load_from(self, &self.label.join(name))
+    }
+
+    /// Loads every package, by name, as [`EnvPackage::load_all`] loads a folder.
+    pub fn load_all(&self) -> Result<Vec<EnvPackage>, PackageError> {
+        self.package_names()
+            .iter()
+            .map(|name| self.load(name))
+            .collect()
+    }
+
+    /// The key of `path` (under the label), when it is one.
+    fn key(&self, path: &Path) -> Option<String> {
+        let rest = path.strip_prefix(&self.label).ok()?;
+        let mut parts = Vec::new();
+        for component in rest.components() {
+            match component {
+                Component::Normal(part) => parts.push(part.to_str()?),
+                _ => return None,
+            }
+        }
+        Some(parts.join("/"))
+    }
+}
+
+impl Files for MemoryCorpus {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.key(path)
+            .and_then(|k| self.files.get(&k))
+            .cloned()
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        self.key(path).is_some_and(|k| self.files.contains_key(&k))
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let not_found = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let key = self.key(dir).ok_or_else(not_found)?;
+        let prefix = if key.is_empty() { key } else { key + "/" };
+        let mut entries: Vec<PathBuf> = self
+            .files
+            .range(prefix.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&prefix))
+            .filter_map(|k| k[prefix.len()..].split('/').next())
+            .map(|entry| dir.join(entry))
+            .collect();
+        entries.dedup();
+        if entries.is_empty() {
+            return Err(not_found());
+        }
+        Ok(entries)
+    }
 }
 
 /// The JSON Schema type a Python annotation stands for, when it clearly stands for one
@@ -167,7 +310,11 @@ pub fn json_type_of_annotation(annotation: &str) -> Option<&'static str> {
 impl EnvPackage {
     /// Loads one package folder.
     pub fn load(dir: &Path) -> Result<EnvPackage, PackageError> {
-        let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
+        Self::load_from(&Disk, dir)
+    }
+
+    fn load_from(files: &impl Files, dir: &Path) -> Result<EnvPackage, PackageError> {
+        let manifest: Manifest = read_json(files, &dir.join("manifest.json"))?;
         let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if manifest.name != folder {
             return Err(err(
@@ -191,18 +338,21 @@ impl EnvPackage {
             }
         }
         let code_path = dir.join("env.py");
-        let code = std::fs::read_to_string(&code_path)
+        let code = files
+            .read(&code_path)
             .map_err(|e| err(&code_path, format!("cannot read: {e}")))?;
+        let code = String::from_utf8(code).map_err(|_| err(&code_path, "not valid UTF-8"))?;
         let states_dir = dir.join("states");
-        let mut names: Vec<PathBuf> = std::fs::read_dir(&states_dir)
+        let mut names: Vec<PathBuf> = files
+            .list(&states_dir)
             .map_err(|e| err(&states_dir, format!("cannot list: {e}")))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
+            .into_iter()
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         names.sort();
         let mut states = Vec::new();
         for path in names {
-            let value: Value = read_json(&path)?;
+            let value: Value = read_json(files, &path)?;
             if !value.is_object() {
                 return Err(err(&path, "a state must be a JSON object"));
             }
@@ -217,8 +367,8 @@ impl EnvPackage {
             return Err(err(&states_dir, "no initial states (*.json)"));
         }
         let tests_path = dir.join("tests.json");
-        let tests = if tests_path.exists() {
-            let file: TestFile = read_json(&tests_path)?;
+        let tests = if files.is_file(&tests_path) {
+            let file: TestFile = read_json(files, &tests_path)?;
             for (i, case) in file.cases.iter().enumerate() {
                 if case.state >= states.len() {
                     return Err(err(
@@ -246,9 +396,10 @@ impl EnvPackage {
 
     /// Loads every package folder (a folder holding `manifest.json`) under `root`, by name.
     pub fn load_all(root: &Path) -> Result<Vec<EnvPackage>, PackageError> {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        let mut dirs: Vec<PathBuf> = Disk
+            .list(root)
             .map_err(|e| err(root, format!("cannot list environments: {e}")))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
+            .into_iter()
             .filter(|p| p.join("manifest.json").is_file())
             .collect();
         dirs.sort();
@@ -362,7 +513,11 @@ impl EnvPackage {
                     "{} / case {:?} / step {k} ({})",
                     self.manifest.name, case.name, step.tool
                 );
-                let call = Call::new(&self.code, &step.tool, &step.args, &state);
+                // Each step draws its own seed (distinct across the chain; see `default_seed`).
+                let call = Call {
+                    seed: crate::default_seed(&state, &step.tool, &step.args),
+                    ..Call::new(&self.code, &step.tool, &step.args, &state)
+                };
                 let outcome = match executor.call(&call).await {
                     Ok(o) => o,
                     Err(e) => {
@@ -425,6 +580,102 @@ impl EnvPackage {
 #[cfg(test)]
 mod tests {
     use super::json_type_of_annotation as t;
+    use super::{EnvPackage, MemoryCorpus};
+    use std::path::Path;
+
+    /// Two packages plus stray files, as (relative path, contents).
+    fn files() -> Vec<(&'static str, String)> {
+        let manifest = |name: &str| {
+            format!(
+                r#"{{"name": "{name}", "domain": "test", "description": "d", "class_name": "C",
+                    "tools": [{{"type": "function", "function": {{"name": "get"}}}}]}}"#
+            )
+        };
+        let code = "class C:\n    pass\n";
+        [
+            ("README.md", "# corpus"),
+            ("b_env/env.py", code),
+            ("b_env/states/10.json", r#"{"n": 10}"#),
+            ("b_env/states/02.json", r#"{"n": 2}"#),
+            ("b_env/states/notes.txt", "not a state"),
+            (
+                "b_env/tests.json",
+                r#"{"cases": [{"name": "c", "state": 1, "steps": []}]}"#,
+            ),
+            ("a-env/env.py", code),
+            ("a-env/states/0.json", "{}"),
+            ("docs/notes.md", "not a package"),
+        ]
+        .into_iter()
+        .map(|(path, text)| (path, text.to_owned()))
+        .chain([
+            ("b_env/manifest.json", manifest("b_env")),
+            ("a-env/manifest.json", manifest("a-env")),
+        ])
+        .collect()
+    }
+
+    fn summary(p: &EnvPackage) -> (String, String, Vec<(String, serde_json::Value)>, usize) {
+        (
+            p.manifest.name.clone(),
+            p.code.code.to_string(),
+            p.states.clone(),
+            p.tests.len(),
+        )
+    }
+
+    #[test]
+    fn a_memory_corpus_loads_as_the_same_folder_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut memory = MemoryCorpus::new("<test corpus>");
+        for (path, text) in files() {
+            let on_disk = dir.path().join(path);
+            std::fs::create_dir_all(on_disk.parent().unwrap()).unwrap();
+            std::fs::write(on_disk, &text).unwrap();
+            memory.insert(path, text.as_bytes().to_vec());
+        }
+        let disk: Vec<_> = EnvPackage::load_all(dir.path()).unwrap();
+        let mem: Vec<_> = memory.load_all().unwrap();
+        assert_eq!(memory.package_names(), ["a-env", "b_env"]);
+        assert_eq!(
+            disk.iter().map(summary).collect::<Vec<_>>(),
+            mem.iter().map(summary).collect::<Vec<_>>()
+        );
+        let b = &mem[1];
+        assert_eq!(b.states[0].0, "02.json");
+        assert_eq!(b.tests.len(), 1);
+        assert_eq!(b.dir, Path::new("<test corpus>/b_env"));
+        assert!(mem[0].tests.is_empty());
+    }
+
+    #[test]
+    fn memory_corpus_errors_name_the_file_under_the_label() {
+        let mut memory = MemoryCorpus::new("<test corpus>");
+        for (path, text) in files() {
+            if path != "b_env/states/02.json" {
+                memory.insert(path, text.as_bytes().to_vec());
+            }
+        }
+        memory.insert("b_env/states/02.json", b"[1]".to_vec());
+        let error = memory.load("b_env").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "<test corpus>/b_env/states/02.json: a state must be a JSON object"
+        );
+        let error = memory.load("nope").unwrap_err();
+        assert_eq!(error.path, Path::new("<test corpus>/nope/manifest.json"));
+        memory.insert("c/manifest.json", br#"{"name": "c"}"#.to_vec());
+        let error = memory.load("c").unwrap_err().to_string();
+        assert!(
+            error.starts_with("<test corpus>/c/manifest.json: missing field"),
+            "{error}"
+        );
+        // The first broken package stops loading them all.
+        assert_eq!(
+            memory.load_all().unwrap_err().path,
+            Path::new("<test corpus>/b_env/states/02.json")
+        );
+    }
 
     #[test]
     fn annotations_map_to_json_types() {

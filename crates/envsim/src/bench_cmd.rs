@@ -5,12 +5,14 @@ use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::output::render;
 use envsim_bench::sample::{sample, Composition, SampleOptions};
+use envsim_bench::slice_check::jobs;
 use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
-use envsim_core::formats::parse_benchmark;
+use envsim_bench::verify::{verify_all, Mismatch, VerifyReport};
+use envsim_core::formats::{parse_benchmark, records};
 use envsim_core::score::stratum_of;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,6 +36,23 @@ enum BenchCommand {
     },
     /// Check prompt slicing on a benchmark (the footprint oracle) and compare prompt sizes.
     SliceCheck(crate::slice_cmd::SliceCheckArgs),
+    /// Replay a benchmark from its own file: every sample's call, executed again from its
+    /// stored state before (with its seed and clock), must give the stored observation and
+    /// state after. Exits 1 naming each sample that does not.
+    Verify {
+        /// Benchmark file (reference JSON or JSONL; default: the bundled benchmark).
+        file: Option<PathBuf>,
+        /// Environment packages, for samples that do not carry their code or class (default:
+        /// the bundled corpus, or $ENVSIM_ENVS).
+        #[arg(long, value_name = "DIR")]
+        envs: Option<PathBuf>,
+        /// Worker processes.
+        #[arg(long, default_value_t = 2)]
+        workers: usize,
+        /// JSON report on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the bundled benchmark (the default of `envsim eval`) as a reference-format JSON
     /// file, e.g. to run another evaluator on exactly the same samples.
     Bundled {
@@ -91,6 +110,10 @@ struct BuildArgs {
     /// Write a benchmark even when some bucket cannot be filled.
     #[arg(long)]
     allow_underfill: bool,
+    /// Write a benchmark even when some samples do not replay from their stored state before
+    /// (e.g. recorded trajectories of nondeterministic code); they are listed either way.
+    #[arg(long)]
+    allow_unreplayable: bool,
     /// Output folder.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -101,6 +124,39 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Build(build) => build_cmd(build),
         BenchCommand::Info { file, json } => info(&file, json),
         BenchCommand::SliceCheck(check) => crate::slice_cmd::run(check),
+        BenchCommand::Verify {
+            file,
+            envs,
+            workers,
+            json,
+        } => {
+            let (bytes, name) = match &file {
+                Some(path) => (
+                    std::fs::read(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                    path.display().to_string(),
+                ),
+                None => (
+                    crate::bundled::benchmark()?,
+                    crate::bundled::NAME.to_owned(),
+                ),
+            };
+            let root = crate::env_cmd::Corpus::choose(envs);
+            let packages = root.load_all()?;
+            let report = verify_benchmark(&bytes, &name, &packages, workers)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            }
+            print_verify(&name, &report);
+            if !report.passed() {
+                bail!(
+                    "{name}: {} of {} samples do not replay from their stored state",
+                    report.findings.len(),
+                    report.checked
+                );
+            }
+            Ok(())
+        }
         BenchCommand::Bundled { out } => {
             let bytes = crate::bundled::benchmark()?;
             crate::output::write_atomic(&out, &bytes)?;
@@ -116,7 +172,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn build_cmd(a: BuildArgs) -> Result<()> {
-    let root = a.envs.clone().unwrap_or_else(crate::env_cmd::default_envs);
+    let root = crate::env_cmd::Corpus::choose(a.envs.clone());
     let composition = match &a.composition {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -125,10 +181,11 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         }
         None => Composition::reference(),
     };
-    let packages = EnvPackage::load_all(&root).map_err(|e| anyhow!("{e}"))?;
+    let packages = root.load_all()?;
     if packages.is_empty() && a.trajectories.is_none() {
         bail!("no environment packages in {}", root.display());
     }
+    let packages_for_verify = packages.clone();
     let env_codes: BTreeMap<String, String> = packages
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
@@ -165,6 +222,21 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         ),
         ("datasheet.md", files.datasheet_md.clone()),
     ];
+    // A benchmark must replay from its own file; checked before anything is written.
+    let replay = verify_benchmark(
+        files.envsim_jsonl.as_bytes(),
+        "benchmark.jsonl",
+        &packages_for_verify,
+        a.walk.workers,
+    )?;
+    print_verify("benchmark.jsonl", &replay);
+    if !replay.passed() && !a.allow_unreplayable {
+        bail!(
+            "{} of {} sampled transitions do not replay from their stored state before; nothing was written (see above; --allow-unreplayable writes it anyway)",
+            replay.findings.len(),
+            replay.checked
+        );
+    }
     for (name, text) in &outputs {
         crate::output::write_atomic(&a.out.join(name), text)?;
     }
@@ -184,6 +256,54 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     }
     println!("{}", files.fingerprint);
     Ok(())
+}
+
+/// Replays every sample of a benchmark file ([`envsim_bench::verify`]) on `workers` worker
+/// processes; code and class come from the samples or else from `packages`.
+fn verify_benchmark(
+    bytes: &[u8],
+    name: &str,
+    packages: &[EnvPackage],
+    workers: usize,
+) -> Result<VerifyReport> {
+    let transitions = parse_benchmark(bytes, name)?;
+    let raw = records(bytes, name)?;
+    let by_name: HashMap<String, EnvPackage> = packages
+        .iter()
+        .map(|p| (p.manifest.name.clone(), p.clone()))
+        .collect();
+    let jobs = jobs(transitions, &raw, &by_name).map_err(|e| anyhow!("{name}: {e}"))?;
+    // The raw records (parsed states, ~25× their text) are not needed for the replay.
+    drop(raw);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let workers = workers.max(1);
+    let report = runtime.block_on(async move {
+        let executor = Arc::new(Executor::new(workers, Limits::default()).await?);
+        anyhow::Ok(verify_all(executor, jobs, |_, _| {}).await?)
+    })?;
+    Ok(report)
+}
+
+/// One line per sample that does not replay, then the count.
+fn print_verify(name: &str, report: &VerifyReport) {
+    for f in &report.findings {
+        let what = match f.mismatch {
+            Mismatch::Observation => "observation",
+            Mismatch::State => "state after",
+        };
+        eprintln!(
+            "{name}: sample {} ({} {}): {what} differs: {}",
+            f.sample, f.env, f.tool, f.detail
+        );
+    }
+    eprintln!(
+        "{name}: {} of {} samples replay exactly from their stored state",
+        report.identical, report.checked
+    );
 }
 
 /// Collects transitions by seeded random walks over the packages, with a progress bar.

@@ -2,18 +2,91 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use envsim_bench::collect::{collect, WalkPlan};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Call, Executor, Limits};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// The bundled corpus: `$ENVSIM_ENVS`, else the `envs/` folder of the source tree this binary
-/// was built from.
-pub fn default_envs() -> PathBuf {
-    std::env::var_os("ENVSIM_ENVS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs"))
+/// Where environment packages come from: a folder (`--envs DIR`, else `$ENVSIM_ENVS`), else the
+/// corpus embedded in the binary (the workspace's `envs/` at build time).
+#[derive(Clone, Debug)]
+pub enum Corpus {
+    /// A folder of packages.
+    Dir(PathBuf),
+    /// The bundled corpus.
+    Bundled,
+}
+
+impl Corpus {
+    /// `--envs DIR` when given, else `$ENVSIM_ENVS` when set, else the bundled corpus.
+    pub fn choose(envs: Option<PathBuf>) -> Corpus {
+        match envs.or_else(|| std::env::var_os("ENVSIM_ENVS").map(PathBuf::from)) {
+            Some(dir) => Corpus::Dir(dir),
+            None => Corpus::Bundled,
+        }
+    }
+
+    /// The folder (as given), or "the bundled corpus": for messages.
+    pub fn display(&self) -> impl std::fmt::Display + '_ {
+        struct Shown<'a>(&'a Corpus);
+        impl std::fmt::Display for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.0 {
+                    Corpus::Dir(dir) => write!(f, "{}", dir.display()),
+                    Corpus::Bundled => f.write_str("the bundled corpus"),
+                }
+            }
+        }
+        Shown(self)
+    }
+
+    /// Whether there is anything to read: the folder exists (the bundled corpus always does).
+    pub fn exists(&self) -> bool {
+        match self {
+            Corpus::Dir(dir) => dir.is_dir(),
+            Corpus::Bundled => true,
+        }
+    }
+
+    /// Every package, by name.
+    pub fn load_all(&self) -> Result<Vec<EnvPackage>> {
+        match self {
+            Corpus::Dir(dir) => EnvPackage::load_all(dir),
+            Corpus::Bundled => crate::bundled::corpus()?.load_all(),
+        }
+        .map_err(|e| anyhow!("{e}"))
+    }
+
+    /// The package `name`; when there is none, an error listing those there are.
+    pub fn load(&self, name: &str) -> Result<EnvPackage> {
+        let present = match self {
+            Corpus::Dir(dir) => dir.join(name).join("manifest.json").is_file(),
+            Corpus::Bundled => crate::bundled::corpus()?
+                .package_names()
+                .iter()
+                .any(|n| n == name),
+        };
+        if !present {
+            let names: Vec<String> = self
+                .load_all()?
+                .into_iter()
+                .map(|p| p.manifest.name)
+                .collect();
+            bail!(
+                "no environment {name:?} in {} (have: {})",
+                self.display(),
+                names.join(", ")
+            );
+        }
+        match self {
+            Corpus::Dir(dir) => EnvPackage::load(&dir.join(name)),
+            Corpus::Bundled => crate::bundled::corpus()?.load(name),
+        }
+        .map_err(|e| anyhow!("{e}"))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -37,12 +110,29 @@ enum EnvCommand {
     Show { name: String },
     /// Execute one tool call and print the observation, the change and the state after.
     Call(CallArgs),
-    /// Report which outputs depend on the clock or the random seed, for every scripted step.
-    Probe { name: String },
+    /// Report which outputs depend on the clock or the random seed, for every scripted step
+    /// (or, with --walk, for the steps of seeded random walks).
+    Probe {
+        name: String,
+        /// Probe a seeded random walk of N calls from each initial state instead of the
+        /// scripted tests (as `bench build` walks: valid and invalid calls from the schemas).
+        #[arg(long, value_name = "N")]
+        walk: Option<usize>,
+        /// Seed of the walk.
+        #[arg(long, default_value_t = 42, requires = "walk")]
+        seed: u64,
+    },
     /// Check manifests against code and run the scripted tests.
     Test {
         /// Environments to test (default: all).
         names: Vec<String>,
+    },
+    /// Start one worker and print what its sandbox achieved on this machine: each layer
+    /// (seccomp, Landlock or the private-root fallback, namespaces) and the limits in force.
+    Sandbox {
+        /// The facts as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Import EnvScaler environment metadata (and task items) as packages.
     ImportEnvscaler {
@@ -70,9 +160,10 @@ struct CallArgs {
     /// Arguments as a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     args: String,
-    /// Seed of random and uuid.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Seed of random and uuid (default: derived from the state, the tool and the arguments,
+    /// so a call is reproducible and the steps of a chain draw different values).
+    #[arg(long)]
+    seed: Option<u64>,
     /// Frozen clock, seconds since the epoch.
     #[arg(long, default_value_t = envsim_exec::DEFAULT_CLOCK)]
     clock: f64,
@@ -82,13 +173,14 @@ struct CallArgs {
     /// Record the state paths the call reads.
     #[arg(long)]
     trace: bool,
-    /// Print {"observation", "state_after", "delta", "delta_count", "error"}.
+    /// Print {"observation", "seed", "state_before", "state_after", "delta", "delta_count",
+    /// "error", ...} as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: EnvArgs) -> Result<()> {
-    let root = args.envs.unwrap_or_else(default_envs);
+    let root = Corpus::choose(args.envs);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -97,10 +189,11 @@ pub fn run(args: EnvArgs) -> Result<()> {
     runtime.block_on(async move {
         match args.command {
             EnvCommand::List { json } => list(&root, json),
-            EnvCommand::Show { name } => show(&find(&root, &name)?),
+            EnvCommand::Show { name } => show(&root.load(&name)?),
             EnvCommand::Call(call) => call_cmd(&root, call).await,
-            EnvCommand::Probe { name } => probe(&find(&root, &name)?).await,
+            EnvCommand::Probe { name, walk, seed } => probe(root.load(&name)?, walk, seed).await,
             EnvCommand::Test { names } => test(&root, &names).await,
+            EnvCommand::Sandbox { json } => sandbox(json).await,
             EnvCommand::ImportEnvscaler { file, tasks, out } => {
                 import(&file, tasks.as_deref(), &out)
             }
@@ -108,28 +201,8 @@ pub fn run(args: EnvArgs) -> Result<()> {
     })
 }
 
-fn load_all(root: &Path) -> Result<Vec<EnvPackage>> {
-    EnvPackage::load_all(root).map_err(|e| anyhow!("{e}"))
-}
-
-fn find(root: &Path, name: &str) -> Result<EnvPackage> {
-    let dir = root.join(name);
-    if !dir.join("manifest.json").is_file() {
-        let names: Vec<String> = load_all(root)?
-            .into_iter()
-            .map(|p| p.manifest.name)
-            .collect();
-        bail!(
-            "no environment {name:?} in {} (have: {})",
-            root.display(),
-            names.join(", ")
-        );
-    }
-    EnvPackage::load(&dir).map_err(|e| anyhow!("{e}"))
-}
-
-fn list(root: &Path, as_json: bool) -> Result<()> {
-    let packages = load_all(root)?;
+fn list(root: &Corpus, as_json: bool) -> Result<()> {
+    let packages = root.load_all()?;
     if as_json {
         let items: Vec<Value> = packages
             .iter()
@@ -217,8 +290,8 @@ fn show(p: &EnvPackage) -> Result<()> {
     Ok(())
 }
 
-async fn call_cmd(root: &Path, a: CallArgs) -> Result<()> {
-    let package = find(root, &a.name)?;
+async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
+    let package = root.load(&a.name)?;
     let state: Value = match (&a.state, a.state_index) {
         (Some(path), _) => {
             let bytes =
@@ -251,18 +324,32 @@ async fn call_cmd(root: &Path, a: CallArgs) -> Result<()> {
         Err(e) => bail!("--args is not valid JSON: {e}"),
     };
     let executor = Executor::new(1, Limits::default()).await?;
+    let seed = a
+        .seed
+        .unwrap_or_else(|| envsim_exec::default_seed(&state, &a.tool, &args));
     let call = Call {
-        seed: a.seed,
+        seed,
         clock: a.clock,
         alias_init_config: a.alias_init_config,
         trace: a.trace,
         ..Call::new(&package.code, &a.tool, &args, &state)
     };
+    // The change is measured from the constructed instance's state (the file may lack
+    // attributes the constructor creates; those are not the call's doing). Where the
+    // constructor fails, the call fails the same way and there is no change to measure.
+    let before = if a.alias_init_config {
+        state.clone()
+    } else {
+        executor
+            .construct(&package.code, &state, seed, a.clock)
+            .await
+            .unwrap_or_else(|_| state.clone())
+    };
     let result = executor.call(&call).await;
     let (delta, count, state_after, observation, error) = match &result {
         Ok(outcome) => {
             let changes =
-                reference_diff(&state, &outcome.state_after, ReferenceEquality::Labelling);
+                reference_diff(&before, &outcome.state_after, ReferenceEquality::Labelling);
             let delta: Vec<Value> = changes
                 .iter()
                 .map(|c| reference_change_json(c, true))
@@ -286,6 +373,8 @@ async fn call_cmd(root: &Path, a: CallArgs) -> Result<()> {
     if a.json {
         let mut out = json!({
             "observation": observation,
+            "seed": seed,
+            "state_before": before,
             "state_after": state_after,
             "delta": delta,
             "delta_count": count,
@@ -331,48 +420,143 @@ async fn call_cmd(root: &Path, a: CallArgs) -> Result<()> {
     }
 }
 
-async fn probe(package: &EnvPackage) -> Result<()> {
-    let executor = Executor::new(2, Limits::default()).await?;
-    let mut any = false;
-    let mut seen = std::collections::BTreeSet::new();
-    for case in &package.tests {
-        let mut state = package.states[case.state].1.clone();
-        for step in &case.steps {
-            let call = Call::new(&package.code, &step.tool, &step.args, &state);
-            let report = executor.probe(&call).await;
-            let next = executor.call(&call).await;
-            if let Ok(report) = report {
-                if !report.is_deterministic() && seen.insert(step.tool.clone()) {
-                    any = true;
-                    println!("{}:", step.tool);
-                    for field in &report.clock_dependent {
-                        println!("  clock  {field}");
-                    }
-                    for field in &report.seed_dependent {
-                        println!("  seed   {field}");
+async fn sandbox(as_json: bool) -> Result<()> {
+    let executor = Executor::new(1, Limits::default()).await?;
+    let info = executor
+        .info()
+        .await
+        .context("the worker did not start (its sandbox could not be set up?)")?;
+    if as_json {
+        let facts = json!({
+            "python": info.python,
+            "executable": info.executable,
+            "sandbox": info.sandbox,
+        });
+        println!("{}", serde_json::to_string_pretty(&facts)?);
+        return Ok(());
+    }
+    println!("python: {} ({})", info.python, info.executable);
+    if let Some(facts) = info.sandbox.as_object() {
+        let width = facts.keys().map(String::len).max().unwrap_or(0);
+        for (key, value) in facts {
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Null => "unlimited".to_owned(),
+                other => other.to_string(),
+            };
+            println!("{key:<width$}  {value}");
+        }
+    }
+    println!("(what each layer means and what is not isolated: docs/executor.md)");
+    Ok(())
+}
+
+/// One call to probe: the tool, the state before, the arguments, the seed and the clock.
+type ProbeCall = (String, Value, Map<String, Value>, u64, f64);
+
+async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()> {
+    let executor = Arc::new(Executor::new(2, Limits::default()).await?);
+    let mut calls: Vec<ProbeCall> = Vec::new();
+    match walk {
+        Some(steps) => {
+            let plan = WalkPlan {
+                walks: 1,
+                steps,
+                seed,
+                ..WalkPlan::default()
+            };
+            let records = collect(
+                Arc::clone(&executor),
+                Arc::new(vec![package.clone()]),
+                plan,
+                2,
+                |_, _| {},
+            )
+            .await?;
+            for r in records {
+                let args = r.action["arguments"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                let tool = r.action["name"].as_str().unwrap_or_default().to_owned();
+                calls.push((tool, r.config_before.value(), args, r.seed, r.clock));
+            }
+        }
+        None => {
+            for case in &package.tests {
+                let mut state = package.states[case.state].1.clone();
+                for step in &case.steps {
+                    let step_seed = envsim_exec::default_seed(&state, &step.tool, &step.args);
+                    let call = Call {
+                        seed: step_seed,
+                        ..Call::new(&package.code, &step.tool, &step.args, &state)
+                    };
+                    let next = executor.call(&call).await;
+                    calls.push((
+                        step.tool.clone(),
+                        state.clone(),
+                        step.args.clone(),
+                        step_seed,
+                        envsim_exec::DEFAULT_CLOCK,
+                    ));
+                    match next {
+                        Ok(outcome) => state = outcome.state_after,
+                        Err(_) => break,
                     }
                 }
             }
-            match next {
-                Ok(outcome) => state = outcome.state_after,
-                Err(_) => break,
+        }
+    }
+    let name = &package.manifest.name;
+    if calls.is_empty() {
+        match walk {
+            Some(_) => println!(
+                "{name}: nothing to check: the walk made no calls (no tools with usable schemas, or --walk 0)"
+            ),
+            None => println!(
+                "{name}: nothing to check: the package has no scripted steps (tests.json); `envsim env probe {name} --walk 20` probes a seeded random walk instead"
+            ),
+        }
+        return Ok(());
+    }
+    let mut any = false;
+    let mut seen = std::collections::BTreeSet::new();
+    for (tool, state, args, call_seed, clock) in &calls {
+        let call = Call {
+            seed: *call_seed,
+            clock: *clock,
+            ..Call::new(&package.code, tool, args, state)
+        };
+        if let Ok(report) = executor.probe(&call).await {
+            if !report.is_deterministic() && seen.insert(tool.clone()) {
+                any = true;
+                println!("{tool}:");
+                for field in &report.clock_dependent {
+                    println!("  clock  {field}");
+                }
+                for field in &report.seed_dependent {
+                    println!("  seed   {field}");
+                }
             }
         }
     }
+    let source = if walk.is_some() { "walked" } else { "scripted" };
     if !any {
         println!(
-            "{}: every scripted call is deterministic given state, code and arguments",
-            package.manifest.name
+            "{name}: all {} {source} calls are deterministic given state, code and arguments",
+            calls.len()
         );
+    } else {
+        println!("({} {source} calls probed)", calls.len());
     }
     Ok(())
 }
 
-async fn test(root: &Path, names: &[String]) -> Result<()> {
+async fn test(root: &Corpus, names: &[String]) -> Result<()> {
     let packages: Vec<EnvPackage> = if names.is_empty() {
-        load_all(root)?
+        root.load_all()?
     } else {
-        names.iter().map(|n| find(root, n)).collect::<Result<_>>()?
+        names.iter().map(|n| root.load(n)).collect::<Result<_>>()?
     };
     let executor = Executor::new(2, Limits::default()).await?;
     let mut failed = 0;

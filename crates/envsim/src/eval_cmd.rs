@@ -92,7 +92,7 @@ pub enum BackendArg {
     Null,
     /// Predictions from a file (--predictions).
     Replay,
-    /// The embedded local model (llama.cpp on the CPU; default model fetched on first use).
+    /// The embedded local model (in-process on the CPU; default model fetched on first use).
     #[cfg(feature = "local")]
     Local,
 }
@@ -788,13 +788,17 @@ fn local_backend(
     })
     .map_err(anyhow::Error::msg)?;
     eprintln!(
-        "model: {} ({}) loaded in {:.1} s · {} threads · {}-token context",
+        "model: {} ({}) loaded in {:.1} s · engine {} · {} threads · {}-token context",
         engine.info.name,
         path.display(),
         engine.info.load_seconds,
+        engine.info.engine.name(),
         engine.info.threads,
         engine.info.n_ctx
     );
+    if let Some(warning) = &engine.info.warning {
+        eprintln!("warning: {warning}");
+    }
     let name = engine.info.name.clone();
     let generation = Generation {
         max_tokens: u32::try_from(decoding.max_tokens.unwrap_or(LOCAL_DEFAULT_MAX_TOKENS))
@@ -919,7 +923,7 @@ fn write_predictions(store: &Store, hash: &str, report: &RunReport, path: &Path)
         text.push_str(&serde_json::Value::Object(line).to_string());
         text.push('\n');
     }
-    write_atomic(path, &text)
+    Ok(write_atomic(path, &text)?)
 }
 
 pub fn runs(args: RunsArgs) -> Result<()> {

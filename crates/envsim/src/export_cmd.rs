@@ -8,7 +8,6 @@ use envsim_bench::export::{
 };
 use envsim_bench::sample::Composition;
 use envsim_core::prompt::Template;
-use envsim_exec::package::EnvPackage;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -100,8 +99,8 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         HoldoutArg::Env => Holdout::Env,
         HoldoutArg::Task => Holdout::Task,
     };
-    let root = a.envs.clone().unwrap_or_else(crate::env_cmd::default_envs);
-    let mut packages = EnvPackage::load_all(&root).map_err(|e| anyhow!("{e}"))?;
+    let root = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let mut packages = root.load_all()?;
     // With an environment hold-out, benchmark environments are not even run.
     if holdout == Holdout::Env {
         packages.retain(|p| !bench.envs().contains(&p.manifest.name));

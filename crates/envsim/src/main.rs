@@ -48,13 +48,18 @@ enum Command {
     Model(model_cmd::ModelArgs),
 }
 
-fn main() -> ExitCode {
-    // Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
-    // quietly on SIGPIPE instead of panicking on a failed write.
+/// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
+/// quietly on SIGPIPE instead of panicking on a failed write.
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
     // SAFETY: restoring the default disposition of a signal before any thread starts.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Score(args) => score_cmd::run(args),

@@ -53,17 +53,38 @@ pub fn run(args: ModelArgs) -> Result<()> {
 fn info() -> Result<()> {
     let path = model::cached_path(&DEFAULT_MODEL);
     println!("default model: {}", DEFAULT_MODEL.name);
+    println!("  what:    {}", DEFAULT_MODEL.description);
+    println!("  GGUF general.name: {:?}", DEFAULT_MODEL.gguf_name);
     println!("  size:    {} bytes", DEFAULT_MODEL.size);
-    println!("  sha256:  {}", DEFAULT_MODEL.sha256);
+    println!("  sha256:  {} (pinned)", DEFAULT_MODEL.sha256);
     let parts: Vec<String> = DEFAULT_MODEL
         .pypi_parts
         .iter()
         .map(|(p, v, _)| format!("{p}=={v}"))
         .collect();
     println!(
-        "  source:  PyPI, concatenated in order: {}",
+        "  source:  PyPI wheels, their data members concatenated in order: {}",
         parts.join(", ")
     );
+    if let Some((repo, file)) = DEFAULT_MODEL.publisher_file {
+        println!(
+            "  instead: the publisher's GGUF: `envsim model fetch --hf {repo} --file {file}`, then \
+             `envsim eval --backend local --model-path <printed path>` (a different file: its \
+             SHA-256 differs, so runs record a different model)"
+        );
+    }
+    #[cfg(feature = "local")]
+    {
+        use envsim_eval::local::EngineKind;
+        let engines: Vec<&str> = EngineKind::available().iter().map(|k| k.name()).collect();
+        let used = EngineKind::preferred()
+            .map(|k| k.name().to_owned())
+            .unwrap_or_else(|e| format!("none ({e})"));
+        println!(
+            "engine: {used} (compiled in: {}; ENVSIM_ENGINE selects)",
+            engines.join(", ")
+        );
+    }
     println!("cache directory: {}", model::cache_dir().display());
     let status = match model::verify(&path, Some(DEFAULT_MODEL.size), Some(DEFAULT_MODEL.sha256)) {
         Ok(()) => "present and verified".to_owned(),

@@ -103,5 +103,5 @@ fn write_results(path: &Path, reports: &[Report]) -> Result<()> {
             text.push('\n');
         }
     }
-    crate::output::write_atomic(path, text)
+    Ok(crate::output::write_atomic(path, text)?)
 }

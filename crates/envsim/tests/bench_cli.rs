@@ -298,3 +298,123 @@ fn build_from_recorded_trajectories() {
     assert!(String::from_utf8_lossy(&failed.stderr)
         .contains("bad.jsonl: line 1, field `initial_state`"));
 }
+
+/// The stock environment with attributes its state files lack (the constructor creates them),
+/// as environments written for EnvScaler by others often are.
+fn write_constructed_package(root: &Path) {
+    write_package(root, "stock_c");
+    let dir = root.join("stock_c");
+    let code = CODE.replace(
+        "        self.items = {}\n",
+        "        self.items = {}\n        self.requests = {}\n        self.audit = []\n",
+    );
+    std::fs::write(dir.join("env.py"), code).unwrap();
+}
+
+#[test]
+fn transitions_start_from_the_constructed_state_and_a_benchmark_replays_from_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_constructed_package(&envs);
+    let composition = dir.path().join("composition.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "no_change", "outcome": "success", "delta": [0, 0], "count": 4},
+            {"name": "changed", "outcome": "success", "delta": [2, 2], "count": 2}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("b");
+    let build = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+        "--walks",
+        "2",
+        "--steps",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    ok(&build);
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        stderr.contains("benchmark.jsonl: 6 of 6 samples replay exactly from their stored state"),
+        "{stderr}"
+    );
+    let jsonl = std::fs::read_to_string(out.join("benchmark.jsonl")).unwrap();
+    let records: Vec<Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &records {
+        // The constructor's attributes are part of every state before...
+        assert_eq!(r["config_before"]["requests"], json!({}), "{r}");
+        assert_eq!(r["config_before"]["audit"], json!([]), "{r}");
+        // ...so read-only calls change nothing.
+        let tool = r["action"]["name"].as_str().unwrap();
+        if tool != "restock" {
+            assert_eq!(r["change_count"], 0, "{r}");
+        }
+    }
+
+    // Both files replay; the reference JSON takes the class from the package.
+    for file in ["benchmark.jsonl", "benchmark.json"] {
+        let verify = envsim(&[
+            "bench",
+            "verify",
+            out.join(file).to_str().unwrap(),
+            "--envs",
+            envs.to_str().unwrap(),
+        ]);
+        ok(&verify);
+    }
+
+    // A tampered record is named, with what differs, and the command fails.
+    let mut tampered = records.clone();
+    tampered[5]["config_after"]["items"] = json!({"ZZ": {"qty": 9, "restocks": 0}});
+    let id = tampered[5]["sample_id"].as_str().unwrap().to_owned();
+    let text: String = tampered.iter().map(|r| format!("{r}\n")).collect();
+    let bad = dir.path().join("tampered.jsonl");
+    std::fs::write(&bad, text).unwrap();
+    let verify = envsim(&[
+        "bench",
+        "verify",
+        bad.to_str().unwrap(),
+        "--envs",
+        envs.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(report["checked"], 6);
+    assert_eq!(report["identical"], 5);
+    assert_eq!(report["findings"][0]["sample"], id.as_str());
+    assert_eq!(report["findings"][0]["mismatch"], "state");
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(
+        stderr.contains(&format!("sample {id} (stock_c ")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/items/ZZ: stored"), "{stderr}");
+    assert!(
+        stderr.contains("1 of 6 samples do not replay from their stored state"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_bundled_benchmark_replays_from_its_file() {
+    let verify = envsim(&["bench", "verify"]);
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(verify.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("400 of 400 samples replay exactly from their stored state"),
+        "{stderr}"
+    );
+}

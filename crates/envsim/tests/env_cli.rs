@@ -258,3 +258,160 @@ fn manifest_types_are_checked_against_annotations() {
         "{text}"
     );
 }
+
+#[test]
+fn sandbox_reports_every_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = json_out(&envsim(dir.path(), &["sandbox", "--json"]));
+    assert!(
+        facts["python"].as_str().unwrap().starts_with("3."),
+        "{facts}"
+    );
+    let sandbox = &facts["sandbox"];
+    if cfg!(target_os = "linux") {
+        assert_eq!(sandbox["no_new_privs"], true, "{facts}");
+        for layer in [
+            "seccomp",
+            "landlock",
+            "filesystem",
+            "network",
+            "user_namespace",
+        ] {
+            assert!(sandbox[layer].is_string(), "{layer} missing: {facts}");
+        }
+        if cfg!(target_arch = "x86_64") {
+            assert!(
+                sandbox["seccomp"].as_str().unwrap().starts_with("on"),
+                "{facts}"
+            );
+        }
+        assert_eq!(sandbox["memory_bytes"], 1u64 << 30, "{facts}");
+        assert_eq!(sandbox["core_bytes"], 0, "{facts}");
+    }
+    let text = envsim(dir.path(), &["sandbox"]);
+    assert!(text.status.success());
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("seccomp"), "{text}");
+    assert!(text.contains("docs/executor.md"), "{text}");
+}
+
+const TICKETS: &str = r#"
+import uuid
+
+class Tickets:
+    def __init__(self, init_config: dict):
+        self.tickets = {}
+        self.log = []
+
+    def open_ticket(self, title: str) -> dict:
+        """Open a ticket under a generated id."""
+        tid = uuid.uuid4().hex[:8]
+        self.tickets[tid] = title
+        return {"success": True, "id": tid}
+
+    def count(self) -> dict:
+        """How many tickets are open."""
+        return {"success": True, "data": len(self.tickets)}
+"#;
+
+#[test]
+fn chained_calls_draw_distinct_seeds_and_start_from_the_constructed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("tickets");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), TICKETS).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let manifest = json!({"name": "tickets", "domain": "test", "description": "Tickets.",
+    "class_name": "Tickets", "tools": [
+        tool("open_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("count", json!({}), json!([])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    // The state file lacks `log`, which the constructor creates.
+    std::fs::write(pkg.join("states/00.json"), r#"{"tickets": {}}"#).unwrap();
+
+    // A read-only call changes nothing: the constructor's `log` is part of the state before.
+    let count = json_out(&envsim(dir.path(), &["call", "tickets", "count", "--json"]));
+    assert_eq!(
+        count["state_before"],
+        json!({"tickets": {}, "log": []}),
+        "{count}"
+    );
+    assert_eq!(count["delta_count"], 0, "{count}");
+
+    // Two creations in a chain get two ids (each step its own seed)...
+    let mut state_file = pkg.join("states/00.json");
+    let mut ids = Vec::new();
+    let mut seeds = Vec::new();
+    for step in 0..2 {
+        let out = json_out(&envsim(
+            dir.path(),
+            &[
+                "call",
+                "tickets",
+                "open_ticket",
+                "--state",
+                state_file.to_str().unwrap(),
+                "--args",
+                r#"{"title": "same title"}"#,
+                "--json",
+            ],
+        ));
+        ids.push(out["observation_json"]["id"].as_str().unwrap().to_owned());
+        seeds.push(out["seed"].as_u64().unwrap());
+        state_file = dir.path().join(format!("after_{step}.json"));
+        std::fs::write(&state_file, out["state_after"].to_string()).unwrap();
+    }
+    assert_ne!(ids[0], ids[1]);
+    assert_ne!(seeds[0], seeds[1]);
+    let last: Value = serde_json::from_str(&std::fs::read_to_string(&state_file).unwrap()).unwrap();
+    assert_eq!(last["tickets"].as_object().unwrap().len(), 2, "{last}");
+
+    // ...while the same call on the same state is reproducible, and --seed still decides.
+    let again = json_out(&envsim(
+        dir.path(),
+        &[
+            "call",
+            "tickets",
+            "open_ticket",
+            "--args",
+            r#"{"title": "same title"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(again["observation_json"]["id"], ids[0].as_str());
+    assert_eq!(again["seed"], seeds[0]);
+    let fixed = json_out(&envsim(
+        dir.path(),
+        &[
+            "call",
+            "tickets",
+            "open_ticket",
+            "--args",
+            r#"{"title": "same title"}"#,
+            "--seed",
+            "7",
+            "--json",
+        ],
+    ));
+    assert_eq!(fixed["seed"], 7);
+
+    // Probing: no scripted steps is nothing to check, said as such (not "all deterministic")...
+    let nothing = envsim(dir.path(), &["probe", "tickets"]);
+    assert!(nothing.status.success());
+    let text = String::from_utf8_lossy(&nothing.stdout);
+    assert!(
+        text.contains("tickets: nothing to check: the package has no scripted steps"),
+        "{text}"
+    );
+    assert!(text.contains("--walk 20"), "{text}");
+    // ...and a seeded walk finds the generated id.
+    let walked = envsim(dir.path(), &["probe", "tickets", "--walk", "6"]);
+    assert!(walked.status.success());
+    let text = String::from_utf8_lossy(&walked.stdout);
+    assert!(text.contains("open_ticket:\n  seed   "), "{text}");
+    assert!(text.contains("(6 walked calls probed)"), "{text}");
+}

@@ -307,6 +307,7 @@ fn interrupt_then_resume(signal: i32) {
         server.requests() >= 8 && f.store.exists() && finished(&f) >= 2
     });
     // SAFETY: sending a signal to our own child process.
+    #[allow(unsafe_code)]
     unsafe {
         libc::kill(child.id() as i32, signal);
     }

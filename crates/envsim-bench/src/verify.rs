@@ -1,0 +1,165 @@
+//! `envsim bench verify`: a benchmark must be replayable from its own file. Every sample's call
+//! is executed again from its stored `config_before` (with the record's seed and clock) and
+//! must give the stored observation and `config_after`. A sample that does not names what
+//! differs — the usual cause is a before-state that is not the state of the constructed
+//! instance (a raw state file lacking attributes the constructor creates), which turns
+//! read-only calls into changes.
+
+use crate::slice_check::SliceJob;
+use envsim_core::diff::fine_diff;
+use envsim_exec::{Call, ExecError, Executor};
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// How a replayed sample differs from its record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mismatch {
+    /// The observation differs.
+    Observation,
+    /// The observation agrees, the state after differs.
+    State,
+}
+
+/// One sample that does not replay.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// Sample id.
+    pub sample: String,
+    /// Environment id ("" when unknown).
+    pub env: String,
+    /// The tool called.
+    pub tool: String,
+    /// What differs.
+    pub mismatch: Mismatch,
+    /// How: both observations, or the first changes between the stored and the replayed state.
+    pub detail: String,
+}
+
+/// The result of replaying a benchmark.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VerifyReport {
+    /// Samples replayed.
+    pub checked: usize,
+    /// Samples that gave their stored observation and state after.
+    pub identical: usize,
+    /// The others, in sample order.
+    pub findings: Vec<Finding>,
+}
+
+impl VerifyReport {
+    /// True when every sample replayed exactly.
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// How many state differences a finding quotes.
+const QUOTED_CHANGES: usize = 3;
+
+/// The observation text a record stores (the `str()` of the return value, or the executor's
+/// `Error: …` for a call that raised).
+fn stored_observation(observation: &Value) -> String {
+    match observation {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Replays one sample; `Ok(None)` when it reproduces its record. Infrastructure failures (the
+/// worker cannot start or speaks nonsense) are errors: they say nothing about the sample.
+pub async fn verify_one(executor: &Executor, job: &SliceJob) -> Result<Option<Finding>, ExecError> {
+    let t = &job.transition;
+    let call = Call {
+        seed: job.seed,
+        clock: job.clock,
+        ..Call::new(
+            &job.code,
+            &t.action.name,
+            &t.action.arguments,
+            &t.config_before,
+        )
+    };
+    let (observation, state_after) = match executor.call(&call).await {
+        Ok(outcome) => (outcome.observation, outcome.state_after),
+        Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
+        // A call that raised leaves the state as it was (as `bench build` records it).
+        Err(e) => (format!("Error: {e}"), t.config_before.clone()),
+    };
+    let finding = |mismatch, detail| Finding {
+        sample: t.id.clone(),
+        env: t.env_id.clone().unwrap_or_default(),
+        tool: t.action.name.clone(),
+        mismatch,
+        detail,
+    };
+    let expected = stored_observation(&t.observation);
+    if observation != expected {
+        return Ok(Some(finding(
+            Mismatch::Observation,
+            format!("stored {expected:?}, replayed {observation:?}"),
+        )));
+    }
+    if state_after != t.config_after {
+        let changes = fine_diff(&t.config_after, &state_after);
+        let quoted: Vec<String> = changes
+            .iter()
+            .take(QUOTED_CHANGES)
+            .map(|c| {
+                format!(
+                    "{}: stored {}, replayed {}",
+                    c.pointer,
+                    c.before.map_or_else(|| "(absent)".into(), Value::to_string),
+                    c.after.map_or_else(|| "(absent)".into(), Value::to_string)
+                )
+            })
+            .collect();
+        let more = changes.len().saturating_sub(QUOTED_CHANGES);
+        let mut detail = quoted.join("; ");
+        if more > 0 {
+            detail.push_str(&format!("; and {more} more"));
+        }
+        return Ok(Some(finding(Mismatch::State, detail)));
+    }
+    Ok(None)
+}
+
+/// Replays every job on the executor's workers, concurrently; `progress(done, total)` after
+/// each. Findings come back in job order.
+pub async fn verify_all(
+    executor: Arc<Executor>,
+    jobs: Vec<SliceJob>,
+    progress: impl Fn(usize, usize) + Send + Sync + 'static,
+) -> Result<VerifyReport, ExecError> {
+    let total = jobs.len();
+    let progress = Arc::new(progress);
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let handles: Vec<_> = jobs
+        .into_iter()
+        .map(|job| {
+            let executor = Arc::clone(&executor);
+            let (progress, done) = (Arc::clone(&progress), Arc::clone(&done));
+            tokio::spawn(async move {
+                let result = verify_one(&executor, &job).await;
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(n, total);
+                result
+            })
+        })
+        .collect();
+    let mut report = VerifyReport {
+        checked: total,
+        ..VerifyReport::default()
+    };
+    for handle in handles {
+        let result = handle
+            .await
+            .map_err(|e| ExecError::Protocol(format!("a replay task failed: {e}")))?;
+        match result? {
+            None => report.identical += 1,
+            Some(finding) => report.findings.push(finding),
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,349 @@
+//! The pure-Rust engine (cargo feature `candle`): candle-core reads the GGUF and supplies the
+//! quantized CPU kernels; the rest is here — the Qwen2 forward pass ([`qwen2`]), the byte-level
+//! BPE tokenizer ([`tokenizer`]), the ChatML chat template, sampling and the generation loop.
+//!
+//! candle's kernels are selected at compile time: on x86-64 they need AVX2 (the repository's
+//! `.cargo/config.toml` builds for `x86-64-v3`); without it they fall back to scalar code,
+//! several times slower, and loading the model says so.
+
+pub(crate) mod gguf;
+pub mod qwen2;
+pub mod tokenizer;
+
+use crate::local::{
+    check_fits, model_file_name, EngineKind, Generation, Job, LocalCompletion, LocalSettings,
+    ModelInfo, Output, Ready,
+};
+use envsim_core::prompt::Prompt;
+use qwen2::Qwen2;
+use std::sync::mpsc;
+use std::time::Instant;
+use tokenizer::BpeTokenizer;
+
+/// Prompt tokens computed per forward pass (bounds the activations' memory).
+const PREFILL_BATCH: usize = 512;
+
+/// Whether this build uses candle's SIMD kernels for the quantized products.
+pub fn simd_kernels() -> Option<&'static str> {
+    if cfg!(all(target_arch = "x86_64", target_feature = "avx2")) {
+        Some("AVX2")
+    } else if cfg!(all(target_arch = "aarch64", target_feature = "neon")) {
+        Some("NEON")
+    } else if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+        Some("SIMD128")
+    } else {
+        None
+    }
+}
+
+/// How a chat prompt becomes text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChatTemplate {
+    /// `<|im_start|>role\ncontent<|im_end|>\n` per message, then `<|im_start|>assistant\n`
+    /// (what Qwen's Jinja template renders for a system and a user message, and what
+    /// llama.cpp renders for any template that uses `<|im_start|>`).
+    ChatMl,
+    /// No template in the file: system and user text separated by blank lines.
+    Plain,
+}
+
+impl ChatTemplate {
+    /// Chooses the rendering for the GGUF's `tokenizer.chat_template`.
+    pub fn from_gguf(template: Option<&str>) -> Result<ChatTemplate, String> {
+        match template {
+            None => Ok(ChatTemplate::Plain),
+            Some(t) if t.contains("<|im_start|>") => Ok(ChatTemplate::ChatMl),
+            Some(_) => Err("the model's chat template is not ChatML (no <|im_start|>); the candle engine renders only ChatML templates (Qwen and others) — run this model with the llama.cpp engine (cargo feature `llama`)".into()),
+        }
+    }
+
+    /// The prompt as text (special tokens written out).
+    pub fn render(self, prompt: &Prompt) -> String {
+        match self {
+            ChatTemplate::ChatMl => format!(
+                "<|im_start|>system\n{}<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n",
+                prompt.system, prompt.user
+            ),
+            ChatTemplate::Plain => format!("{}\n\n{}\n\n", prompt.system, prompt.user),
+        }
+    }
+}
+
+/// Picks the next token: greedy (first maximum) or sampled at a temperature.
+struct Sampler {
+    temperature: f32,
+    rng: fastrand::Rng,
+}
+
+impl Sampler {
+    fn new(generation: &Generation) -> Sampler {
+        Sampler {
+            temperature: generation.temperature,
+            rng: fastrand::Rng::with_seed(u64::from(generation.seed)),
+        }
+    }
+
+    fn sample(&mut self, logits: &[f32]) -> u32 {
+        if self.temperature <= 0.0 || !self.temperature.is_finite() {
+            return argmax(logits);
+        }
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let weights: Vec<f64> = logits
+            .iter()
+            .map(|&l| f64::from((l - max) / self.temperature).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut target = self.rng.f64() * total;
+        for (i, w) in weights.iter().enumerate() {
+            target -= w;
+            if target <= 0.0 {
+                return i as u32;
+            }
+        }
+        argmax(logits)
+    }
+}
+
+/// The index of the first maximum.
+pub fn argmax(logits: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &l) in logits.iter().enumerate() {
+        if l > logits[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// A loaded model with its tokenizer, template and thread pool.
+pub struct CandleEngine {
+    model: Qwen2,
+    tokenizer: BpeTokenizer,
+    template: ChatTemplate,
+    pool: rayon::ThreadPool,
+    n_ctx: u32,
+    /// Tokens whose keys and values are in the cache.
+    cached: Vec<u32>,
+}
+
+impl CandleEngine {
+    /// Loads a Qwen2 GGUF.
+    pub fn load(settings: &LocalSettings) -> Result<(CandleEngine, ModelInfo), String> {
+        let started = Instant::now();
+        let path = &settings.model_path;
+        let mut file = std::io::BufReader::new(
+            std::fs::File::open(path)
+                .map_err(|e| format!("cannot load model {}: {e}", path.display()))?,
+        );
+        let content = candle_core::quantized::gguf_file::Content::read(&mut file)
+            .map_err(|e| format!("cannot load model {}: {e}", path.display()))?;
+        let metadata = &content.metadata;
+        let config = qwen2::Config::from_metadata(metadata)?;
+        let tokenizer = BpeTokenizer::from_metadata(metadata)?;
+        let template = ChatTemplate::from_gguf(
+            gguf::get_str(metadata, "tokenizer.chat_template")
+                .ok()
+                .as_deref(),
+        )?;
+        // As the llama.cpp engine does: never more than the training context, at least 512.
+        let n_ctx = settings
+            .n_ctx
+            .min(u32::try_from(config.n_ctx_train.max(512)).unwrap_or(u32::MAX));
+        let model = Qwen2::load(&content, &mut file, n_ctx as usize)
+            .map_err(|e| format!("cannot load model {}: {e}", path.display()))?;
+        if model.vocab_size() < tokenizer.vocab_size() {
+            return Err(format!(
+                "the output head has {} rows for a {}-token vocabulary",
+                model.vocab_size(),
+                tokenizer.vocab_size()
+            ));
+        }
+        let threads = settings.threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("envsim-candle-{i}"))
+            .build()
+            .map_err(|e| format!("cannot start {threads} model threads: {e}"))?;
+        let name =
+            gguf::get_str(metadata, "general.name").unwrap_or_else(|_| model_file_name(path));
+        let info = ModelInfo {
+            name,
+            n_ctx,
+            threads,
+            load_seconds: started.elapsed().as_secs_f64(),
+            engine: EngineKind::Candle,
+            warning: simd_kernels().is_none().then(|| {
+                "this build of the candle engine has no SIMD kernels for this CPU (on x86-64 they need AVX2: build with RUSTFLAGS=\"-C target-cpu=x86-64-v3\" or native, as the repository's .cargo/config.toml does); inference is several times slower".to_owned()
+            }),
+        };
+        Ok((
+            CandleEngine {
+                model,
+                tokenizer,
+                template,
+                pool,
+                n_ctx,
+                cached: Vec::new(),
+            },
+            info,
+        ))
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &BpeTokenizer {
+        &self.tokenizer
+    }
+
+    /// The prompt's tokens as the engine computes them.
+    pub fn prompt_tokens(&self, prompt: &Prompt) -> Vec<u32> {
+        let text = self.template.render(prompt);
+        let mut tokens: Vec<u32> = self.tokenizer.add_bos().into_iter().collect();
+        tokens.extend(self.tokenizer.encode(&text, true));
+        tokens
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String> {
+        let model = &mut self.model;
+        let result = self.pool.install(|| model.forward(tokens));
+        match result {
+            Ok(logits) => {
+                self.cached.extend_from_slice(tokens);
+                Ok(logits)
+            }
+            Err(e) => {
+                self.model.truncate(0);
+                self.cached.clear();
+                Err(e)
+            }
+        }
+    }
+
+    /// Computes `tokens` after the longest prefix already in the KV cache (at least the last
+    /// token is recomputed, for its logits); returns the last token's logits and how many
+    /// tokens were reused.
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<(Vec<f32>, usize), String> {
+        if tokens.is_empty() {
+            return Err("the prompt tokenized to nothing".into());
+        }
+        let common = self
+            .cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len() - 1);
+        self.cached.truncate(common);
+        self.model.truncate(common);
+        let mut logits = Vec::new();
+        for chunk in tokens[common..].chunks(PREFILL_BATCH) {
+            logits = self.forward(chunk)?;
+        }
+        Ok((logits, common))
+    }
+
+    /// Appends one token and returns the logits after it.
+    pub fn step(&mut self, token: u32) -> Result<Vec<f32>, String> {
+        self.forward(&[token])
+    }
+
+    /// Generates a completion, reusing the cached prefix of the previous prompt.
+    pub fn generate(
+        &mut self,
+        prompt: &Prompt,
+        generation: &Generation,
+    ) -> Result<LocalCompletion, String> {
+        let tokens = self.prompt_tokens(prompt);
+        check_fits(tokens.len(), generation.max_tokens as usize, self.n_ctx)?;
+        let prefill_start = Instant::now();
+        let (mut logits, reused) = self
+            .prefill(&tokens)
+            .map_err(|e| format!("the model failed on the prompt: {e}"))?;
+        let prefill_ms = prefill_start.elapsed().as_secs_f64() * 1000.0;
+        let decode_start = Instant::now();
+        let mut sampler = Sampler::new(generation);
+        let mut out = Output::new(generation);
+        while out.wants_more() {
+            let token = sampler.sample(&logits);
+            if self.tokenizer.is_end_of_generation(token) {
+                out.end_of_turn();
+                break;
+            }
+            if out.push(token, &self.tokenizer.decode_token(token)) || !out.wants_more() {
+                break;
+            }
+            logits = self
+                .step(token)
+                .map_err(|e| format!("the model failed while generating: {e}"))?;
+        }
+        Ok(out.finish(tokens.len(), reused, prefill_ms, decode_start))
+    }
+}
+
+pub(crate) fn serve(settings: LocalSettings, inbox: mpsc::Receiver<Job>, ready: Ready) {
+    let mut engine = match CandleEngine::load(&settings) {
+        Ok((engine, info)) => {
+            let _ = ready.send(Ok(info));
+            engine
+        }
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    while let Ok(job) = inbox.recv() {
+        let result = engine.generate(&job.prompt, &job.generation);
+        let _ = job.reply.send(result);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chatml_is_rendered_for_im_start_templates_only() {
+        let prompt = Prompt {
+            system: "S".into(),
+            user: "U".into(),
+        };
+        let t = ChatTemplate::from_gguf(Some("{% for m in messages %}<|im_start|>...")).unwrap();
+        assert_eq!(
+            t.render(&prompt),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(
+            ChatTemplate::from_gguf(None).unwrap().render(&prompt),
+            "S\n\nU\n\n"
+        );
+        let err = ChatTemplate::from_gguf(Some("{{ bos_token }}[INST]")).unwrap_err();
+        assert!(err.contains("ChatML") && err.contains("llama"), "{err}");
+    }
+
+    #[test]
+    fn sampling_is_greedy_or_seeded() {
+        let logits = [0.1, 2.0, 2.0, -1.0];
+        let greedy = Generation {
+            max_tokens: 1,
+            temperature: 0.0,
+            seed: 0,
+            stop: vec![],
+            stop_after_object: false,
+        };
+        assert_eq!(Sampler::new(&greedy).sample(&logits), 1);
+        let hot = Generation {
+            temperature: 1.0,
+            seed: 7,
+            ..greedy
+        };
+        let a: Vec<u32> = {
+            let mut s = Sampler::new(&hot);
+            (0..20).map(|_| s.sample(&logits)).collect()
+        };
+        let b: Vec<u32> = {
+            let mut s = Sampler::new(&hot);
+            (0..20).map(|_| s.sample(&logits)).collect()
+        };
+        assert_eq!(a, b);
+        assert!(a.iter().any(|&t| t != a[0]), "{a:?}");
+    }
+}
