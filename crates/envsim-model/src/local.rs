@@ -240,25 +240,32 @@ impl LocalEngine {
         })
     }
 
+    /// Hands a job to the engine thread; the receiver gets its completion.
+    fn submit(
+        &self,
+        prompt: Prompt,
+        generation: Generation,
+    ) -> Result<oneshot::Receiver<Result<LocalCompletion, String>>, String> {
+        let (reply, answer) = oneshot::channel();
+        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        let sender = jobs.as_ref().ok_or("the local model was shut down")?;
+        sender
+            .send(Job {
+                prompt,
+                generation,
+                reply,
+            })
+            .map_err(|_| "the local model thread has stopped".to_owned())?;
+        Ok(answer)
+    }
+
     /// Generates a completion for a chat prompt.
     pub async fn generate(
         &self,
         prompt: Prompt,
         generation: Generation,
     ) -> Result<LocalCompletion, String> {
-        let (reply, answer) = oneshot::channel();
-        {
-            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            let sender = jobs.as_ref().ok_or("the local model was shut down")?;
-            sender
-                .send(Job {
-                    prompt,
-                    generation,
-                    reply,
-                })
-                .map_err(|_| "the local model thread has stopped".to_owned())?;
-        }
-        answer
+        self.submit(prompt, generation)?
             .await
             .map_err(|_| "the local model thread dropped the request".to_owned())?
     }
@@ -269,19 +276,7 @@ impl LocalEngine {
         prompt: Prompt,
         generation: Generation,
     ) -> Result<LocalCompletion, String> {
-        let (reply, answer) = oneshot::channel();
-        {
-            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            let sender = jobs.as_ref().ok_or("the local model was shut down")?;
-            sender
-                .send(Job {
-                    prompt,
-                    generation,
-                    reply,
-                })
-                .map_err(|_| "the local model thread has stopped".to_owned())?;
-        }
-        answer
+        self.submit(prompt, generation)?
             .blocking_recv()
             .map_err(|_| "the local model thread dropped the request".to_owned())?
     }
