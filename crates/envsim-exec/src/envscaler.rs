@@ -23,6 +23,17 @@ pub struct ImportError {
     pub message: String,
 }
 
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ImportSummary {
+    /// The packages written.
+    pub envs: Vec<ImportedEnv>,
+    /// Distinct task states whose env id is not in the metadata, per env id (not imported).
+    pub unmatched_tasks: BTreeMap<String, usize>,
+    /// State files of earlier imports removed from the packages written.
+    pub stale_states_removed: usize,
+}
+
 /// What the import wrote.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ImportedEnv {
@@ -34,11 +45,27 @@ pub struct ImportedEnv {
     pub states: usize,
 }
 
-/// Reads task items and groups their `init_config`s by env id (duplicates dropped).
-pub fn read_tasks(
+/// The task field that holds the initial state by default.
+pub const DEFAULT_STATE_FIELD: &str = "init_config";
+
+/// Finds the field `path` of a task item: a JSON Pointer (`/states/initial`) or a dotted
+/// path (`init_config`, `states.initial`).
+fn task_field<'a>(item: &'a Value, path: &str) -> Option<&'a Value> {
+    if path.starts_with('/') {
+        return item.pointer(path);
+    }
+    path.split('.').try_fold(item, |value, key| value.get(key))
+}
+
+/// Reads task items and groups their initial states (the field `state_field`, see
+/// [`DEFAULT_STATE_FIELD`]) by env id, duplicates dropped. `into` may already hold the groups
+/// of other task files: states are added to them (several `--tasks` files).
+pub fn read_tasks_into(
     bytes: &[u8],
     source: &str,
-) -> Result<BTreeMap<String, Vec<(String, Value)>>, ImportError> {
+    state_field: &str,
+    into: &mut BTreeMap<String, Vec<(String, Value)>>,
+) -> Result<(), ImportError> {
     let error = |location: String, message: String| ImportError {
         source_name: source.to_owned(),
         location,
@@ -49,7 +76,7 @@ pub fn read_tasks(
         .into_iter()
         .map(|r| (r.location.to_string(), r.value))
         .collect();
-    let mut by_env: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    let by_env = into;
     for (location, item) in items {
         let env_id = item.get("env_id").and_then(Value::as_str).ok_or_else(|| {
             error(
@@ -57,13 +84,12 @@ pub fn read_tasks(
                 "field `env_id` is missing or not a string".into(),
             )
         })?;
-        let config = item
-            .get("init_config")
+        let config = task_field(&item, state_field)
             .filter(|c| c.is_object())
             .ok_or_else(|| {
                 error(
                     location.clone(),
-                    "field `init_config` is missing or not an object".into(),
+                    format!("field `{state_field}` is missing or not an object"),
                 )
             })?;
         let task_id = match item.get("task_id") {
@@ -76,6 +102,16 @@ pub fn read_tasks(
             states.push((task_id, config.clone()));
         }
     }
+    Ok(())
+}
+
+/// [`read_tasks_into`] for one file with the default state field.
+pub fn read_tasks(
+    bytes: &[u8],
+    source: &str,
+) -> Result<BTreeMap<String, Vec<(String, Value)>>, ImportError> {
+    let mut by_env = BTreeMap::new();
+    read_tasks_into(bytes, source, DEFAULT_STATE_FIELD, &mut by_env)?;
     Ok(by_env)
 }
 
@@ -91,13 +127,16 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// Converts metadata (and grouped task states) into package folders under `out`.
+/// Converts metadata (and grouped task states) into package folders under `out`. A package
+/// folder that exists is rewritten: its state files become exactly the new ones (stale states
+/// of an earlier import are removed, so they never mix with these). Refusing a non-empty
+/// `out` is the caller's decision (the CLI's `--force`).
 pub fn import(
     metadata: &[u8],
     source: &str,
     tasks: &BTreeMap<String, Vec<(String, Value)>>,
     out: &Path,
-) -> Result<Vec<ImportedEnv>, ImportError> {
+) -> Result<ImportSummary, ImportError> {
     let error = |location: String, message: String| ImportError {
         source_name: source.to_owned(),
         location,
@@ -181,7 +220,14 @@ pub fn import(
     let write = |name: &str, path: &Path, text: &str| {
         envsim_fs::write_atomic(path, text).map_err(|e| error(name.to_owned(), e.to_string()))
     };
-    let mut written = Vec::new();
+    let mut summary = ImportSummary {
+        unmatched_tasks: tasks
+            .iter()
+            .filter(|(env_id, _)| !root.contains_key(*env_id))
+            .map(|(env_id, states)| (env_id.clone(), states.len()))
+            .collect(),
+        ..ImportSummary::default()
+    };
     for (name, manifest, code, states) in planned {
         let dir: PathBuf = out.join(&name);
         write(&name, &dir.join("env.py"), &code)?;
@@ -193,23 +239,38 @@ pub fn import(
         } else {
             states
         };
+        let mut fresh = std::collections::BTreeSet::new();
         for (i, (task, state)) in states.iter().enumerate() {
-            let path = dir
-                .join("states")
-                .join(format!("{i:03}_{}.json", sanitize(task)));
+            let file = format!("{i:03}_{}.json", sanitize(task));
             write(
                 &name,
-                &path,
+                &dir.join("states").join(&file),
                 &(serde_json::to_string_pretty(state).unwrap_or_default() + "\n"),
             )?;
+            fresh.insert(file);
         }
-        written.push(ImportedEnv {
+        // Every state of the package is one written now.
+        let listing = std::fs::read_dir(dir.join("states"))
+            .map_err(|e| error(name.clone(), format!("cannot list its states: {e}")))?;
+        for entry in listing.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if !fresh.contains(&file) && entry.path().is_file() {
+                std::fs::remove_file(entry.path()).map_err(|e| {
+                    error(
+                        name.clone(),
+                        format!("cannot remove the stale state {file}: {e}"),
+                    )
+                })?;
+                summary.stale_states_removed += 1;
+            }
+        }
+        summary.envs.push(ImportedEnv {
             name,
             tools: manifest.tools.len(),
             states: states.len(),
         });
     }
-    Ok(written)
+    Ok(summary)
 }
 
 #[cfg(test)]
@@ -241,13 +302,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            written,
+            written.envs,
             [ImportedEnv {
                 name: "env_7".into(),
                 tools: 1,
                 states: 1
             }]
         );
+        assert!(written.unmatched_tasks.is_empty());
         let package = crate::package::EnvPackage::load(&out.path().join("env_7")).unwrap();
         assert_eq!(package.manifest.class_name, "Garage");
         assert_eq!(package.manifest.rules, ["A spot holds one vehicle."]);
@@ -255,6 +317,59 @@ mod tests {
             package.states[0].1,
             json!({"spots": {"B2": {"status": "free"}}})
         );
+    }
+
+    #[test]
+    fn state_fields_several_task_files_unmatched_ids_and_stale_states() {
+        let metadata = json!({"env_1": {"env_class_name": "A", "env_class_code": "class A:\n    pass\n", "tools": []}});
+        // Two files; the state sits under `states.initial`; one item names an unknown env.
+        let first = "{\"env_id\": \"env_1\", \"task_id\": \"t1\", \"init_config\": {\"x\": 0}, \"states\": {\"initial\": {\"x\": 1}}}\n\
+                     {\"env_id\": \"env_9\", \"task_id\": \"t9\", \"states\": {\"initial\": {\"y\": 1}}}\n";
+        let second = "[{\"env_id\": \"env_1\", \"task_id\": \"t2\", \"states\": {\"initial\": {\"x\": 2}}},\
+                      {\"env_id\": \"env_1\", \"task_id\": \"t3\", \"states\": {\"initial\": {\"x\": 1}}}]";
+        let mut grouped = BTreeMap::new();
+        read_tasks_into(first.as_bytes(), "a.jsonl", "states.initial", &mut grouped).unwrap();
+        read_tasks_into(second.as_bytes(), "b.json", "/states/initial", &mut grouped).unwrap();
+        let states: Vec<&Value> = grouped["env_1"].iter().map(|(_, s)| s).collect();
+        assert_eq!(
+            states,
+            [&json!({"x": 1}), &json!({"x": 2})],
+            "t3 repeats t1"
+        );
+        // A missing field is named.
+        let err = read_tasks_into(
+            b"{\"env_id\": \"env_1\"}",
+            "c.jsonl",
+            "states.initial",
+            &mut grouped,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "field `states.initial` is missing or not an object"
+        );
+
+        let out = tempfile::tempdir().unwrap();
+        // A state file of an earlier import, which must not survive.
+        let old = out.path().join("env_1/states/007_old.json");
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::fs::write(&old, "{}").unwrap();
+        let summary = import(
+            metadata.to_string().as_bytes(),
+            "meta.json",
+            &grouped,
+            out.path(),
+        )
+        .unwrap();
+        assert_eq!(summary.envs[0].states, 2);
+        assert_eq!(
+            summary.unmatched_tasks,
+            BTreeMap::from([("env_9".to_owned(), 1)])
+        );
+        assert_eq!(summary.stale_states_removed, 1);
+        assert!(!old.exists());
+        let package = crate::package::EnvPackage::load(&out.path().join("env_1")).unwrap();
+        assert_eq!(package.states.len(), 2);
     }
 
     #[test]

@@ -122,10 +122,15 @@ enum EnvCommand {
         #[arg(long, default_value_t = 42, requires = "walk")]
         seed: u64,
     },
-    /// Check manifests against code and run the scripted tests.
+    /// Check manifests against code and run the scripted tests. Errors (the code does not
+    /// load, a scripted step fails) make the command fail; disagreements between a tool's
+    /// schema and its method's signature are warnings unless --strict.
     Test {
         /// Environments to test (default: all).
         names: Vec<String>,
+        /// Count schema/code disagreements as errors too.
+        #[arg(long)]
+        strict: bool,
     },
     /// Start one worker and print what its sandbox achieved on this machine: each layer
     /// (seccomp, Landlock or the private-root fallback, namespaces) and the limits in force.
@@ -138,12 +143,21 @@ enum EnvCommand {
     ImportEnvscaler {
         /// The metadata JSON (object keyed by env id).
         file: PathBuf,
-        /// Task items (JSON array or JSONL) whose `init_config`s become initial states.
+        /// Task items (JSON array or JSONL) whose initial states become the packages'
+        /// states; repeat for several files.
         #[arg(long, value_name = "FILE")]
-        tasks: Option<PathBuf>,
-        /// Output folder.
+        tasks: Vec<PathBuf>,
+        /// The task field that holds the initial state: a name, a dotted path
+        /// (`states.initial`) or a JSON Pointer (`/states/initial`).
+        #[arg(long, value_name = "PATH", default_value = envsim_exec::envscaler::DEFAULT_STATE_FIELD)]
+        state_field: String,
+        /// Output folder (refused when it is not empty, unless --force).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+        /// Write into a non-empty folder: packages of the same name are rewritten, their old
+        /// state files removed.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -192,11 +206,15 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Show { name } => show(&root.load(&name)?),
             EnvCommand::Call(call) => call_cmd(&root, call).await,
             EnvCommand::Probe { name, walk, seed } => probe(root.load(&name)?, walk, seed).await,
-            EnvCommand::Test { names } => test(&root, &names).await,
+            EnvCommand::Test { names, strict } => test(&root, &names, strict).await,
             EnvCommand::Sandbox { json } => sandbox(json).await,
-            EnvCommand::ImportEnvscaler { file, tasks, out } => {
-                import(&file, tasks.as_deref(), &out)
-            }
+            EnvCommand::ImportEnvscaler {
+                file,
+                tasks,
+                state_field,
+                out,
+                force,
+            } => import(&file, &tasks, &state_field, &out, force),
         }
     })
 }
@@ -552,31 +570,56 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
     Ok(())
 }
 
-async fn test(root: &Corpus, names: &[String]) -> Result<()> {
+async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
     let packages: Vec<EnvPackage> = if names.is_empty() {
         root.load_all()?
     } else {
         names.iter().map(|n| root.load(n)).collect::<Result<_>>()?
     };
     let executor = Executor::new(2, Limits::default()).await?;
-    let mut failed = 0;
+    let (mut failed, mut warned) = (0, 0);
     for p in &packages {
-        let mut problems = p.check(&executor).await?;
-        problems.extend(p.run_tests(&executor).await);
-        let steps: usize = p.tests.iter().map(|c| c.steps.len()).sum();
-        if problems.is_empty() {
-            println!(
-                "ok    {} ({} cases, {steps} steps)",
-                p.manifest.name,
-                p.tests.len()
-            );
-        } else {
-            failed += 1;
-            println!("FAIL  {}", p.manifest.name);
-            for problem in problems {
-                println!("      {problem}");
+        // Errors: the code does not load (nothing can run), a scripted step fails.
+        // Warnings: the manifest's schemas and the code's signatures disagree (common in
+        // environments written by others: optional parameters marked required, ...).
+        let (warnings, mut errors) = match p.check(&executor).await {
+            Ok(problems) => (problems, Vec::new()),
+            Err(e @ (envsim_exec::ExecError::Spawn(_) | envsim_exec::ExecError::Protocol(_))) => {
+                return Err(e.into())
             }
+            Err(e) => (Vec::new(), vec![format!("the code does not load: {e}")]),
+        };
+        if errors.is_empty() {
+            errors.extend(p.run_tests(&executor).await);
         }
+        let steps: usize = p.tests.iter().map(|c| c.steps.len()).sum();
+        let failing = !errors.is_empty() || (strict && !warnings.is_empty());
+        let label = if failing {
+            failed += 1;
+            "FAIL"
+        } else if !warnings.is_empty() {
+            warned += 1;
+            "warn"
+        } else {
+            "ok  "
+        };
+        println!(
+            "{label}  {} ({} cases, {steps} steps)",
+            p.manifest.name,
+            p.tests.len()
+        );
+        for error in &errors {
+            println!("      error: {error}");
+        }
+        for warning in &warnings {
+            println!("      warning: {warning}");
+        }
+    }
+    if warned > 0 {
+        eprintln!(
+            "{warned} of {} environments have schema/code warnings (--strict makes them errors)",
+            packages.len()
+        );
     }
     if failed > 0 {
         bail!("{failed} of {} environments failed", packages.len());
@@ -584,25 +627,64 @@ async fn test(root: &Corpus, names: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn import(file: &Path, tasks: Option<&Path>, out: &Path) -> Result<()> {
+fn import(
+    file: &Path,
+    tasks: &[PathBuf],
+    state_field: &str,
+    out: &Path,
+    force: bool,
+) -> Result<()> {
+    if !force {
+        if let Ok(mut entries) = std::fs::read_dir(out) {
+            if entries.next().is_some() {
+                bail!(
+                    "{} is not empty: choose an empty folder, or --force to rewrite the packages it shares with this import (their old states are removed)",
+                    out.display()
+                );
+            }
+        }
+    }
     let metadata =
         std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let grouped = match tasks {
-        Some(path) => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            envsim_exec::envscaler::read_tasks(&bytes, &path.display().to_string())?
-        }
-        None => Default::default(),
-    };
-    let written =
+    let mut grouped = std::collections::BTreeMap::new();
+    for path in tasks {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        envsim_exec::envscaler::read_tasks_into(
+            &bytes,
+            &path.display().to_string(),
+            state_field,
+            &mut grouped,
+        )?;
+    }
+    let summary =
         envsim_exec::envscaler::import(&metadata, &file.display().to_string(), &grouped, out)?;
-    for env in &written {
+    for env in &summary.envs {
         println!("{}  {} tools, {} states", env.name, env.tools, env.states);
+    }
+    if !summary.unmatched_tasks.is_empty() {
+        let states: usize = summary.unmatched_tasks.values().sum();
+        let ids: Vec<String> = summary
+            .unmatched_tasks
+            .iter()
+            .map(|(id, n)| format!("{id} ({n})"))
+            .collect();
+        eprintln!(
+            "warning: {states} task states name {} env ids that are not in {} and were not imported: {}",
+            ids.len(),
+            file.display(),
+            ids.join(", ")
+        );
+    }
+    if summary.stale_states_removed > 0 {
+        eprintln!(
+            "removed {} state files of an earlier import from the rewritten packages",
+            summary.stale_states_removed
+        );
     }
     println!(
         "imported {} environments into {}",
-        written.len(),
+        summary.envs.len(),
         out.display()
     );
     Ok(())
