@@ -78,7 +78,7 @@ pub struct TransitionRecord {
     pub action: Value,
     /// State before.
     pub config_before: StateText,
-    /// State after (equal to before for exceptions).
+    /// State after (for an exception: the state as the code left it when it raised).
     pub config_after: StateText,
     /// `str()` of the return value (or the reference's `Error: ...` text for exceptions).
     pub observation: String,
@@ -278,13 +278,26 @@ async fn execute(
         }
         // Infrastructure failures stop the collection; everything the environment did is data.
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => Err(e),
-        Err(e) => Ok((
-            TransitionRecord {
-                observation: format!("Error: {e}"),
-                ..base
-            },
-            None,
-        )),
+        // A tool that raised keeps the changes it made before the exception.
+        Err(e) => match e.state_after().filter(|after| *after != call.state) {
+            Some(after) => Ok((
+                TransitionRecord {
+                    observation: format!("Error: {e}"),
+                    change_count: reference_change_count(call.state, after),
+                    fine_change_count: fine_diff(call.state, after).len(),
+                    config_after: StateText::from_value(after),
+                    ..base
+                },
+                Some(after.clone()),
+            )),
+            None => Ok((
+                TransitionRecord {
+                    observation: format!("Error: {e}"),
+                    ..base
+                },
+                None,
+            )),
+        },
     }
 }
 

@@ -84,8 +84,14 @@ pub async fn verify_one(executor: &Executor, job: &SliceJob) -> Result<Option<Fi
     let (observation, state_after) = match executor.call(&call).await {
         Ok(outcome) => (outcome.observation, outcome.state_after),
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
-        // A call that raised leaves the state as it was (as `bench build` records it).
-        Err(e) => (format!("Error: {e}"), t.config_before.clone()),
+        // A call that raised leaves the state as the code left it (as `bench build` records).
+        Err(e) => {
+            let after = e
+                .state_after()
+                .cloned()
+                .unwrap_or_else(|| t.config_before.clone());
+            (format!("Error: {e}"), after)
+        }
     };
     let finding = |mismatch, detail| Finding {
         sample: t.id.clone(),

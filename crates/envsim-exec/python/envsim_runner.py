@@ -767,7 +767,10 @@ def _construct(cls, state_text, alias):
     values, the attributes come from a second, independent decoding of the state; otherwise the
     config's own objects are used, as nothing else refers to them. Returns the instance and the
     decoded state (pristine only when it was decoded separately)."""
-    config = json.loads(state_text)
+    try:
+        config = json.loads(state_text)
+    except ValueError as exc:  # only the state's text: the constructor's own errors are its own
+        raise _InvalidCall("the state is not valid JSON: %s" % exc)
     if not isinstance(config, dict):
         raise _InvalidCall("the state must be an object")
     if alias:
@@ -915,8 +918,6 @@ def _call(req, state_text):
                 instance = _construct(cls, state_text, alias)
         except _InvalidCall as exc:
             return _fail("invalid_call", str(exc))
-        except ValueError as exc:
-            return _fail("invalid_call", "the state is not valid JSON: %s" % exc)
         if reads is not None:
             for key, value in list(_public_state(instance).items()):
                 object.__setattr__(instance, key, _wrap(value, "/" + _escape(key), reads))
@@ -926,10 +927,15 @@ def _call(req, state_text):
             _check_arguments(cls, tool, method, args)
         except TypeError as exc:
             return _fail("invalid_call", "%s(): %s" % (tool, exc))
-        result = method(**args)
+        try:
+            result = method(**args)
+        except MemoryError:
+            raise
+        except BaseException as exc:  # env code is untrusted: SystemExit etc. are its failures too
+            return _raised(exc, instance, cls, reads)
     except MemoryError:
         return _fail("memory", "out of memory in %s()" % tool)
-    except BaseException as exc:  # env code is untrusted: SystemExit etc. are its failures too
+    except BaseException as exc:
         return _fail("exception", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
     duration = time.perf_counter() - started
     try:
@@ -972,8 +978,6 @@ def _construct_op(req, state_text):
             instance = _construct(cls, state_text.rstrip("\n"), bool(req.get("alias_init_config")))
         except _InvalidCall as exc:
             return _fail("invalid_call", str(exc))
-        except ValueError as exc:
-            return _fail("invalid_call", "the state is not valid JSON: %s" % exc)
         state_json, _texts, converted = _dump_state(_public_state(instance), None, None)
     except MemoryError:
         return _fail("memory", "out of memory while constructing the environment")
@@ -982,8 +986,25 @@ def _construct_op(req, state_text):
     return _Raw('"ok": true, "state": %s, %s' % (state_json, json.dumps({"converted": converted})[1:-1]))
 
 
+def _raised(exc, instance, cls, reads):
+    """The reply for a tool that raised: the exception, and the state as the code left it
+    (changes made before the exception stay, as in the real environment, whose agent sees
+    them next). The instance is not kept live: a chain continues from the reported state."""
+    detail = traceback.format_exc(limit=8)
+    error = {"kind": "exception", "message": "%s: %s" % (type(exc).__name__, exc), "traceback": detail}
+    try:
+        if reads is not None:
+            instance.__class__ = cls
+            for key, value in list(_public_state(instance).items()):
+                object.__setattr__(instance, key, _unwrap(value))
+        state_json, _texts, _converted = _dump_state(_public_state(instance), None, None)
+    except BaseException:  # the state cannot be read: report the exception alone
+        return {"ok": False, "error": error}
+    return _Raw('"ok": false, "error": %s, "state_after": %s' % (json.dumps(error), state_json))
+
+
 class _Raw:
-    """A successful reply whose fields are already JSON text."""
+    """A reply whose fields are already JSON text."""
 
     def __init__(self, body):
         self.body = body

@@ -26,6 +26,10 @@ pub enum ExecError {
         message: String,
         /// Python traceback, when available.
         traceback: Option<String>,
+        /// The state as the code left it when it raised: changes made before the exception
+        /// stay, as in the real environment (`None` when no instance existed yet, e.g. the
+        /// constructor raised, or the state could not be read).
+        state_after: Option<Box<Value>>,
     },
     /// Unknown tool, arguments that do not fit the signature, or a malformed state.
     #[error("invalid call: {0}")]
@@ -72,7 +76,7 @@ impl ExecError {
         )
     }
 
-    pub(crate) fn from_reply(error: Option<&Value>) -> ExecError {
+    pub(crate) fn from_reply(error: Option<&Value>, state_after: Option<Value>) -> ExecError {
         let field = |k: &str| {
             error
                 .and_then(|e| e.get(k))
@@ -86,11 +90,21 @@ impl ExecError {
             "exception" => ExecError::Exception {
                 message,
                 traceback: Some(field("traceback")).filter(|t| !t.is_empty()),
+                state_after: state_after.filter(Value::is_object).map(Box::new),
             },
             "invalid_call" => ExecError::InvalidCall(message),
             "load_error" => ExecError::LoadError(message),
             "output_too_large" => ExecError::OutputTooLarge(message),
             other => ExecError::Protocol(format!("{other}: {message}")),
+        }
+    }
+
+    /// The state the environment was left in, for an exception raised after the instance
+    /// existed (see [`ExecError::Exception`]).
+    pub fn state_after(&self) -> Option<&Value> {
+        match self {
+            ExecError::Exception { state_after, .. } => state_after.as_deref(),
+            _ => None,
         }
     }
 

@@ -194,7 +194,7 @@ impl Worker {
             }
             Ok(Ok(line)) => line,
         };
-        let reply: Value = serde_json::from_slice(&line)
+        let mut reply: Value = serde_json::from_slice(&line)
             .map_err(|e| ExecError::Protocol(format!("unreadable reply from the worker: {e}")))?;
         if reply.get("id").and_then(Value::as_u64) != Some(id) {
             return Err(ExecError::Protocol(
@@ -203,7 +203,10 @@ impl Worker {
         }
         match reply.get("ok") {
             Some(Value::Bool(true)) => Ok(reply),
-            _ => Err(ExecError::from_reply(reply.get("error"))),
+            _ => {
+                let state_after = reply.get_mut("state_after").map(Value::take);
+                Err(ExecError::from_reply(reply.get("error"), state_after))
+            }
         }
     }
 

@@ -68,6 +68,11 @@ class Hostile:
 
     def read_some(self, key: str):
         return {"success": True, "data": self.items.get(key)}
+
+    def half_done(self, key: str):
+        self.items[key] = 99
+        self.log.append("half")
+        raise KeyError("the second half failed")
 "#;
 
 fn env() -> EnvCode {
@@ -134,6 +139,44 @@ async fn hostile_calls_get_typed_errors_and_the_pool_keeps_serving() {
     }
     let out = run(&ex, "chatty", json!({})).await.unwrap();
     assert_eq!(out.observation_json, json!({"success": true}));
+}
+
+#[tokio::test]
+async fn a_tool_that_raises_keeps_the_changes_it_made_before() {
+    let ex = executor().await;
+    let error = run(&ex, "half_done", json!({"key": "b"}))
+        .await
+        .expect_err("it raises");
+    assert_eq!(error.kind(), "exception");
+    assert_eq!(
+        error.to_string(),
+        "exception: KeyError: 'the second half failed'"
+    );
+    assert_eq!(
+        error.state_after(),
+        Some(&json!({"items": {"a": 1, "b": 99}, "log": ["half"]}))
+    );
+    // The worker carries nothing over: the next call starts from the state it is given.
+    let out = run(&ex, "read_some", json!({"key": "b"})).await.unwrap();
+    assert_eq!(out.observation_json["data"], Value::Null);
+    // An exception before any change reports the state as it was; one in the constructor
+    // (no instance yet) reports none.
+    let error = run(&ex, "boom", json!({"n": 0})).await.expect_err("raises");
+    assert_eq!(
+        error.state_after(),
+        Some(&json!({"items": {"a": 1}, "log": []}))
+    );
+    let raising = EnvCode::new(
+        "class R:\n    def __init__(self, init_config):\n        raise ValueError('no')\n    def t(self):\n        return 1\n",
+        "R",
+    );
+    let (args, state) = (Map::new(), json!({}));
+    let error = ex
+        .call(&Call::new(&raising, "t", &args, &state))
+        .await
+        .expect_err("the constructor raises");
+    assert_eq!(error.kind(), "exception");
+    assert_eq!(error.state_after(), None);
 }
 
 #[tokio::test]

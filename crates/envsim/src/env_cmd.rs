@@ -380,13 +380,30 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
                 Value::Null,
             )
         }
-        Err(e) => (
-            Value::Array(Vec::new()),
-            Value::from(0),
-            Value::Null,
-            Value::Null,
-            e.to_json(),
-        ),
+        // A tool that raised after changing the state: the changes stay and are shown.
+        Err(e) => match e.state_after() {
+            Some(after) => {
+                let changes = reference_diff(&before, after, ReferenceEquality::Labelling);
+                let delta: Vec<Value> = changes
+                    .iter()
+                    .map(|c| reference_change_json(c, true))
+                    .collect();
+                (
+                    Value::Array(delta),
+                    Value::from(changes.len()),
+                    after.clone(),
+                    Value::Null,
+                    e.to_json(),
+                )
+            }
+            None => (
+                Value::Array(Vec::new()),
+                Value::from(0),
+                Value::Null,
+                Value::Null,
+                e.to_json(),
+            ),
+        },
     };
     if a.json {
         let mut out = json!({
