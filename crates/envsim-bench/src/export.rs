@@ -196,6 +196,8 @@ pub fn mix(
         seed,
         allow_unpredictable: false,
         allow_underfill: true,
+        // Training mixes take what there is; coverage is the hold-out's business.
+        max_env_share: 1.0,
     };
     // Under-filling is normal for training mixes: a group takes what there is.
     let sampled = sample(&subset, mixture, &options).unwrap_or_else(|e| Sampled {
@@ -203,6 +205,7 @@ pub fn mix(
         shortfalls: e.0,
         duplicates: 0,
         unpredictable: 0,
+        max_env_share: 1.0,
     });
     let chosen = sampled.picks.iter().map(|(_, i)| usable[*i]).collect();
     (chosen, sampled)

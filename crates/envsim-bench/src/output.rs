@@ -101,7 +101,21 @@ pub fn datasheet(
             .iter()
             .filter(|(name, _)| *name == b.name)
             .count();
-        per_bucket.insert(b.name.clone(), json!({"wanted": b.count, "sampled": n}));
+        // The environment that fills most of the bucket (capped by `--max-env-share`).
+        let mut by_env: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, i) in sampled.picks.iter().filter(|(name, _)| *name == b.name) {
+            *by_env.entry(transitions[*i].env.as_str()).or_default() += 1;
+        }
+        let largest = by_env
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(
+                |(env, k)| json!({"env": env, "samples": k, "share": *k as f64 / n.max(1) as f64}),
+            );
+        per_bucket.insert(
+            b.name.clone(),
+            json!({"wanted": b.count, "sampled": n, "environments": by_env.len(), "largest_env": largest}),
+        );
     }
     let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
     let mut histogram: BTreeMap<usize, usize> = BTreeMap::new();
@@ -135,6 +149,7 @@ pub fn datasheet(
         "tools_covered": tools.len(),
         "collected_transitions": transitions.len(),
         "left_out": {"duplicates": sampled.duplicates, "unpredictable": sampled.unpredictable},
+        "max_env_share": sampled.max_env_share,
         "shortfalls": sampled.shortfalls,
         "buckets": per_bucket,
         "delta_histogram": histogram.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
@@ -158,11 +173,19 @@ fn datasheet_markdown(sheet: &Value) -> String {
         sheet["left_out"]["unpredictable"],
         sheet["samples_reference_scorer_cannot_credit"],
     ));
-    md.push_str("## Buckets\n\n| bucket | wanted | sampled |\n|---|---:|---:|\n");
+    md.push_str(&format!(
+        "## Buckets\n\nOne environment may fill at most {} of a bucket (`--max-env-share`).\n\n| bucket | wanted | sampled | environments | largest environment |\n|---|---:|---:|---:|---|\n",
+        sheet["max_env_share"]
+    ));
     for (name, cell) in sheet["buckets"].as_object().into_iter().flatten() {
+        let largest = &cell["largest_env"];
+        let largest = match largest["env"].as_str() {
+            Some(env) => format!("{env} ({})", largest["samples"]),
+            None => "—".to_owned(),
+        };
         md.push_str(&format!(
-            "| {name} | {} | {} |\n",
-            cell["wanted"], cell["sampled"]
+            "| {name} | {} | {} | {} | {largest} |\n",
+            cell["wanted"], cell["sampled"], cell["environments"]
         ));
     }
     md.push_str("\n## |Δ| histogram\n\n| |Δ| | samples |\n|---:|---:|\n");

@@ -126,6 +126,22 @@ pub struct SampleOptions {
     pub allow_unpredictable: bool,
     /// Accept buckets that cannot be filled.
     pub allow_underfill: bool,
+    /// The largest share of one bucket a single environment may fill (rounded up to whole
+    /// samples, at least one); 1.0 lifts the cap.
+    pub max_env_share: f64,
+}
+
+/// The share [`SampleOptions::max_env_share`] defaults to in the CLI.
+pub const DEFAULT_MAX_ENV_SHARE: f64 = 0.2;
+
+impl SampleOptions {
+    /// Samples one environment may contribute to a bucket of `count`.
+    pub fn env_cap(&self, count: usize) -> usize {
+        if self.max_env_share >= 1.0 {
+            return count;
+        }
+        ((self.max_env_share.max(0.0) * count as f64).ceil() as usize).max(1)
+    }
 }
 
 /// A bucket that lacks candidates.
@@ -137,6 +153,8 @@ pub struct Shortfall {
     pub wanted: usize,
     /// Available.
     pub available: usize,
+    /// Of the available, how many the per-environment cap held back.
+    pub capped: usize,
 }
 
 /// Why sampling failed.
@@ -148,13 +166,22 @@ fn describe(shortfalls: &[Shortfall]) -> String {
     shortfalls
         .iter()
         .map(|s| {
-            format!(
-                "bucket {:?} lacks {} of {} ({} available)",
+            let usable = s.available - s.capped;
+            let mut text = format!(
+                "bucket {:?} lacks {} of {} ({} available",
                 s.bucket,
-                s.wanted - s.available,
+                s.wanted.saturating_sub(usable),
                 s.wanted,
                 s.available
-            )
+            );
+            if s.capped > 0 {
+                text.push_str(&format!(
+                    ", {} of them held back by the per-environment cap (--max-env-share)",
+                    s.capped
+                ));
+            }
+            text.push(')');
+            text
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -171,6 +198,8 @@ pub struct Sampled {
     pub duplicates: usize,
     /// Transitions left out for unpredictable output.
     pub unpredictable: usize,
+    /// The per-environment cap the sampling used ([`SampleOptions::max_env_share`]).
+    pub max_env_share: f64,
 }
 
 fn text_hash(text: &str) -> u64 {
@@ -216,13 +245,7 @@ pub fn sample(
             .copied()
             .filter(|i| !used.contains(i) && bucket.accepts(&transitions[*i]))
             .collect();
-        if candidates.len() < bucket.count {
-            shortfalls.push(Shortfall {
-                bucket: bucket.name.clone(),
-                wanted: bucket.count,
-                available: candidates.len(),
-            });
-        }
+        let cap = options.env_cap(bucket.count);
         // Group by environment; environments not yet in the benchmark come first.
         let mut by_env: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for i in &candidates {
@@ -259,10 +282,32 @@ pub fn sample(
             .filter(|i| !chosen.contains(i))
             .collect();
         rng.shuffle(&mut rest);
-        chosen.extend(
-            rest.into_iter()
-                .take(bucket.count.saturating_sub(chosen.len())),
-        );
+        // Fill up in the shuffled order, skipping environments that reached the cap.
+        let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
+        for i in &chosen {
+            *per_env.entry(transitions[*i].env.as_str()).or_default() += 1;
+        }
+        let mut capped = 0;
+        for i in rest {
+            if chosen.len() == bucket.count {
+                break;
+            }
+            let n = per_env.entry(transitions[i].env.as_str()).or_default();
+            if *n >= cap {
+                capped += 1;
+                continue;
+            }
+            *n += 1;
+            chosen.push(i);
+        }
+        if chosen.len() < bucket.count {
+            shortfalls.push(Shortfall {
+                bucket: bucket.name.clone(),
+                wanted: bucket.count,
+                available: candidates.len(),
+                capped,
+            });
+        }
         for i in &chosen {
             used.insert(*i);
             envs_used.insert(transitions[*i].env.as_str());
@@ -277,6 +322,7 @@ pub fn sample(
         shortfalls,
         duplicates,
         unpredictable,
+        max_env_share: options.max_env_share.min(1.0),
     })
 }
 
@@ -320,6 +366,7 @@ mod tests {
 
     fn options(seed: u64) -> SampleOptions {
         SampleOptions {
+            max_env_share: 1.0,
             seed,
             allow_unpredictable: false,
             allow_underfill: false,
@@ -364,6 +411,45 @@ mod tests {
         ]);
         let s = sample(&ts, &comp, &options(1)).unwrap();
         assert_eq!(ts[s.picks[3].1].env, "d");
+    }
+
+    #[test]
+    fn one_environment_fills_at_most_its_share_of_a_bucket() {
+        // 43 candidates from one environment, 2 from another: without a cap the bucket of 10
+        // is mostly `big`; with 0.2 `big` gives at most 2 and the bucket is short.
+        let mut ts: Vec<TransitionRecord> = (0..43)
+            .map(|n| record("big", n, Outcome::Success, 2, 0))
+            .collect();
+        ts.extend((43..45).map(|n| record("small", n, Outcome::Success, 2, 0)));
+        let comp = composition(&[("medium", BucketOutcome::Success, Some([2, 2]), 10)]);
+        let free = sample(&ts, &comp, &options(1)).unwrap();
+        assert_eq!(free.picks.len(), 10);
+        let capped = SampleOptions {
+            max_env_share: 0.2,
+            ..options(1)
+        };
+        assert_eq!(capped.env_cap(10), 2);
+        assert_eq!(capped.env_cap(3), 1, "rounded up, at least one");
+        let err = sample(&ts, &comp, &capped).unwrap_err();
+        assert_eq!(
+            err.0,
+            [Shortfall {
+                bucket: "medium".into(),
+                wanted: 10,
+                available: 45,
+                capped: 41
+            }]
+        );
+        assert!(err
+            .to_string()
+            .contains("bucket \"medium\" lacks 6 of 10 (45 available, 41 of them held back by the per-environment cap (--max-env-share))"));
+        let under = SampleOptions {
+            allow_underfill: true,
+            ..capped
+        };
+        let s = sample(&ts, &comp, &under).unwrap();
+        let big = s.picks.iter().filter(|(_, i)| ts[*i].env == "big").count();
+        assert_eq!((s.picks.len(), big), (4, 2));
     }
 
     #[test]

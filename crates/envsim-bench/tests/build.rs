@@ -62,6 +62,7 @@ async fn build(seed: u64) -> (envsim_bench::output::BenchmarkFiles, usize) {
         seed,
         allow_unpredictable: false,
         allow_underfill: false,
+        max_env_share: 1.0,
     };
     let sampled = sample(&transitions, &composition(), &options).expect("fills");
     (

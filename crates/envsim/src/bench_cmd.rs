@@ -110,6 +110,10 @@ struct BuildArgs {
     /// Write a benchmark even when some bucket cannot be filled.
     #[arg(long)]
     allow_underfill: bool,
+    /// The largest share of one bucket a single environment may fill (rounded up to whole
+    /// samples); 1 lifts the cap.
+    #[arg(long, default_value_t = envsim_bench::sample::DEFAULT_MAX_ENV_SHARE, value_parser = share)]
+    max_env_share: f64,
     /// Write a benchmark even when some samples do not replay from their stored state before
     /// (e.g. recorded trajectories of nondeterministic code); they are listed either way.
     #[arg(long)]
@@ -208,6 +212,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         seed: a.seed,
         allow_unpredictable: a.allow_unpredictable,
         allow_underfill: a.allow_underfill,
+        max_env_share: a.max_env_share,
     };
     let sampled = sample(&transitions, &composition, &options)?;
     let files = render(&transitions, &sampled, &composition, &env_codes, a.seed);
@@ -256,6 +261,14 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     }
     println!("{}", files.fingerprint);
     Ok(())
+}
+
+/// A share in (0, 1].
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("{text:?} is not a share in (0, 1]")),
+    }
 }
 
 /// Replays every sample of a benchmark file ([`envsim_bench::verify`]) on `workers` worker

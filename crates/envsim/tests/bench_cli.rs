@@ -102,6 +102,9 @@ fn build_is_reproducible_and_export_holds_out_benchmark_environments() {
             "2",
             "--steps",
             "8",
+            // One environment fills every bucket here.
+            "--max-env-share",
+            "1",
             "--out",
             dir.path().join(out).to_str().unwrap(),
         ])
@@ -341,6 +344,28 @@ fn transitions_start_from_the_constructed_state_and_a_benchmark_replays_from_its
         "--out",
         out.to_str().unwrap(),
     ]);
+    // One environment cannot fill more than a fifth of a bucket by default...
+    assert_eq!(build.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&build.stderr)
+        .contains("held back by the per-environment cap (--max-env-share)"));
+    assert!(!out.join("benchmark.json").exists());
+    // ...so a one-environment benchmark lifts the cap.
+    let build = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+        "--walks",
+        "2",
+        "--steps",
+        "8",
+        "--max-env-share",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     ok(&build);
     let stderr = String::from_utf8_lossy(&build.stderr);
     assert!(
@@ -362,6 +387,27 @@ fn transitions_start_from_the_constructed_state_and_a_benchmark_replays_from_its
             assert_eq!(r["change_count"], 0, "{r}");
         }
     }
+
+    // The per-environment cap is a share in (0, 1].
+    let bad = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--max-env-share",
+        "0",
+        "--out",
+        dir.path().join("never").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("\"0\" is not a share in (0, 1]"));
+    let sheet: Value =
+        serde_json::from_slice(&std::fs::read(out.join("datasheet.json")).unwrap()).unwrap();
+    assert_eq!(sheet["max_env_share"], 1.0);
+    assert_eq!(
+        sheet["buckets"]["changed"]["largest_env"],
+        json!({"env": "stock_c", "samples": 2, "share": 1.0})
+    );
 
     // Both files replay; the reference JSON takes the class from the package.
     for file in ["benchmark.jsonl", "benchmark.json"] {
