@@ -110,6 +110,10 @@ struct BuildArgs {
     /// Write a benchmark even when some bucket cannot be filled.
     #[arg(long)]
     allow_underfill: bool,
+    /// Budget of transitions for walk builds: while a bucket is short, envsim collects further
+    /// rounds of longer walks until it fills or the next round would pass this many.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    max_transitions: usize,
     /// The largest share of one bucket a single environment may fill (rounded up to whole
     /// samples); 1 lifts the cap.
     #[arg(long, default_value_t = envsim_bench::sample::DEFAULT_MAX_ENV_SHARE, value_parser = share)]
@@ -205,16 +209,85 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             };
             import_trajectories(&text, &path.display().to_string(), format, &packages)?
         }
-        None => walk_transitions(packages, &a.walk, a.seed)?,
+        None => walk_transitions(packages.clone(), &a.walk, a.seed)?,
     };
-    let collected = started.elapsed();
     let options = SampleOptions {
         seed: a.seed,
         allow_unpredictable: a.allow_unpredictable,
-        allow_underfill: a.allow_underfill,
+        allow_underfill: false,
         max_env_share: a.max_env_share,
     };
-    let sampled = sample(&transitions, &composition, &options)?;
+    // Walk builds keep collecting — more walks, each round longer — while some bucket is short
+    // and the budget allows: round r (1, 2, ...) adds `--walks` walks of `--steps × (r + 1)`
+    // steps per initial state, seeded from (seed, r). Same inputs, same rounds, same benchmark.
+    let mut transitions = transitions;
+    let mut round = 0usize;
+    let mut usable_before: Option<usize> = None;
+    let sampled = loop {
+        let short = match sample(&transitions, &composition, &options) {
+            Ok(sampled) => break sampled,
+            Err(short) => short,
+        };
+        // Candidates the short buckets could use; a round that adds none cannot help (e.g. the
+        // per-environment cap binds and no other environment produces such transitions).
+        let usable: usize = short.0.iter().map(|s| s.available - s.capped).sum();
+        let stalled = usable_before.is_some_and(|before| usable <= before);
+        usable_before = Some(usable);
+        let next_steps = a.walk.steps * (round + 2);
+        let next_size = packages
+            .iter()
+            .map(|p| p.states.len() * a.walk.walks * next_steps)
+            .sum::<usize>();
+        if a.trajectories.is_some() || stalled || transitions.len() + next_size > a.max_transitions
+        {
+            if a.allow_underfill {
+                break sample(
+                    &transitions,
+                    &composition,
+                    &SampleOptions {
+                        allow_underfill: true,
+                        ..options.clone()
+                    },
+                )?;
+            }
+            if a.trajectories.is_none() {
+                let why = if stalled {
+                    "the last round added no usable candidates".to_owned()
+                } else {
+                    format!(
+                        "another round of {next_size} would pass --max-transitions {}",
+                        a.max_transitions
+                    )
+                };
+                bail!(
+                    "{short}; {} transitions collected in {} rounds, and {why}",
+                    transitions.len(),
+                    round + 1
+                );
+            }
+            return Err(short.into());
+        }
+        round += 1;
+        eprintln!("round {round}: {short}");
+        eprintln!(
+            "round {round}: collecting {} more walks of {next_steps} steps per initial state",
+            a.walk.walks
+        );
+        let walk = WalkArgs {
+            steps: next_steps,
+            walks: a.walk.walks,
+            workers: a.walk.workers,
+            trace: a.walk.trace,
+        };
+        let seed = envsim_core::rng::Rng::derive(a.seed, &format!("round {round}")).next_u64();
+        let offset = round * a.walk.walks;
+        let mut more = walk_transitions(packages.clone(), &walk, seed)?;
+        for t in &mut more {
+            t.walk += offset;
+        }
+        transitions.extend(more);
+    };
+    let collected = started.elapsed();
     let files = render(&transitions, &sampled, &composition, &env_codes, a.seed);
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;

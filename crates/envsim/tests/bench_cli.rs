@@ -464,3 +464,60 @@ fn the_bundled_benchmark_replays_from_its_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn short_buckets_collect_further_rounds_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    let composition = dir.path().join("composition.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [{"name": "changed", "outcome": "success", "delta": [2, 2], "count": 8}]})
+            .to_string(),
+    )
+    .unwrap();
+    let build = |out: &str, budget: &str| {
+        envsim(&[
+            "bench",
+            "build",
+            "--envs",
+            envs.to_str().unwrap(),
+            "--composition",
+            composition.to_str().unwrap(),
+            "--walks",
+            "1",
+            "--steps",
+            "2",
+            "--max-env-share",
+            "1",
+            "--max-transitions",
+            budget,
+            "--out",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+    };
+    // 6 transitions in the first round cannot give 8 samples: rounds of longer walks follow.
+    let first = build("a", "10000");
+    let fingerprint = ok(&first);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        stderr.contains("round 1: collecting 1 more walks of 4 steps per initial state"),
+        "{stderr}"
+    );
+    let sheet: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("a/datasheet.json")).unwrap())
+            .unwrap();
+    assert_eq!(sheet["samples"], 8);
+    // The same inputs take the same rounds.
+    assert_eq!(ok(&build("b", "10000")), fingerprint);
+    // A budget that allows no further round: the shortfall, the count and the budget.
+    let short = build("c", "10");
+    assert_eq!(short.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(stderr.contains("bucket \"changed\" lacks"), "{stderr}");
+    assert!(
+        stderr.contains("6 transitions collected in 1 rounds, and another round of 12 would pass --max-transitions 10"),
+        "{stderr}"
+    );
+}
