@@ -364,17 +364,21 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             .unwrap_or_else(|_| state.clone())
     };
     let result = executor.call(&call).await;
+    // The change from the constructed state to `after`, as the reference counts it.
+    let delta_to = |after: &Value| {
+        let changes = reference_diff(&before, after, ReferenceEquality::Labelling);
+        let delta: Vec<Value> = changes
+            .iter()
+            .map(|c| reference_change_json(c, true))
+            .collect();
+        (Value::Array(delta), Value::from(changes.len()))
+    };
     let (delta, count, state_after, observation, error) = match &result {
         Ok(outcome) => {
-            let changes =
-                reference_diff(&before, &outcome.state_after, ReferenceEquality::Labelling);
-            let delta: Vec<Value> = changes
-                .iter()
-                .map(|c| reference_change_json(c, true))
-                .collect();
+            let (delta, count) = delta_to(&outcome.state_after);
             (
-                Value::Array(delta),
-                Value::from(changes.len()),
+                delta,
+                count,
                 outcome.state_after.clone(),
                 Value::String(outcome.observation.clone()),
                 Value::Null,
@@ -383,18 +387,8 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         // A tool that raised after changing the state: the changes stay and are shown.
         Err(e) => match e.state_after() {
             Some(after) => {
-                let changes = reference_diff(&before, after, ReferenceEquality::Labelling);
-                let delta: Vec<Value> = changes
-                    .iter()
-                    .map(|c| reference_change_json(c, true))
-                    .collect();
-                (
-                    Value::Array(delta),
-                    Value::from(changes.len()),
-                    after.clone(),
-                    Value::Null,
-                    e.to_json(),
-                )
+                let (delta, count) = delta_to(after);
+                (delta, count, after.clone(), Value::Null, e.to_json())
             }
             None => (
                 Value::Array(Vec::new()),
