@@ -1094,7 +1094,7 @@ def main():
         except MemoryError:
             text = json.dumps({"id": req.get("id"), "ok": False, "error": {"kind": "memory", "message": "out of memory while writing the reply"}})
         if len(text) > OUTPUT_CAP:
-            text = json.dumps({"id": req.get("id"), "ok": False, "error": {"kind": "output_too_large", "message": "the reply is %d bytes, over the %d-byte cap" % (len(text), OUTPUT_CAP)}})
+            text = json.dumps({"id": req.get("id"), "ok": False, "error": {"kind": "output_too_large", "message": "the reply is %d bytes, over the %d-byte cap (ENVSIM_REPLY_CAP_MB raises it)" % (len(text), OUTPUT_CAP)}})
         out.write(text)
         out.write("\n")
         out.flush()

@@ -76,6 +76,31 @@ impl Default for Limits {
     }
 }
 
+/// The environment variable that raises (or lowers) the reply cap, in MiB.
+pub const REPLY_CAP_VAR: &str = "ENVSIM_REPLY_CAP_MB";
+
+impl Limits {
+    /// The defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB` when set (a state of
+    /// 20 MB needs a cap above the default 16 MiB: each reply carries the state after).
+    pub fn from_env() -> Result<Limits, String> {
+        let mut limits = Limits::default();
+        if let Ok(text) = std::env::var(REPLY_CAP_VAR) {
+            let mb: usize = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&mb| (1..=64 * 1024).contains(&mb))
+                .ok_or_else(|| {
+                    format!(
+                        "{REPLY_CAP_VAR}={text:?}: expected a whole number of MiB from 1 to 65536"
+                    )
+                })?;
+            limits.output_bytes = mb << 20;
+        }
+        Ok(limits)
+    }
+}
+
 /// Environment code, identified by a hash of its source and class name.
 #[derive(Clone, Debug)]
 pub struct EnvCode {

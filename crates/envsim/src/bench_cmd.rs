@@ -11,7 +11,7 @@ use envsim_bench::verify::{verify_all, Mismatch, VerifyReport};
 use envsim_core::formats::{parse_benchmark, records};
 use envsim_core::score::stratum_of;
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Executor, Limits};
+use envsim_exec::Executor;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -368,7 +368,7 @@ fn verify_benchmark(
         .context("cannot start the async runtime")?;
     let workers = workers.max(1);
     let report = runtime.block_on(async move {
-        let executor = Arc::new(Executor::new(workers, Limits::default()).await?);
+        let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
         anyhow::Ok(verify_all(executor, jobs, |_, _| {}).await?)
     })?;
     Ok(report)
@@ -411,6 +411,7 @@ pub fn walk_transitions(
         trace,
         ..WalkPlan::default()
     };
+    let limits = crate::env_cmd::exec_limits()?;
     let progress = indicatif::ProgressBar::new(0);
     progress.set_style(
         indicatif::ProgressStyle::with_template(
@@ -420,7 +421,7 @@ pub fn walk_transitions(
     );
     let bar = progress.clone();
     let transitions = runtime.block_on(async {
-        let executor = Arc::new(Executor::new(workers, Limits::default()).await?);
+        let executor = Arc::new(Executor::new(workers, limits).await?);
         collect(
             executor,
             Arc::new(packages),

@@ -193,6 +193,11 @@ struct CallArgs {
     json: bool,
 }
 
+/// The executor's limits: the defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB`.
+pub fn exec_limits() -> Result<Limits> {
+    Limits::from_env().map_err(anyhow::Error::msg)
+}
+
 pub fn run(args: EnvArgs) -> Result<()> {
     let root = Corpus::choose(args.envs);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -341,7 +346,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         Ok(_) => bail!("--args must be a JSON object"),
         Err(e) => bail!("--args is not valid JSON: {e}"),
     };
-    let executor = Executor::new(1, Limits::default()).await?;
+    let executor = Executor::new(1, crate::env_cmd::exec_limits()?).await?;
     let seed = a
         .seed
         .unwrap_or_else(|| envsim_exec::default_seed(&state, &a.tool, &args));
@@ -450,7 +455,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
 }
 
 async fn sandbox(as_json: bool) -> Result<()> {
-    let executor = Executor::new(1, Limits::default()).await?;
+    let executor = Executor::new(1, crate::env_cmd::exec_limits()?).await?;
     let info = executor
         .info()
         .await
@@ -484,7 +489,7 @@ async fn sandbox(as_json: bool) -> Result<()> {
 type ProbeCall = (String, Value, Map<String, Value>, u64, f64);
 
 async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()> {
-    let executor = Arc::new(Executor::new(2, Limits::default()).await?);
+    let executor = Arc::new(Executor::new(2, crate::env_cmd::exec_limits()?).await?);
     let mut calls: Vec<ProbeCall> = Vec::new();
     match walk {
         Some(steps) => {
@@ -587,7 +592,7 @@ async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
     } else {
         names.iter().map(|n| root.load(n)).collect::<Result<_>>()?
     };
-    let executor = Executor::new(2, Limits::default()).await?;
+    let executor = Executor::new(2, crate::env_cmd::exec_limits()?).await?;
     let (mut failed, mut warned) = (0, 0);
     for p in &packages {
         // Errors: the code does not load (nothing can run), a scripted step fails.

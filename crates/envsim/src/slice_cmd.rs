@@ -16,7 +16,7 @@ use envsim_bench::slice_check::{
 };
 use envsim_core::formats::{parse_benchmark, records};
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Executor, Limits};
+use envsim_exec::Executor;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -84,7 +84,7 @@ pub fn run(args: SliceCheckArgs) -> Result<()> {
         .context("cannot start the async runtime")?;
     let workers = args.workers.max(1);
     let checked = runtime.block_on(async move {
-        let executor = Arc::new(Executor::new(workers, Limits::default()).await?);
+        let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
         anyhow::Ok(check_all(executor, jobs).await?)
     })?;
     #[cfg(feature = "local")]

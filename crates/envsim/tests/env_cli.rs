@@ -501,3 +501,45 @@ fn chained_calls_draw_distinct_seeds_and_start_from_the_constructed_state() {
     assert!(text.contains("open_ticket:\n  seed   "), "{text}");
     assert!(text.contains("(6 walked calls probed)"), "{text}");
 }
+
+#[test]
+fn the_reply_cap_is_configurable() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path());
+    // A 2 MB state: every reply carries the state after.
+    let big = dir.path().join("big.json");
+    let padding = "x".repeat(2 << 20);
+    std::fs::write(
+        &big,
+        json!({"counters": {"a": {"value": 1, "at": 0, "pad": padding}}, "limit": 10}).to_string(),
+    )
+    .unwrap();
+    let call = |cap: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_envsim"));
+        cmd.args(["env", "--envs"])
+            .arg(dir.path())
+            .args(["call", "counter", "get", "--state"])
+            .arg(&big)
+            .args(["--args", r#"{"name": "a"}"#, "--json"]);
+        if let Some(cap) = cap {
+            cmd.env("ENVSIM_REPLY_CAP_MB", cap);
+        }
+        cmd.output().unwrap()
+    };
+    let fits = json_out(&call(None));
+    assert_eq!(fits["error"], Value::Null, "{}", fits["error"]);
+    let capped = json_out(&call(Some("1")));
+    assert_eq!(capped["error"]["kind"], "output_too_large");
+    assert!(
+        capped["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the 1048576-byte cap (ENVSIM_REPLY_CAP_MB raises it)"),
+        "{}",
+        capped["error"]
+    );
+    let bad = call(Some("lots"));
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr)
+        .contains("ENVSIM_REPLY_CAP_MB=\"lots\": expected a whole number of MiB from 1 to 65536"));
+}
