@@ -55,6 +55,21 @@ fn write_package(root: &Path, name: &str) {
     }
 }
 
+/// `envsim bench build --envs ENVS --composition COMPOSITION [extra...] --out OUT`.
+fn bench_build(envs: &Path, composition: &Path, extra: &[&str], out: &Path) -> Output {
+    let mut args = vec![
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    envsim(&args)
+}
+
 fn envsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_envsim"))
         .args(args)
@@ -330,42 +345,19 @@ fn transitions_start_from_the_constructed_state_and_a_benchmark_replays_from_its
     )
     .unwrap();
     let out = dir.path().join("b");
-    let build = envsim(&[
-        "bench",
-        "build",
-        "--envs",
-        envs.to_str().unwrap(),
-        "--composition",
-        composition.to_str().unwrap(),
-        "--walks",
-        "2",
-        "--steps",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let build = bench_build(&envs, &composition, &["--walks", "2", "--steps", "8"], &out);
     // One environment cannot fill more than a fifth of a bucket by default...
     assert_eq!(build.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&build.stderr)
         .contains("held back by the per-environment cap (--max-env-share)"));
     assert!(!out.join("benchmark.json").exists());
     // ...so a one-environment benchmark lifts the cap.
-    let build = envsim(&[
-        "bench",
-        "build",
-        "--envs",
-        envs.to_str().unwrap(),
-        "--composition",
-        composition.to_str().unwrap(),
-        "--walks",
-        "2",
-        "--steps",
-        "8",
-        "--max-env-share",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let build = bench_build(
+        &envs,
+        &composition,
+        &["--walks", "2", "--steps", "8", "--max-env-share", "1"],
+        &out,
+    );
     ok(&build);
     let stderr = String::from_utf8_lossy(&build.stderr);
     assert!(
@@ -478,13 +470,7 @@ fn short_buckets_collect_further_rounds_within_the_budget() {
     )
     .unwrap();
     let build = |out: &str, budget: &str| {
-        envsim(&[
-            "bench",
-            "build",
-            "--envs",
-            envs.to_str().unwrap(),
-            "--composition",
-            composition.to_str().unwrap(),
+        let extra = [
             "--walks",
             "1",
             "--steps",
@@ -493,9 +479,8 @@ fn short_buckets_collect_further_rounds_within_the_budget() {
             "1",
             "--max-transitions",
             budget,
-            "--out",
-            dir.path().join(out).to_str().unwrap(),
-        ])
+        ];
+        bench_build(&envs, &composition, &extra, &dir.path().join(out))
     };
     // 6 transitions in the first round cannot give 8 samples: rounds of longer walks follow.
     let first = build("a", "10000");
