@@ -240,6 +240,14 @@ async fn execute(
         seed: call.seed,
         clock: call.clock,
     };
+    // |Δ| as the reference counts it, the fine |Δ|, and the state after as text.
+    let changes_to = |after: &Value| {
+        (
+            reference_change_count(call.state, after),
+            fine_diff(call.state, after).len(),
+            StateText::from_value(after),
+        )
+    };
     match executor.call(call).await {
         Ok(outcome) => {
             let twin = executor
@@ -257,14 +265,15 @@ async fn execute(
                 None => Outcome::Undetermined,
             };
             let changed = outcome.state_after != *call.state;
+            let (change_count, fine_change_count, config_after) = if changed {
+                changes_to(&outcome.state_after)
+            } else {
+                (0, 0, before.clone())
+            };
             let record = TransitionRecord {
-                change_count: reference_change_count(call.state, &outcome.state_after),
-                fine_change_count: fine_diff(call.state, &outcome.state_after).len(),
-                config_after: if changed {
-                    StateText::from_value(&outcome.state_after)
-                } else {
-                    before.clone()
-                },
+                change_count,
+                fine_change_count,
+                config_after,
                 observation: outcome.observation,
                 observation_json: outcome.observation_json,
                 outcome: verdict,
@@ -279,25 +288,24 @@ async fn execute(
         // Infrastructure failures stop the collection; everything the environment did is data.
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => Err(e),
         // A tool that raised keeps the changes it made before the exception.
-        Err(e) => match e.state_after().filter(|after| *after != call.state) {
-            Some(after) => Ok((
-                TransitionRecord {
-                    observation: format!("Error: {e}"),
-                    change_count: reference_change_count(call.state, after),
-                    fine_change_count: fine_diff(call.state, after).len(),
-                    config_after: StateText::from_value(after),
-                    ..base
-                },
-                Some(after.clone()),
-            )),
-            None => Ok((
-                TransitionRecord {
-                    observation: format!("Error: {e}"),
-                    ..base
-                },
-                None,
-            )),
-        },
+        Err(e) => {
+            let mut record = TransitionRecord {
+                observation: format!("Error: {e}"),
+                ..base
+            };
+            let after = e
+                .state_after()
+                .filter(|after| *after != call.state)
+                .cloned();
+            if let Some(after) = &after {
+                (
+                    record.change_count,
+                    record.fine_change_count,
+                    record.config_after,
+                ) = changes_to(after);
+            }
+            Ok((record, after))
+        }
     }
 }
 

@@ -264,7 +264,9 @@ impl SampleCheck {
     }
 }
 
-async fn execute(
+/// Executes a job's call on `state` (its stored `config_before`, or a slice of it) with the
+/// job's seed and clock.
+pub async fn execute(
     executor: &Executor,
     job: &SliceJob,
     state: &Value,

@@ -5,9 +5,9 @@
 //! instance (a raw state file lacking attributes the constructor creates), which turns
 //! read-only calls into changes.
 
-use crate::slice_check::SliceJob;
+use crate::slice_check::{execute, SliceJob};
 use envsim_core::diff::fine_diff;
-use envsim_exec::{Call, ExecError, Executor};
+use envsim_exec::{ExecError, Executor};
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -71,17 +71,7 @@ fn stored_observation(observation: &Value) -> String {
 /// worker cannot start or speaks nonsense) are errors: they say nothing about the sample.
 pub async fn verify_one(executor: &Executor, job: &SliceJob) -> Result<Option<Finding>, ExecError> {
     let t = &job.transition;
-    let call = Call {
-        seed: job.seed,
-        clock: job.clock,
-        ..Call::new(
-            &job.code,
-            &t.action.name,
-            &t.action.arguments,
-            &t.config_before,
-        )
-    };
-    let (observation, state_after) = match executor.call(&call).await {
+    let (observation, state_after) = match execute(executor, job, &t.config_before, false).await {
         Ok(outcome) => (outcome.observation, outcome.state_after),
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
         // A call that raised leaves the state as the code left it (as `bench build` records).

@@ -1,14 +1,14 @@
 //! `envsim bench build|info|slice-check`.
 
+use crate::slice_cmd::{benchmark_jobs, by_name};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::output::render;
 use envsim_bench::sample::{sample, Composition, SampleOptions};
-use envsim_bench::slice_check::jobs;
 use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
 use envsim_bench::verify::{verify_all, Mismatch, VerifyReport};
-use envsim_core::formats::{parse_benchmark, records};
+use envsim_core::formats::parse_benchmark;
 use envsim_core::score::stratum_of;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
@@ -138,19 +138,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
             workers,
             json,
         } => {
-            let (bytes, name) = match &file {
-                Some(path) => (
-                    std::fs::read(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?,
-                    path.display().to_string(),
-                ),
-                None => (
-                    crate::bundled::benchmark()?,
-                    crate::bundled::NAME.to_owned(),
-                ),
-            };
+            let (bytes, name) = crate::bundled::read_or_bundled(file.as_deref())?;
             let root = crate::env_cmd::Corpus::choose(envs);
-            let packages = root.load_all()?;
+            let packages = by_name(root.load_all()?);
             let report = verify_benchmark(&bytes, &name, &packages, workers)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -193,7 +183,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     if packages.is_empty() && a.trajectories.is_none() {
         bail!("no environment packages in {}", root.display());
     }
-    let packages_for_verify = packages.clone();
+    let packages_for_verify = by_name(packages.clone());
     let env_codes: BTreeMap<String, String> = packages
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
@@ -349,18 +339,10 @@ fn share(text: &str) -> Result<f64, String> {
 fn verify_benchmark(
     bytes: &[u8],
     name: &str,
-    packages: &[EnvPackage],
+    packages: &HashMap<String, EnvPackage>,
     workers: usize,
 ) -> Result<VerifyReport> {
-    let transitions = parse_benchmark(bytes, name)?;
-    let raw = records(bytes, name)?;
-    let by_name: HashMap<String, EnvPackage> = packages
-        .iter()
-        .map(|p| (p.manifest.name.clone(), p.clone()))
-        .collect();
-    let jobs = jobs(transitions, &raw, &by_name).map_err(|e| anyhow!("{name}: {e}"))?;
-    // The raw records (parsed states, ~25× their text) are not needed for the replay.
-    drop(raw);
+    let jobs = benchmark_jobs(bytes, name, packages, |e| anyhow!("{name}: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

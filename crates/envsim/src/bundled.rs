@@ -26,6 +26,18 @@ const CORPUS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/corpus.bin.zst")
 /// Keep in step with `build.rs`.
 const CORPUS_MAGIC: &[u8] = b"envsim-corpus/1\n";
 
+/// A benchmark file's bytes and its display name, or the bundled benchmark's when no file is
+/// given.
+pub fn read_or_bundled(path: Option<&std::path::Path>) -> Result<(Vec<u8>, String)> {
+    match path {
+        Some(path) => Ok((
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+            path.display().to_string(),
+        )),
+        None => Ok((benchmark()?, NAME.to_owned())),
+    }
+}
+
 /// The benchmark file's bytes (reference JSON), checked against its recorded SHA-256.
 pub fn benchmark() -> Result<Vec<u8>> {
     envsim_eval::prepare::unpack_benchmark(COMPRESSED, &fingerprint()?)

@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, Table};
 use envsim_bench::slice_check::{
-    check_all, estimate_tokens, jobs, report, SampleRef, SliceCheckError, SliceReport, Stats,
-    Variants, BUDGETS,
+    check_all, estimate_tokens, jobs, report, SampleRef, SliceCheckError, SliceJob, SliceReport,
+    Stats, Variants, BUDGETS,
 };
 use envsim_core::formats::{parse_benchmark, records};
 use envsim_exec::package::EnvPackage;
@@ -51,29 +51,38 @@ pub struct SliceCheckArgs {
     tokenizer: Option<PathBuf>,
 }
 
+/// Packages by name, for [`benchmark_jobs`].
+pub fn by_name(packages: Vec<EnvPackage>) -> HashMap<String, EnvPackage> {
+    packages
+        .into_iter()
+        .map(|p| (p.manifest.name.clone(), p))
+        .collect()
+}
+
+/// Reads a benchmark file into jobs (each sample with its code, class, seed and clock; see
+/// [`jobs`]); `job_error` words a sample whose code or class cannot be found.
+pub fn benchmark_jobs(
+    bytes: &[u8],
+    name: &str,
+    packages: &HashMap<String, EnvPackage>,
+    job_error: impl FnOnce(SliceCheckError) -> anyhow::Error,
+) -> Result<Vec<SliceJob>> {
+    let transitions = parse_benchmark(bytes, name)?;
+    // The raw records (parsed states, ~25× their text) are dropped once the jobs hold what
+    // they need.
+    let raw = records(bytes, name)?;
+    jobs(transitions, &raw, packages).map_err(job_error)
+}
+
 pub fn run(args: SliceCheckArgs) -> Result<()> {
-    let (bytes, name) = match &args.bench {
-        Some(path) => (
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
-            path.display().to_string(),
-        ),
-        None => (
-            crate::bundled::benchmark()?,
-            crate::bundled::NAME.to_owned(),
-        ),
-    };
-    let transitions = parse_benchmark(&bytes, &name)?;
-    let raw = records(&bytes, &name)?;
+    let (bytes, name) = crate::bundled::read_or_bundled(args.bench.as_deref())?;
     let root = crate::env_cmd::Corpus::choose(args.envs.clone());
-    let packages: HashMap<String, EnvPackage> = if root.exists() {
-        root.load_all()?
-            .into_iter()
-            .map(|p| (p.manifest.name.clone(), p))
-            .collect()
+    let packages = if root.exists() {
+        by_name(root.load_all()?)
     } else {
         HashMap::new()
     };
-    let jobs = jobs(transitions, &raw, &packages).map_err(|e| match e {
+    let jobs = benchmark_jobs(&bytes, &name, &packages, |e| match e {
         SliceCheckError::NoCode { .. } => anyhow!("{e} in {}", root.display()),
         other => anyhow!(other),
     })?;
