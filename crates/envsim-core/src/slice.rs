@@ -71,13 +71,75 @@ use std::collections::{BTreeMap, BTreeSet};
 
 // ------------------------------------------------------------------------------ public types
 
-/// How the shown methods use one instance attribute (a top-level state key).
+/// How an environment's tools are written (a package manifest's `"convention"`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Convention {
+    /// One class constructed with the state, whose top-level keys become instance attributes;
+    /// each public method is a tool (EnvScaler).
+    #[default]
+    Class,
+    /// Module-level tool functions `def tool(data, **kwargs)` over one JSON database dict.
+    Database,
+}
+
+impl Convention {
+    /// The manifest's name: `class` or `database`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Convention::Class => "class",
+            Convention::Database => "database",
+        }
+    }
+
+    /// Parses `class` or `database`.
+    pub fn parse(name: &str) -> Option<Convention> {
+        match name {
+            "class" => Some(Convention::Class),
+            "database" => Some(Convention::Database),
+            _ => None,
+        }
+    }
+}
+
+/// One piece of an entry key computed from the call's arguments ([`AttrUse::Entries`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KeyPart {
+    /// Literal text (`"…"`, or the text of an f-string around its `{…}`).
+    Text(String),
+    /// The argument of this tool parameter: a string as it is, an integer in decimal (`p`,
+    /// `str(p)`, `f"{p}"`).
+    Arg(String),
+    /// `p.lower()` of a string argument (computed for ASCII text only).
+    Lower(String),
+    /// `p.upper()` of a string argument (ASCII only).
+    Upper(String),
+    /// `p.strip()` of a string argument (ASCII only).
+    Strip(String),
+}
+
+/// How the shown code uses one table (a top-level state key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AttrUse {
-    /// Some use may need the whole value.
+    /// Some use may need the whole value ([`CodeSlice::whole_reasons`] says which).
     Whole,
     /// Every use is a lookup keyed by one of these parameters of the called tool.
     Keys(BTreeSet<String>),
+    /// Every use is a lookup keyed by one of these keys computed from the arguments (used when
+    /// some key is not a bare parameter; the parts of one key are concatenated).
+    Entries(BTreeSet<Vec<KeyPart>>),
+}
+
+/// Why a table (top-level key) of a state slice is kept whole.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TableReason {
+    /// The table (`/orders`; the root when the state is not an object).
+    pub table: JsonPointer,
+    /// Why, with the code line when a use in the code is the cause:
+    /// `iterated at line 42 (for o in orders.values())`.
+    pub reason: String,
 }
 
 /// The code one call can run (see the module docs for the rule).
@@ -89,21 +151,41 @@ pub struct CodeSlice {
     pub full: bool,
     /// Why the analysis gave up, when it did; the state is then kept whole as well.
     pub fallback: Option<String>,
-    /// The methods of the environment class shown, in source order (after a fallback: every
-    /// method found, possibly none).
+    /// The convention the code was read in (the declared one, or the other when only that one
+    /// defines the tool).
+    pub convention: Convention,
+    /// The methods of the environment class shown, in source order, or the module-level
+    /// functions shown in the database convention (after a fallback: every one found,
+    /// possibly none).
     pub methods: Vec<String>,
-    /// Instance attributes the shown methods (not `__init__`) name, and how they use them.
+    /// Tables the shown code names (instance attributes, not in `__init__`; database keys),
+    /// and how it uses them.
     pub attributes: BTreeMap<String, AttrUse>,
+    /// For each table used [`AttrUse::Whole`]: the first use that needs it whole, with its
+    /// line (`iterated at line 42 (for o in orders.values())`).
+    pub whole_reasons: BTreeMap<String, String>,
+    /// Database convention: why every table is needed whole, when the database itself is used
+    /// other than by table (passed to an unknown function, iterated, a table chosen by a
+    /// computed key).
+    pub database_whole: Option<String>,
 }
 
 impl CodeSlice {
-    fn fallback(env_code: &str, reason: impl Into<String>, methods: Vec<String>) -> CodeSlice {
+    fn fallback(
+        env_code: &str,
+        reason: impl Into<String>,
+        methods: Vec<String>,
+        convention: Convention,
+    ) -> CodeSlice {
         CodeSlice {
             source: env_code.to_owned(),
             full: true,
             fallback: Some(reason.into()),
+            convention,
             methods,
             attributes: BTreeMap::new(),
+            whole_reasons: BTreeMap::new(),
+            database_whole: None,
         }
     }
 }
@@ -120,6 +202,8 @@ pub struct StateSlice {
     pub partial: Vec<JsonPointer>,
     /// True when the state is kept entirely (fallback, not an object, or everything used whole).
     pub full: bool,
+    /// Why each table kept whole is kept whole, sorted by table.
+    pub reasons: Vec<TableReason>,
 }
 
 // ------------------------------------------------------------------------------ scanning
@@ -487,6 +571,8 @@ struct Method {
     params: Vec<Param>,
     /// Byte range of the body (after the signature's `:`).
     body: (usize, usize),
+    /// A module-level function (database convention), not a method.
+    module_level: bool,
 }
 
 impl Method {
@@ -513,9 +599,13 @@ struct SelfRef {
 
 struct Analysis<'a> {
     src: Src<'a>,
+    /// The convention the code was read in.
+    convention: Convention,
+    /// The environment class (empty in the database convention).
     class_name: String,
     /// Flat units in source order: `(first line, end line, method index)`.
     units: Vec<(usize, usize, Option<usize>)>,
+    /// The class's methods, or the module-level functions in the database convention.
     methods: Vec<Method>,
 }
 
@@ -540,7 +630,7 @@ fn analyse<'a>(env_code: &'a str, tool: &str) -> Result<Analysis<'a>, String> {
         }
     }
     let (class_item, class_name, header_end, methods) = match found.len() {
-        0 => return Err(format!("no class defines {tool}")),
+        0 => return Err(format!("{NOT_DEFINED_CLASS}{tool}")),
         1 => found.pop().ok_or("unreachable")?,
         _ => return Err(format!("several classes define {tool}")),
     };
@@ -589,10 +679,85 @@ fn analyse<'a>(env_code: &'a str, tool: &str) -> Result<Analysis<'a>, String> {
     }
     Ok(Analysis {
         src,
+        convention: Convention::Class,
         class_name,
         units,
         methods,
     })
+}
+
+/// Reads the code in the database convention: the tool is a module-level function whose first
+/// parameter is the database.
+fn analyse_database<'a>(env_code: &'a str, tool: &str) -> Result<Analysis<'a>, String> {
+    let src = Src::scan(env_code).ok_or("the source does not scan (string or brackets)")?;
+    let nlines = src.lines.len();
+    let top = src
+        .items(0, nlines, 0)
+        .ok_or("unexpected indentation at module level")?;
+    let mut functions =
+        class_methods(&src, 0, nlines).ok_or("cannot read the module-level functions")?;
+    if !functions.iter().any(|f| f.name == tool) {
+        return Err(format!("{NOT_DEFINED_FUNCTION}{tool}"));
+    }
+    let mut seen = BTreeSet::new();
+    for f in &mut functions {
+        f.module_level = true;
+        if !seen.insert(f.name.clone()) {
+            return Err(format!("function {} is defined twice", f.name));
+        }
+    }
+    let database = functions
+        .iter()
+        .find(|f| f.name == tool)
+        .and_then(|f| f.params.first())
+        .filter(|p| !p.star && !p.name.is_empty());
+    if database.is_none() {
+        return Err(format!("{tool} has no database parameter"));
+    }
+    let units = top
+        .iter()
+        .map(|item| {
+            let function = functions.iter().position(|f| f.item.first == item.first);
+            (item.first, item.end, function)
+        })
+        .collect();
+    Ok(Analysis {
+        src,
+        convention: Convention::Database,
+        class_name: String::new(),
+        units,
+        methods: functions,
+    })
+}
+
+const NOT_DEFINED_CLASS: &str = "no class defines ";
+const NOT_DEFINED_FUNCTION: &str = "no module-level function defines ";
+
+/// Reads the code in `convention`, or in the other one when the tool is not defined the
+/// declared way but is the other way (a module-level function in a class package is read as
+/// the database convention, and the reverse).
+fn analyse_as<'a>(
+    env_code: &'a str,
+    tool: &str,
+    convention: Convention,
+) -> Result<Analysis<'a>, String> {
+    type Reader = for<'x> fn(&'x str, &str) -> Result<Analysis<'x>, String>;
+    let (first, second): (Reader, Reader) = match convention {
+        Convention::Class => (analyse, analyse_database),
+        Convention::Database => (analyse_database, analyse),
+    };
+    let undefined = |e: &str| {
+        e.strip_prefix(NOT_DEFINED_CLASS)
+            .or_else(|| e.strip_prefix(NOT_DEFINED_FUNCTION))
+            == Some(tool)
+    };
+    match first(env_code, tool) {
+        Err(e) if undefined(&e) => match second(env_code, tool) {
+            Err(other) if undefined(&other) => Err(e),
+            result => result,
+        },
+        result => result,
+    }
 }
 
 fn first_code_indent(src: &Src<'_>, from: usize, to: usize) -> Option<usize> {
@@ -648,6 +813,7 @@ fn class_methods(src: &Src<'_>, from: usize, to: usize) -> Option<Vec<Method>> {
             decorators,
             params,
             body: (colon + 1, body_end),
+            module_level: false,
         });
     }
     Some(methods)
@@ -797,41 +963,41 @@ fn method_refs(a: &Analysis<'_>, m: &Method) -> Result<BTreeSet<String>, String>
 
 // ------------------------------------------------------------------------------ code slice
 
-/// The code one call of `tool` can run: see the module docs for the rule. Never fails: when
-/// unsure it returns the whole code with [`CodeSlice::fallback`] set.
+/// The code one call of `tool` can run: [`slice_code_as`] with the default convention,
+/// [`Convention::Class`] (a tool that only a module-level function defines is read in the
+/// database convention). Never fails: when unsure it returns the whole code with
+/// [`CodeSlice::fallback`] set.
 pub fn slice_code(env_code: &str, tool: &str) -> CodeSlice {
-    let a = match analyse(env_code, tool) {
+    slice_code_as(env_code, tool, Convention::Class)
+}
+
+/// The code one call of `tool` can run, for an environment written in `convention` (the
+/// package manifest's): see the module docs for the rule. A tool the declared convention does
+/// not define but the other one does is read in the other ([`CodeSlice::convention`]). Never
+/// fails: when unsure it returns the whole code with [`CodeSlice::fallback`] set.
+pub fn slice_code_as(env_code: &str, tool: &str, convention: Convention) -> CodeSlice {
+    let a = match analyse_as(env_code, tool, convention) {
         Ok(a) => a,
-        Err(reason) => return CodeSlice::fallback(env_code, reason, Vec::new()),
+        Err(reason) => return CodeSlice::fallback(env_code, reason, Vec::new(), convention),
     };
     let all_methods = || a.methods.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
-    // Reachable methods.
-    let mut kept: BTreeSet<String> = a
-        .methods
-        .iter()
-        .filter(|m| m.name == tool || m.name == "__init__" || m.is_dunder())
-        .map(|m| m.name.clone())
-        .collect();
-    let mut work: Vec<String> = kept.iter().cloned().collect();
-    while let Some(name) = work.pop() {
-        let Some(m) = a.methods.iter().find(|m| m.name == name) else {
-            continue;
-        };
-        match method_refs(&a, m) {
-            Ok(refs) => {
-                for r in refs {
-                    if kept.insert(r.clone()) {
-                        work.push(r);
-                    }
-                }
-            }
-            Err(reason) => return CodeSlice::fallback(env_code, reason, all_methods()),
+    let reachable = match a.convention {
+        Convention::Class => reachable_methods(&a, tool),
+        Convention::Database => reachable_functions(&a, tool),
+    };
+    let kept = match reachable {
+        Ok(kept) => kept,
+        Err(reason) => {
+            return CodeSlice::fallback(env_code, reason, all_methods(), a.convention);
         }
-    }
-    // Attribute uses.
-    let attributes = match a.methods.iter().find(|m| m.name == tool) {
-        Some(tool_method) => attribute_uses(&a, tool_method, &kept),
-        None => return CodeSlice::fallback(env_code, format!("no method {tool}"), all_methods()),
+    };
+    // Table uses.
+    let uses = match a.methods.iter().find(|m| m.name == tool) {
+        Some(tool_method) => table_uses(&a, tool_method, &kept),
+        None => {
+            let reason = format!("no method {tool}");
+            return CodeSlice::fallback(env_code, reason, all_methods(), a.convention);
+        }
     };
     // Assemble.
     let src = &a.src;
@@ -869,19 +1035,96 @@ pub fn slice_code(env_code: &str, tool: &str) -> CodeSlice {
         source: if full { env_code.to_owned() } else { out },
         full,
         fallback: None,
+        convention: a.convention,
         methods: a
             .methods
             .iter()
             .filter(|m| kept.contains(&m.name))
             .map(|m| m.name.clone())
             .collect(),
-        attributes,
+        attributes: uses.attributes,
+        whole_reasons: uses.reasons,
+        database_whole: uses.database_whole,
     }
 }
 
-/// The named parameters of a method, after `self`/`cls` (positional order).
+/// The methods one call of `tool` can run (class convention): the tool, `__init__`, dunder
+/// methods and every method a kept one names, transitively; an error says why the analysis
+/// gives up.
+fn reachable_methods(a: &Analysis<'_>, tool: &str) -> Result<BTreeSet<String>, String> {
+    let mut kept: BTreeSet<String> = a
+        .methods
+        .iter()
+        .filter(|m| m.name == tool || m.name == "__init__" || m.is_dunder())
+        .map(|m| m.name.clone())
+        .collect();
+    let mut work: Vec<String> = kept.iter().cloned().collect();
+    while let Some(name) = work.pop() {
+        let Some(m) = a.methods.iter().find(|m| m.name == name) else {
+            continue;
+        };
+        for r in method_refs(a, m)? {
+            if kept.insert(r.clone()) {
+                work.push(r);
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// Calls that make the analysis give up in the database convention.
+const FORBIDDEN_FUNCTION_CALLS: [&str; 6] = ["eval", "exec", "globals", "locals", "vars", "__import__"];
+
+/// The module-level functions one call of `tool` can run (database convention): the tool,
+/// every function named by a module-level statement that is not a function (those are kept
+/// anyway), and every function a kept one names, transitively (called or not; never as an
+/// attribute `x.name`). An error says why the analysis gives up.
+fn reachable_functions(a: &Analysis<'_>, tool: &str) -> Result<BTreeSet<String>, String> {
+    let src = &a.src;
+    let names: BTreeSet<&str> = a.methods.iter().map(|m| m.name.as_str()).collect();
+    let named = |range: (usize, usize)| -> Vec<String> {
+        idents_in(src, range)
+            .into_iter()
+            .filter(|&(at, name)| names.contains(name) && (at == 0 || src.b[at - 1] != b'.'))
+            .map(|(_, name)| name.to_owned())
+            .collect()
+    };
+    let mut kept = BTreeSet::from([tool.to_owned()]);
+    for &(first, end, function) in &a.units {
+        if function.is_none() && first < end {
+            kept.extend(named((src.lines[first].start, src.lines[end - 1].next)));
+        }
+    }
+    let mut work: Vec<String> = kept.iter().cloned().collect();
+    while let Some(name) = work.pop() {
+        let Some(f) = a.methods.iter().find(|m| m.name == name) else {
+            continue;
+        };
+        // A decorator may wrap the function and use the database itself.
+        if let Some(d) = f.decorators.first() {
+            return Err(format!("{} is decorated (@{d})", f.name));
+        }
+        for (at, called) in idents_in(src, f.body) {
+            if FORBIDDEN_FUNCTION_CALLS.contains(&called) && (at == 0 || src.b[at - 1] != b'.') {
+                let after = src.skip_space(at + called.len(), f.body.1);
+                if src.b.get(after) == Some(&b'(') {
+                    return Err(format!("{} calls {called}()", f.name));
+                }
+            }
+        }
+        for r in named(f.body) {
+            if kept.insert(r.clone()) {
+                work.push(r);
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// The named parameters of a method, after `self`/`cls`, or of a module-level function
+/// (positional order).
 fn named_params(m: &Method) -> impl Iterator<Item = (usize, &Param)> {
-    let skip = usize::from(!m.is_static());
+    let skip = usize::from(!m.is_static() && !m.module_level);
     m.params
         .iter()
         .skip(skip)
@@ -951,18 +1194,23 @@ fn argument_for<'a>(args: &[&'a str], index: usize, name: &str) -> Option<&'a st
 }
 
 /// Which parameters hold the value of which tool parameter: `(method, parameter) → tool
-/// parameter`. The tool's own parameters that are never rebound hold themselves; a helper's
-/// parameter holds tool parameter `p` when the helper is only ever called as `self.h(…)`, every
-/// call passes a parameter that holds `p` (a bare name) for it, and the helper never rebinds it.
+/// parameter`. The tool's own parameters that are never rebound hold themselves (in the
+/// database convention not the first, the database); a helper's parameter holds tool parameter
+/// `p` when the helper is only ever called as `self.h(…)` (as `h(…)` in the database
+/// convention), every call passes a parameter that holds `p` (a bare name) for it, and the
+/// helper never rebinds it.
 fn bindings(
     a: &Analysis<'_>,
     tool: &Method,
     kept: &BTreeSet<String>,
 ) -> BTreeMap<(String, String), String> {
     let src = &a.src;
+    // The database parameter is not a tool argument.
+    let database = a.convention == Convention::Database;
     let mut bound: BTreeMap<(String, String), String> = named_params(tool)
+        .filter(|(i, _)| !(database && *i == 0))
         .map(|(_, p)| p.name.as_str())
-        .filter(|p| is_stable(src, tool.body, p))
+        .filter(|p| is_stable(src, tool.body, p, None))
         .map(|p| ((tool.name.clone(), p.to_owned()), p.to_owned()))
         .collect();
     let kept_methods: Vec<&Method> = a
@@ -972,7 +1220,20 @@ fn bindings(
         .collect();
     // Every reference to each method, from each kept method: (caller, byte after the name).
     let mut calls: BTreeMap<&str, Vec<(&str, Option<usize>)>> = BTreeMap::new();
-    for m in &kept_methods {
+    for m in kept_methods.iter().filter(|_| database) {
+        for (at, name) in idents_in(src, m.body) {
+            if at > 0 && src.b[at - 1] == b'.' {
+                continue;
+            }
+            if let Some(x) = a.methods.iter().find(|x| x.name == name) {
+                calls
+                    .entry(x.name.as_str())
+                    .or_default()
+                    .push((m.name.as_str(), Some(at + name.len())));
+            }
+        }
+    }
+    for m in kept_methods.iter().filter(|_| !database) {
         let (refs, _) = self_refs(src, m.body);
         for r in refs {
             calls
@@ -1016,7 +1277,7 @@ fn bindings(
             let Some(parsed) = parsed else { continue };
             for (index, q) in named_params(h) {
                 let key = (h.name.clone(), q.name.clone());
-                if bound.contains_key(&key) || !is_stable(src, h.body, &q.name) {
+                if bound.contains_key(&key) || !is_stable(src, h.body, &q.name, None) {
                     continue;
                 }
                 let mut holds: Option<&String> = None;
@@ -1045,82 +1306,505 @@ fn bindings(
     }
 }
 
-/// How the kept methods (not `__init__`) use each `self.<name>`.
-fn attribute_uses(
-    a: &Analysis<'_>,
-    tool: &Method,
-    kept: &BTreeSet<String>,
-) -> BTreeMap<String, AttrUse> {
-    let src = &a.src;
-    let bound = bindings(a, tool, kept);
-    let mut uses: BTreeMap<String, AttrUse> = BTreeMap::new();
-    for m in &a.methods {
-        if !kept.contains(&m.name) || m.name == "__init__" {
-            continue;
-        }
-        let (refs, _) = self_refs(src, m.body);
-        for r in refs {
-            let key = lookup_key(src, &r, m.body)
-                .and_then(|name| bound.get(&(m.name.clone(), name.to_owned())))
-                .map(String::as_str);
-            let entry = uses
-                .entry(r.name.clone())
-                .or_insert_with(|| AttrUse::Keys(BTreeSet::new()));
-            match (key, &mut *entry) {
-                (Some(p), AttrUse::Keys(keys)) => {
-                    keys.insert(p.to_owned());
-                }
-                (Some(_), AttrUse::Whole) => {}
-                (None, _) => *entry = AttrUse::Whole,
-            }
-        }
-    }
-    // Methods named through self are code, not state.
-    for m in &a.methods {
-        uses.remove(&m.name);
-    }
-    uses
+/// What a name or expression in a function holds: the database, or one table of it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Holder {
+    Db,
+    Table(String),
 }
 
-/// The parameter `p` when this `self.<name>` is a lookup keyed by a bare identifier `p`.
-fn lookup_key<'a>(src: &Src<'a>, r: &SelfRef, (from, to): (usize, usize)) -> Option<&'a str> {
-    let b = src.b;
-    let at = r.after;
-    // self.X[p]
-    if b.get(at) == Some(&b'[') {
-        let i = src.skip_space(at + 1, to);
-        if i < to && is_ident_start(b[i]) && src.runs(i) {
-            let p = src.ident_at(i);
-            let j = src.skip_space(i + p.len(), to);
-            if b.get(j) == Some(&b']') {
-                return Some(p);
+/// How the kept functions use one table, while they are being read.
+#[derive(Clone, Debug, Default)]
+struct TableUse {
+    keys: BTreeSet<Vec<KeyPart>>,
+    /// The first use that needs the whole table: (byte, reason).
+    whole: Option<(usize, String)>,
+}
+
+/// Where a table or database expression is passed as an argument.
+enum Passed {
+    /// A parameter of a function of the analysed code.
+    To(usize, String),
+    /// A function the analysis does not follow (its name as written).
+    Unknown(String),
+}
+
+/// How the kept functions use the state: per table, and the database as a whole.
+struct Uses<'s, 'a> {
+    a: &'s Analysis<'a>,
+    /// (function, name) → the tool parameter the name holds.
+    bound: BTreeMap<(String, String), String>,
+    tables: BTreeMap<String, TableUse>,
+    /// The first use of the database (database convention) that needs all of it.
+    db_whole: Option<(usize, String)>,
+    /// Names to follow: (function, name, what it holds, byte of the one assignment that binds
+    /// it, for a local alias).
+    work: Vec<(usize, String, Holder, Option<usize>)>,
+    seen: BTreeSet<(usize, String, Holder)>,
+}
+
+/// The result of [`table_uses`].
+struct TableUses {
+    attributes: BTreeMap<String, AttrUse>,
+    reasons: BTreeMap<String, String>,
+    database_whole: Option<String>,
+}
+
+fn earliest(slot: &mut Option<(usize, String)>, at: usize, reason: String) {
+    if slot.as_ref().is_none_or(|(first, _)| at < *first) {
+        *slot = Some((at, reason));
+    }
+}
+
+/// How the kept functions (not `__init__`) use each table: `self.<name>` in the class
+/// convention, `data["<name>"]` (through aliases and helpers) in the database convention.
+fn table_uses(a: &Analysis<'_>, tool: &Method, kept: &BTreeSet<String>) -> TableUses {
+    let mut u = Uses {
+        a,
+        bound: bindings(a, tool, kept),
+        tables: BTreeMap::new(),
+        db_whole: None,
+        work: Vec::new(),
+        seen: BTreeSet::new(),
+    };
+    let src = &a.src;
+    match a.convention {
+        Convention::Class => {
+            let methods: BTreeSet<&str> = a.methods.iter().map(|m| m.name.as_str()).collect();
+            for (fi, m) in a.methods.iter().enumerate() {
+                if !kept.contains(&m.name) || m.name == "__init__" {
+                    continue;
+                }
+                let (refs, _) = self_refs(src, m.body);
+                for r in refs {
+                    // Methods named through self are code, not state.
+                    if !methods.contains(r.name.as_str()) {
+                        u.table(fi, (r.at, r.after), &r.name);
+                    }
+                }
             }
         }
+        Convention::Database => {
+            let fi = a.methods.iter().position(|m| m.name == tool.name);
+            let db = tool.params.first().map(|p| p.name.clone());
+            if let (Some(fi), Some(db)) = (fi, db) {
+                if is_stable(src, tool.body, &db, None) {
+                    u.follow_name(fi, db, Holder::Db, None);
+                } else {
+                    let reason = format!(
+                        "the database parameter {db} is bound again in {}",
+                        tool.name
+                    );
+                    earliest(&mut u.db_whole, tool.body.0, reason);
+                }
+            }
+        }
+    }
+    while let Some((fi, name, holder, alias_at)) = u.work.pop() {
+        u.uses_of(fi, &name, &holder, alias_at);
+    }
+    let mut out = TableUses {
+        attributes: BTreeMap::new(),
+        reasons: BTreeMap::new(),
+        database_whole: u.db_whole.map(|(_, r)| r),
+    };
+    for (table, usage) in u.tables {
+        let attr = match usage.whole {
+            Some((_, reason)) => {
+                out.reasons.insert(table.clone(), reason);
+                AttrUse::Whole
+            }
+            None => {
+                let params: Option<BTreeSet<String>> = usage
+                    .keys
+                    .iter()
+                    .map(|k| match k.as_slice() {
+                        [KeyPart::Arg(p)] => Some(p.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                match params {
+                    Some(params) => AttrUse::Keys(params),
+                    None => AttrUse::Entries(usage.keys),
+                }
+            }
+        };
+        out.attributes.insert(table, attr);
+    }
+    out
+}
+
+impl Uses<'_, '_> {
+    fn follow_name(&mut self, fi: usize, name: String, holder: Holder, alias_at: Option<usize>) {
+        if self.seen.insert((fi, name.clone(), holder.clone())) {
+            self.work.push((fi, name, holder, alias_at));
+        }
+    }
+
+    fn whole(&mut self, holder: &Holder, at: usize, reason: String) {
+        match holder {
+            Holder::Db => earliest(&mut self.db_whole, at, reason),
+            Holder::Table(t) => {
+                earliest(&mut self.tables.entry(t.clone()).or_default().whole, at, reason);
+            }
+        }
+    }
+
+    /// `what at line N (code)`.
+    fn at_line(&self, what: &str, at: usize) -> String {
+        let src = &self.a.src;
+        let l = src
+            .lines
+            .partition_point(|line| line.start <= at)
+            .saturating_sub(1);
+        let code = src.stripped(l).trim_end();
+        let code: String = if code.chars().count() > 100 {
+            code.chars().take(99).chain(['…']).collect()
+        } else {
+            code.to_owned()
+        };
+        format!("{what} at line {} ({code})", l + 1)
+    }
+
+    /// Every use of `name` in function `fi`.
+    fn uses_of(&mut self, fi: usize, name: &str, holder: &Holder, alias_at: Option<usize>) {
+        let a = self.a;
+        let src = &a.src;
+        let body = a.methods[fi].body;
+        for (at, ident) in idents_in(src, body) {
+            if ident != name
+                || (at > 0 && src.b[at - 1] == b'.')
+                || Some(at) == alias_at
+                || is_keyword_name(src, at, name.len(), body.1)
+            {
+                continue;
+            }
+            let span = (at, at + name.len());
+            match holder {
+                Holder::Db => self.database(fi, span),
+                Holder::Table(t) => self.table(fi, span, t),
+            }
+        }
+    }
+
+    /// A use of the database at `span`.
+    fn database(&mut self, fi: usize, (s, e): (usize, usize)) {
+        let a = self.a;
+        let src = &a.src;
+        let body = a.methods[fi].body;
+        // data["t"], data.get("t"…), data.setdefault("t"…)
+        if src.b.get(e) == Some(&b'[') {
+            if let Some(close) = matching(src, e, body.1) {
+                match str_literal(src.text[e + 1..close].trim()) {
+                    Some(t) => self.table(fi, (s, close + 1), &t),
+                    None => {
+                        let reason =
+                            self.at_line("a table chosen by a key the slicer cannot compute", s);
+                        earliest(&mut self.db_whole, s, reason);
+                    }
+                }
+                return;
+            }
+        }
+        for method in [".get(", ".setdefault("] {
+            if !src.text[e..].starts_with(method) {
+                continue;
+            }
+            let open = e + method.len() - 1;
+            let first = call_args(src, open, body.1)
+                .and_then(|args| args.first().and_then(|t| str_literal(t)));
+            match (first, matching(src, open, body.1)) {
+                (Some(t), Some(close)) => self.table(fi, (s, close + 1), &t),
+                _ => {
+                    let reason =
+                        self.at_line("a table chosen by a key the slicer cannot compute", s);
+                    earliest(&mut self.db_whole, s, reason);
+                }
+            }
+            return;
+        }
+        // "t" in data: the table must be there when it is.
+        if let Some(t) = membership_operand(src, (s, e), body).and_then(str_literal) {
+            self.tables.entry(t).or_default();
+            return;
+        }
+        if !self.follow(fi, (s, e), &Holder::Db) {
+            let reason = self.why_whole(fi, (s, e));
+            earliest(&mut self.db_whole, s, reason);
+        }
+    }
+
+    /// A use of table `t` at `span`.
+    fn table(&mut self, fi: usize, span: (usize, usize), t: &str) {
+        let a = self.a;
+        let src = &a.src;
+        let body = a.methods[fi].body;
+        self.tables.entry(t.to_owned()).or_default();
+        if let Some(key) = lookup_operand(src, span, body) {
+            match self.key_of(fi, key) {
+                Some(k) => {
+                    if let Some(usage) = self.tables.get_mut(t) {
+                        usage.keys.insert(k);
+                    }
+                }
+                None => {
+                    let reason = self.at_line("looked up with a key the slicer cannot compute", span.0);
+                    self.whole(&Holder::Table(t.to_owned()), span.0, reason);
+                }
+            }
+            return;
+        }
+        let holder = Holder::Table(t.to_owned());
+        if !self.follow(fi, span, &holder) {
+            let reason = self.why_whole(fi, span);
+            self.whole(&holder, span.0, reason);
+        }
+    }
+
+    /// Follows the value at `span` into a local alias or a parameter of a function of the
+    /// code; false when it goes elsewhere (a reason is recorded when it cannot be followed).
+    fn follow(&mut self, fi: usize, span: (usize, usize), holder: &Holder) -> bool {
+        let a = self.a;
+        let src = &a.src;
+        let f = &a.methods[fi];
+        if let Some((name, lhs)) = alias_def(src, span, f.body) {
+            let param = f.params.iter().any(|p| p.name == name);
+            if !param && is_stable(src, f.body, name, Some(lhs)) {
+                self.follow_name(fi, name.to_owned(), holder.clone(), Some(lhs));
+            } else {
+                let what = format!("assigned to {name}, which is bound elsewhere in {}", f.name);
+                let reason = self.at_line(&what, span.0);
+                self.whole(holder, span.0, reason);
+            }
+            return true;
+        }
+        match passed_to(a, span, f.body) {
+            Some(Passed::To(gi, param)) => {
+                let g = &a.methods[gi];
+                if is_stable(src, g.body, &param, None) {
+                    self.follow_name(gi, param, holder.clone(), None);
+                } else {
+                    let what = format!("passed to {}(), which binds {param} again", g.name);
+                    let reason = self.at_line(&what, span.0);
+                    self.whole(holder, span.0, reason);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Why the use at `span` needs the whole value.
+    fn why_whole(&self, fi: usize, (s, e): (usize, usize)) -> String {
+        let a = self.a;
+        let src = &a.src;
+        let body = a.methods[fi].body;
+        let b = src.b;
+        if b.get(e) == Some(&b'.') {
+            let m = src.ident_at(e + 1);
+            if b.get(e + 1 + m.len()) == Some(&b'(') {
+                let what = match m {
+                    "values" | "items" | "keys" => "iterated".to_owned(),
+                    other => format!("its method {other}() is called"),
+                };
+                return self.at_line(&what, s);
+            }
+        }
+        let j = src.skip_space_back(s, body.0);
+        let (i, word) = src.ident_before(j);
+        if word == "in" && src.runs(i) {
+            let l = src
+                .lines
+                .partition_point(|line| line.start <= s)
+                .saturating_sub(1);
+            let before = &src.text[src.lines[l].start..s];
+            let what = if before.split(|c: char| !is_ident(c as u8)).any(|w| w == "for") {
+                "iterated"
+            } else {
+                "tested for membership of a key the slicer cannot compute"
+            };
+            return self.at_line(what, s);
+        }
+        if let Some(Passed::Unknown(name)) = passed_to(a, (s, e), body) {
+            let what = if name == "len" {
+                "its size is read (len)".to_owned()
+            } else {
+                format!("passed to {name}()")
+            };
+            return self.at_line(&what, s);
+        }
+        let k = src.skip_space(e, body.1);
+        let assigned = match b.get(k) {
+            Some(b'=') => b.get(k + 1) != Some(&b'='),
+            Some(&c) => {
+                b.get(k + 1) == Some(&b'=') && b"+-*/%&|^@<>".contains(&c)
+                    || src.text[k..].starts_with("//=")
+                    || src.text[k..].starts_with("**=")
+                    || src.text[k..].starts_with(">>=")
+                    || src.text[k..].starts_with("<<=")
+            }
+            None => false,
+        };
+        let what = if assigned {
+            "assigned"
+        } else {
+            match word {
+                "del" => "deleted",
+                "return" | "yield" => "returned",
+                _ => "used whole",
+            }
+        };
+        self.at_line(what, s)
+    }
+
+    /// The key a lookup text computes in function `fi`, from the call's arguments.
+    fn key_of(&self, fi: usize, text: &str) -> Option<Vec<KeyPart>> {
+        let a = self.a;
+        let f = &a.methods[fi].name;
+        let holds = |name: &str| self.bound.get(&(f.clone(), name.to_owned())).cloned();
+        let t = text.trim();
+        if is_name(t) {
+            return holds(t).map(|p| vec![KeyPart::Arg(p)]);
+        }
+        if let Some(inner) = t.strip_prefix("str(").and_then(|r| r.strip_suffix(')')) {
+            let inner = inner.trim();
+            return is_name(inner)
+                .then(|| holds(inner))
+                .flatten()
+                .map(|p| vec![KeyPart::Arg(p)]);
+        }
+        let methods: [(&str, fn(String) -> KeyPart); 3] = [
+            (".lower()", KeyPart::Lower),
+            (".upper()", KeyPart::Upper),
+            (".strip()", KeyPart::Strip),
+        ];
+        for (suffix, part) in methods {
+            if let Some(name) = t.strip_suffix(suffix) {
+                return is_name(name)
+                    .then(|| holds(name))
+                    .flatten()
+                    .map(|p| vec![part(p)]);
+            }
+        }
+        let literals = a.convention == Convention::Database;
+        if let Some(s) = str_literal(t) {
+            return literals.then(|| vec![KeyPart::Text(s)]);
+        }
+        let parts = fstring_parts(t)?;
+        let mut out = Vec::new();
+        for (literal, piece) in parts {
+            if literal {
+                if !piece.is_empty() {
+                    out.push(KeyPart::Text(piece.to_owned()));
+                }
+            } else {
+                out.push(KeyPart::Arg(holds(piece.trim())?));
+            }
+        }
+        (literals || out.iter().any(|p| matches!(p, KeyPart::Arg(_)))).then_some(out)
+    }
+}
+
+fn is_name(t: &str) -> bool {
+    t.bytes().next().is_some_and(is_ident_start)
+        && t.bytes().all(is_ident)
+        && !matches!(t, "None" | "True" | "False" | "not" | "in" | "lambda")
+}
+
+/// The text of a plain one-line string literal (`"…"`, `'…'`, optionally `u`-prefixed) without
+/// escapes.
+fn str_literal(t: &str) -> Option<String> {
+    let t = t.strip_prefix(['u', 'U']).unwrap_or(t);
+    let q = t.chars().next().filter(|&c| c == '"' || c == '\'')?;
+    let body = t.strip_prefix(q)?.strip_suffix(q)?;
+    (t.len() >= 2 && !body.contains(q) && !body.contains('\\') && !body.contains('\n'))
+        .then(|| body.to_owned())
+}
+
+/// An f-string's pieces: `(true, literal text)` and `(false, expression)`; `None` unless it is
+/// a one-line f-string without escapes, doubled braces, conversions or format specs.
+fn fstring_parts(t: &str) -> Option<Vec<(bool, &str)>> {
+    let t = t.strip_prefix(['f', 'F'])?;
+    let q = t.chars().next().filter(|&c| c == '"' || c == '\'')?;
+    let body = t.strip_prefix(q)?.strip_suffix(q)?;
+    if t.len() < 2 || body.contains(q) || body.contains('\\') || body.contains('\n') {
         return None;
     }
-    // self.X.get(p…, .pop(p…, .setdefault(p…
-    if b.get(at) == Some(&b'.') {
-        let method = src.ident_at(at + 1);
+    let mut out = Vec::new();
+    let mut rest = body;
+    while let Some(open) = rest.find('{') {
+        let (literal, after) = rest.split_at(open);
+        if literal.contains('}') {
+            return None;
+        }
+        let close = after.find('}')?;
+        let expr = &after[1..close];
+        if expr.contains(['{', ':', '!', '=']) {
+            return None;
+        }
+        out.push((true, literal));
+        out.push((false, expr));
+        rest = &after[close + 1..];
+    }
+    if rest.contains('}') {
+        return None;
+    }
+    out.push((true, rest));
+    Some(out)
+}
+
+/// The closing bracket of the bracket at `open`, before `limit`. Inside an f-string's `{…}`
+/// (where the scanner does not count brackets) the first closing bracket: nested brackets
+/// then give a key text that does not compute, which keeps the value whole.
+fn matching(src: &Src<'_>, open: usize, limit: usize) -> Option<usize> {
+    let base = *src.depth.get(open)?;
+    let kind = *src.class.get(open)?;
+    (open + 1..limit.min(src.b.len())).find(|&k| {
+        matches!(src.b[k], b')' | b']' | b'}') && src.class[k] == kind && src.depth[k] == base
+    })
+}
+
+/// True when the identifier at `at` names a keyword argument (`f(name=…)`).
+fn is_keyword_name(src: &Src<'_>, at: usize, len: usize, limit: usize) -> bool {
+    let k = src.skip_space(at + len, limit);
+    let eq = src.b.get(k) == Some(&b'=') && src.b.get(k + 1) != Some(&b'=');
+    let j = src.skip_space_back(at, 0);
+    eq && src.depth[at] > 0 && j > 0 && matches!(src.b[j - 1], b'(' | b',')
+}
+
+/// The key text of a lookup of the value at `span`: `X[key]`, `X.get(key…`, `X.pop(key…`,
+/// `X.setdefault(key…`, `key in X`, `key not in X` (nothing binding tighter around it).
+fn lookup_operand<'a>(src: &Src<'a>, (s, e): (usize, usize), body: (usize, usize)) -> Option<&'a str> {
+    let b = src.b;
+    if b.get(e) == Some(&b'[') {
+        let close = matching(src, e, body.1)?;
+        return Some(&src.text[e + 1..close]);
+    }
+    if b.get(e) == Some(&b'.') {
+        let method = src.ident_at(e + 1);
         if !matches!(method, "get" | "pop" | "setdefault") {
             return None;
         }
-        let open = at + 1 + method.len();
+        let open = e + 1 + method.len();
         if b.get(open) != Some(&b'(') {
             return None;
         }
-        let i = src.skip_space(open + 1, to);
-        if i < to && is_ident_start(b[i]) && src.runs(i) {
-            let p = src.ident_at(i);
-            let j = src.skip_space(i + p.len(), to);
-            if matches!(b.get(j), Some(b')' | b',')) {
-                return Some(p);
-            }
-        }
-        return None;
+        // An empty first argument (or an unpacking) is no key.
+        return Some(call_args(src, open, body.1)?.first().copied().unwrap_or(""));
     }
-    // p in self.X / p not in self.X, with nothing binding tighter around it.
+    membership_operand(src, (s, e), body)
+}
+
+/// The operand `p` of `p in X` / `p not in X` for the value at `span`, with nothing binding
+/// tighter than `in` around it; `p` is a bare name or a string literal.
+fn membership_operand<'a>(
+    src: &Src<'a>,
+    (s, e): (usize, usize),
+    (from, to): (usize, usize),
+) -> Option<&'a str> {
+    let b = src.b;
     let follower_ok = {
-        let j = src.skip_space(at, to);
+        let j = src.skip_space(e, to);
         match b.get(j) {
             _ if j >= to => true,
             None => true,
@@ -1134,7 +1818,7 @@ fn lookup_key<'a>(src: &Src<'a>, r: &SelfRef, (from, to): (usize, usize)) -> Opt
     if !follower_ok {
         return None;
     }
-    let j = src.skip_space_back(r.at, from);
+    let j = src.skip_space_back(s, from);
     let (i, word) = src.ident_before(j);
     if word != "in" || !src.runs(i) {
         return None;
@@ -1145,8 +1829,21 @@ fn lookup_key<'a>(src: &Src<'a>, r: &SelfRef, (from, to): (usize, usize)) -> Opt
         j = src.skip_space_back(i, from);
         word = src.ident_before(j).1;
     }
-    let (p_at, p) = (j - word.len(), word);
-    if p.is_empty() || !is_ident_start(b[p_at]) || !src.runs(p_at) {
+    let p_at = if word.is_empty() && j > from && src.class[j - 1] == Class::Str {
+        // A string literal operand.
+        let mut k = j - 1;
+        while k > from && src.class[k - 1] == Class::Str {
+            k -= 1;
+        }
+        k
+    } else {
+        j - word.len()
+    };
+    let p = &src.text[p_at..j];
+    if p.is_empty() || !(is_ident_start(b[p_at]) || src.class[p_at] == Class::Str) {
+        return None;
+    }
+    if src.class[p_at] != Class::Str && !src.runs(p_at) {
         return None;
     }
     let k = src.skip_space_back(p_at, from);
@@ -1170,6 +1867,130 @@ fn lookup_key<'a>(src: &Src<'a>, r: &SelfRef, (from, to): (usize, usize)) -> Opt
     before_ok.then_some(p)
 }
 
+/// `name = <span>` (optionally `… or {}`) as a whole statement on its own line: the name and
+/// the byte where the statement starts.
+fn alias_def<'a>(
+    src: &Src<'a>,
+    (s, e): (usize, usize),
+    (_, to): (usize, usize),
+) -> Option<(&'a str, usize)> {
+    if src.depth[s] != 0 {
+        return None;
+    }
+    let l = src
+        .lines
+        .partition_point(|line| line.start <= s)
+        .saturating_sub(1);
+    let line = src.lines[l];
+    if line.kind != Kind::Code {
+        return None;
+    }
+    let first = line.end - src.stripped(l).len();
+    if first >= s || !is_ident_start(src.b[first]) || !src.runs(first) {
+        return None;
+    }
+    let name = src.ident_at(first);
+    let eq = src.skip_space(first + name.len(), s);
+    if src.b.get(eq) != Some(&b'=') || src.b.get(eq + 1) == Some(&b'=') {
+        return None;
+    }
+    if src.skip_space(eq + 1, s) != s || !is_name(name) {
+        return None;
+    }
+    let mut k = src.skip_space(e, to);
+    for tail in ["or {}", "or dict()"] {
+        if src.text[k.min(src.text.len())..].starts_with(tail) {
+            k = src.skip_space(k + tail.len(), to);
+            break;
+        }
+    }
+    let ends = k >= to || matches!(src.b.get(k), None | Some(b'\n' | b'\r' | b'#'));
+    ends.then_some((name, first))
+}
+
+/// Where the value at `span` goes when it is a whole argument of a call.
+fn passed_to(a: &Analysis<'_>, (s, e): (usize, usize), body: (usize, usize)) -> Option<Passed> {
+    let src = &a.src;
+    let b = src.b;
+    let d = src.depth[s];
+    if d == 0 {
+        return None;
+    }
+    let open = (body.0..s).rev().find(|&k| src.depth[k] < d)?;
+    if b[open] != b'(' || src.class[open] != Class::Code {
+        return None;
+    }
+    let (i, name) = src.ident_before(open);
+    if name.is_empty() || !is_ident_start(b[i]) {
+        return None;
+    }
+    // The callee as written (dotted names included), for reasons.
+    let mut start = i;
+    while start > 0 && b[start - 1] == b'.' {
+        let (j, part) = src.ident_before(start - 1);
+        if part.is_empty() {
+            break;
+        }
+        start = j;
+    }
+    let written = src.text[start..open].to_owned();
+    let unknown = || Some(Passed::Unknown(written.clone()));
+    let args = match call_args(src, open, body.1) {
+        Some(args) => args,
+        None => return unknown(),
+    };
+    // Which argument the span is: by position or keyword.
+    let base = src.text.as_ptr() as usize;
+    let mut positional = 0;
+    let mut slot: Option<(usize, Option<&str>)> = None;
+    for piece in &args {
+        let at = piece.as_ptr() as usize - base;
+        let keyword = piece
+            .find('=')
+            .map(|eq| (piece[..eq].trim(), eq))
+            .filter(|(k, eq)| is_name(k) && piece.as_bytes().get(eq + 1) != Some(&b'='));
+        match keyword {
+            Some((k, eq)) => {
+                let value = piece[eq + 1..].trim_start();
+                let v_at = value.as_ptr() as usize - base;
+                if v_at == s && v_at + value.len() == e {
+                    slot = Some((0, Some(k)));
+                }
+            }
+            None => {
+                if at == s && at + piece.len() == e {
+                    slot = Some((positional, None));
+                }
+                positional += 1;
+            }
+        }
+    }
+    let (index, keyword) = match slot {
+        Some(slot) => slot,
+        None => return unknown(),
+    };
+    let dotted_self = i > 0 && b[i - 1] == b'.' && src.ident_before(i - 1).1 == "self";
+    let callee = match a.convention {
+        Convention::Class if dotted_self => a.methods.iter().position(|m| m.name == name),
+        Convention::Database if i == 0 || b[i - 1] != b'.' => {
+            a.methods.iter().position(|m| m.name == name)
+        }
+        _ => None,
+    };
+    let Some(gi) = callee else {
+        return unknown();
+    };
+    let g = &a.methods[gi];
+    let param = named_params(g).find(|(k, p)| match keyword {
+        Some(kw) => p.name == kw,
+        None => *k == index,
+    });
+    match param {
+        Some((_, p)) => Some(Passed::To(gi, p.name.clone())),
+        None => unknown(),
+    }
+}
+
 /// A token of a method body, for the rebinding check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tok<'a> {
@@ -1179,7 +2000,7 @@ enum Tok<'a> {
     End,
 }
 
-fn tokens<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(Tok<'a>, u32)> {
+fn tokens<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(Tok<'a>, u32, usize)> {
     const OPS3: [&str; 5] = ["**=", "//=", ">>=", "<<=", "..."];
     const OPS2: [&str; 20] = [
         "==", "!=", "<=", ">=", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=", "->",
@@ -1200,19 +2021,19 @@ fn tokens<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(Tok<'a>, u32)> 
                 while i < to && matches!(src.class[i], Class::Str | Class::FExpr) {
                     i += 1;
                 }
-                out.push((Tok::Str, d));
+                out.push((Tok::Str, d, i));
                 continue;
             }
             Class::Code => {}
         }
         if c == b'\n' || c == b';' {
             if d == 0 && !src.joined[i] {
-                out.push((Tok::End, 0));
+                out.push((Tok::End, 0, i));
             }
             i += 1;
         } else if is_ident(c) {
             let w = src.ident_at(i);
-            out.push((Tok::Ident(w), d));
+            out.push((Tok::Ident(w), d, i));
             i += w.len().max(1);
         } else if c.is_ascii_whitespace() || c == b'\\' {
             i += 1;
@@ -1227,11 +2048,11 @@ fn tokens<'a>(src: &Src<'a>, (from, to): (usize, usize)) -> Vec<(Tok<'a>, u32)> 
                     let len = rest.chars().next().map_or(1, char::len_utf8);
                     &rest[..len]
                 });
-            out.push((Tok::Op(op), d));
+            out.push((Tok::Op(op), d, i));
             i += op.len();
         }
     }
-    out.push((Tok::End, 0));
+    out.push((Tok::End, 0, to));
     out
 }
 
@@ -1239,8 +2060,9 @@ const AUGMENTED: [&str; 14] = [
     "+=", "-=", "*=", "/=", "//=", "%=", "**=", ">>=", "<<=", "&=", "|=", "^=", "@=", ":=",
 ];
 
-/// True when parameter `p` is never rebound in the body.
-fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str) -> bool {
+/// True when name `p` is never bound in the body, except by the statement that starts at byte
+/// `except` (a local alias's one assignment).
+fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str, except: Option<usize>) -> bool {
     let toks = tokens(src, body);
     let is_p = |t: &Tok<'_>| *t == Tok::Ident(p);
     // Statement by statement.
@@ -1251,23 +2073,23 @@ fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str) -> bool {
         }
         let stmt = &toks[start..end];
         start = end + 1;
-        if stmt.is_empty() || !stmt.iter().any(|(t, _)| is_p(t)) {
+        if stmt.is_empty() || !stmt.iter().any(|(t, _, _)| is_p(t)) || Some(stmt[0].2) == except {
             continue;
         }
         let base = stmt[0].1;
         // An assignment at statement level with p before it, not as an attribute.
         if let Some(eq) = stmt
             .iter()
-            .position(|&(t, d)| t == Tok::Op("=") && d == base)
+            .position(|&(t, d, _)| t == Tok::Op("=") && d == base)
         {
-            let rebinds = stmt[..eq].iter().enumerate().any(|(k, &(t, d))| {
+            let rebinds = stmt[..eq].iter().enumerate().any(|(k, &(t, d, _))| {
                 is_p(&t) && d == base && (k == 0 || stmt[k - 1].0 != Tok::Op("."))
             });
             if rebinds {
                 return false;
             }
         }
-        for (k, &(t, d)) in stmt.iter().enumerate() {
+        for (k, &(t, d, _)) in stmt.iter().enumerate() {
             let next = stmt.get(k + 1).map(|x| x.0);
             let prev = k.checked_sub(1).map(|k| stmt[k].0);
             if is_p(&t)
@@ -1281,22 +2103,22 @@ fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str) -> bool {
                 Tok::Ident("for") => {
                     let targets = stmt[k + 1..]
                         .iter()
-                        .take_while(|&&(t, dd)| !(t == Tok::Ident("in") && dd == d));
-                    if targets.clone().any(|(t, _)| is_p(t)) {
+                        .take_while(|&&(t, dd, _)| !(t == Tok::Ident("in") && dd == d));
+                    if targets.clone().any(|(t, _, _)| is_p(t)) {
                         return false;
                     }
                 }
                 Tok::Ident("lambda") => {
                     let params = stmt[k + 1..]
                         .iter()
-                        .take_while(|&&(t, dd)| !(t == Tok::Op(":") && dd == d));
-                    if params.clone().any(|(t, _)| is_p(t)) {
+                        .take_while(|&&(t, dd, _)| !(t == Tok::Op(":") && dd == d));
+                    if params.clone().any(|(t, _, _)| is_p(t)) {
                         return false;
                     }
                 }
                 // `del k`, `global k` (not `del self.x[k]`).
                 Tok::Ident("del" | "global" | "nonlocal")
-                    if stmt[k + 1..].iter().any(|&(t, dd)| is_p(&t) && dd == d) =>
+                    if stmt[k + 1..].iter().any(|&(t, dd, _)| is_p(&t) && dd == d) =>
                 {
                     return false
                 }
@@ -1313,56 +2135,80 @@ fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str) -> bool {
 /// The state one call can read or write, given the code slice for its tool and its
 /// arguments: see the module docs for the rule. Never fails.
 pub fn slice_state(code: &CodeSlice, args: &Map<String, Value>, state: &Value) -> StateSlice {
-    let whole = |state: &Value| StateSlice {
-        state: state.clone(),
-        kept: state
+    let whole = |state: &Value, reason: &str| {
+        let tables: Vec<JsonPointer> = state
             .as_object()
             .map(|m| {
                 m.keys()
                     .map(|k| JsonPointer::from_tokens([k.as_str()]))
                     .collect()
             })
-            .unwrap_or_else(|| vec![JsonPointer::root()]),
-        partial: Vec::new(),
-        full: true,
+            .unwrap_or_else(|| vec![JsonPointer::root()]);
+        StateSlice {
+            state: state.clone(),
+            reasons: tables
+                .iter()
+                .map(|table| TableReason {
+                    table: table.clone(),
+                    reason: reason.to_owned(),
+                })
+                .collect(),
+            kept: tables,
+            partial: Vec::new(),
+            full: true,
+        }
     };
     let Some(map) = state.as_object() else {
-        return whole(state);
+        return whole(state, "the state is not a JSON object");
     };
-    if code.fallback.is_some() {
-        return whole(state);
+    if let Some(reason) = &code.fallback {
+        return whole(state, &format!("the code slicer fell back: {reason}"));
+    }
+    if let Some(reason) = &code.database_whole {
+        return whole(state, &format!("the database is used whole: {reason}"));
     }
     let mut out = Map::new();
-    let (mut kept, mut partial) = (Vec::new(), Vec::new());
+    let (mut kept, mut partial, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
     for (key, value) in map {
         let Some(usage) = code.attributes.get(key) else {
             continue;
         };
         let root = JsonPointer::from_tokens([key.as_str()]);
-        let entries = match (usage, value) {
-            (AttrUse::Keys(params), Value::Object(entries)) => params
+        let wanted: Result<BTreeSet<String>, String> = match usage {
+            AttrUse::Whole => Err(code
+                .whole_reasons
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| "used whole".to_owned())),
+            AttrUse::Keys(params) => params
                 .iter()
-                .map(|p| match args.get(p) {
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-                    _ => None,
-                })
-                .collect::<Option<BTreeSet<String>>>()
-                .map(|wanted| (entries, wanted)),
-            _ => None,
+                .map(|p| entry_key(&[KeyPart::Arg(p.clone())], args))
+                .collect(),
+            AttrUse::Entries(keys) => keys.iter().map(|k| entry_key(k, args)).collect(),
         };
-        match entries {
-            Some((entries, wanted)) => {
-                let cut: Map<String, Value> = entries
-                    .iter()
-                    .filter(|(k, _)| wanted.contains(*k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
+        let cut = match (wanted, value) {
+            (Ok(wanted), Value::Object(entries)) => Ok(entries
+                .iter()
+                .filter(|(k, _)| wanted.contains(*k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>()),
+            (Ok(_), other) => Err(format!(
+                "looked up by key, but the value is {} (only objects are cut)",
+                json_kind(other)
+            )),
+            (Err(reason), _) => Err(reason),
+        };
+        match cut {
+            Ok(cut) => {
                 kept.extend(cut.keys().map(|k| root.child(k.as_str())));
                 partial.push(root);
                 out.insert(key.clone(), Value::Object(cut));
             }
-            None => {
+            Err(reason) => {
+                reasons.push(TableReason {
+                    table: root.clone(),
+                    reason,
+                });
                 kept.push(root);
                 out.insert(key.clone(), value.clone());
             }
@@ -1370,13 +2216,57 @@ pub fn slice_state(code: &CodeSlice, args: &Map<String, Value>, state: &Value) -
     }
     kept.sort();
     partial.sort();
+    reasons.sort_by(|a, b| a.table.cmp(&b.table));
     let full = partial.is_empty() && out.len() == map.len();
     StateSlice {
         state: Value::Object(out),
         kept,
         partial,
         full,
+        reasons,
     }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The key `parts` compute from the call's arguments, or why they cannot be computed.
+fn entry_key(parts: &[KeyPart], args: &Map<String, Value>) -> Result<String, String> {
+    let text = |p: &str| match args.get(p) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        Some(_) => Err(format!("the argument {p} is not a string or an integer")),
+        None => Err(format!("the argument {p} is not given")),
+    };
+    let ascii = |p: &str, op: &str| match args.get(p) {
+        Some(Value::String(s)) if s.is_ascii() => Ok(s.clone()),
+        _ => Err(format!(
+            "the argument {p} is not ASCII text ({p}.{op}() is computed for ASCII text only)"
+        )),
+    };
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            KeyPart::Text(t) => out.push_str(t),
+            KeyPart::Arg(p) => out.push_str(&text(p)?),
+            KeyPart::Lower(p) => out.push_str(&ascii(p, "lower")?.to_ascii_lowercase()),
+            KeyPart::Upper(p) => out.push_str(&ascii(p, "upper")?.to_ascii_uppercase()),
+            // Python's str.strip() on ASCII text strips these.
+            KeyPart::Strip(p) => out.push_str(
+                ascii(p, "strip")?
+                    .trim_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f']),
+            ),
+        }
+    }
+    Ok(out)
 }
 
 // ------------------------------------------------------------------------------ footprints
