@@ -1195,10 +1195,11 @@ fn argument_for<'a>(args: &[&'a str], index: usize, name: &str) -> Option<&'a st
 
 /// Which parameters hold the value of which tool parameter: `(method, parameter) → tool
 /// parameter`. The tool's own parameters that are never rebound hold themselves (in the
-/// database convention not the first, the database); a helper's parameter holds tool parameter
-/// `p` when the helper is only ever called as `self.h(…)` (as `h(…)` in the database
-/// convention), every call passes a parameter that holds `p` (a bare name) for it, and the
-/// helper never rebinds it.
+/// database convention not the first, the database) unless the tool calls itself with another
+/// value; a helper's parameter holds tool parameter `p` when the helper is only ever
+/// referenced as `self.h(…)` calls (as `h(…)` in the database convention), every call passes a
+/// name that holds `p` (a bare name) for it, and the helper never rebinds it. Calls between
+/// helpers may be recursive: every call chain starts at the tool.
 fn bindings(
     a: &Analysis<'_>,
     tool: &Method,
@@ -1207,12 +1208,6 @@ fn bindings(
     let src = &a.src;
     // The database parameter is not a tool argument.
     let database = a.convention == Convention::Database;
-    let mut bound: BTreeMap<(String, String), String> = named_params(tool)
-        .filter(|(i, _)| !(database && *i == 0))
-        .map(|(_, p)| p.name.as_str())
-        .filter(|p| is_stable(src, tool.body, p, None))
-        .map(|p| ((tool.name.clone(), p.to_owned()), p.to_owned()))
-        .collect();
     let kept_methods: Vec<&Method> = a
         .methods
         .iter()
@@ -1258,52 +1253,96 @@ fn bindings(
             }
         }
     }
-    loop {
-        let mut changed = false;
-        for h in &kept_methods {
-            if h.name == tool.name || h.name == "__init__" {
-                continue;
-            }
-            let Some(sites) = calls.get(h.name.as_str()) else {
-                continue;
-            };
-            let parsed: Option<Vec<(&str, Vec<&str>)>> = sites
+    // The arguments of every call of each kept method (`None`: some reference is not a call
+    // whose arguments can be read).
+    let sites: BTreeMap<&str, Option<Vec<(&str, Vec<&str>)>>> = kept_methods
+        .iter()
+        .map(|h| {
+            let parsed = calls
+                .get(h.name.as_str())
+                .map_or(&[][..], Vec::as_slice)
                 .iter()
                 .map(|&(caller, after)| {
                     let caller_end = a.methods.iter().find(|m| m.name == caller)?.body.1;
                     Some((caller, call_args(src, after?, caller_end)?))
                 })
                 .collect();
-            let Some(parsed) = parsed else { continue };
+            (h.name.as_str(), parsed)
+        })
+        .collect();
+    // A greatest fixed point, so that recursion between helpers keeps what every entry from
+    // the tool passes: each candidate starts as "anything" (a helper) or its own name (the
+    // tool's parameters: the call's arguments), and every call site narrows it.
+    #[derive(Clone, PartialEq)]
+    enum Holds {
+        Any,
+        Param(String),
+        Nothing,
+    }
+    fn meet(a: Holds, b: Holds) -> Holds {
+        match (a, b) {
+            (Holds::Any, x) | (x, Holds::Any) => x,
+            (Holds::Param(p), Holds::Param(q)) if p == q => Holds::Param(p),
+            _ => Holds::Nothing,
+        }
+    }
+    let mut holds: BTreeMap<(String, String), Holds> = BTreeMap::new();
+    for h in &kept_methods {
+        if h.name == "__init__" {
+            continue;
+        }
+        let is_tool = h.name == tool.name;
+        for (index, q) in named_params(h) {
+            if !is_stable(src, h.body, &q.name, None) || (database && is_tool && index == 0) {
+                continue;
+            }
+            let start = if is_tool {
+                Holds::Param(q.name.clone())
+            } else {
+                Holds::Any
+            };
+            holds.insert((h.name.clone(), q.name.clone()), start);
+        }
+    }
+    loop {
+        let mut changed = false;
+        for h in &kept_methods {
             for (index, q) in named_params(h) {
                 let key = (h.name.clone(), q.name.clone());
-                if bound.contains_key(&key) || !is_stable(src, h.body, &q.name, None) {
+                let Some(old) = holds.get(&key).cloned() else {
+                    continue;
+                };
+                if old == Holds::Nothing {
                     continue;
                 }
-                let mut holds: Option<&String> = None;
-                let all = parsed.iter().all(|(caller, args)| {
-                    let Some(arg) = argument_for(args, index, &q.name) else {
-                        return false;
-                    };
-                    match bound.get(&((*caller).to_owned(), arg.to_owned())) {
-                        Some(p) if holds.is_none_or(|h| h == p) => {
-                            holds = Some(p);
-                            true
-                        }
-                        _ => false,
-                    }
-                });
-                if let (true, Some(p)) = (all, holds) {
-                    let p = p.clone();
-                    bound.insert(key, p);
+                let computed = match sites.get(h.name.as_str()) {
+                    Some(Some(parsed)) => parsed.iter().fold(Holds::Any, |acc, (caller, args)| {
+                        let passed = argument_for(args, index, &q.name)
+                            .and_then(|arg| holds.get(&((*caller).to_owned(), arg.to_owned())))
+                            .cloned()
+                            .unwrap_or(Holds::Nothing);
+                        meet(acc, passed)
+                    }),
+                    _ => Holds::Nothing,
+                };
+                let new = meet(old.clone(), computed);
+                if new != old {
+                    holds.insert(key, new);
                     changed = true;
                 }
             }
         }
         if !changed {
-            return bound;
+            break;
         }
     }
+    holds
+        .into_iter()
+        .filter_map(|(key, h)| match h {
+            Holds::Param(p) => Some((key, p)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What a name or expression in a function holds: the database, or one table of it.
@@ -1609,6 +1648,10 @@ impl Uses<'_, '_> {
                 };
                 return self.at_line(&what, s);
             }
+        }
+        // `len(X)` inside an f-string, where the scanner does not count brackets.
+        if src.text[..s].ends_with("len(") && b.get(e) == Some(&b')') {
+            return self.at_line("its size is read (len)", s);
         }
         let j = src.skip_space_back(s, body.0);
         let (i, word) = src.ident_before(j);
@@ -2082,8 +2125,12 @@ fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str, except: Option<usize>
             .iter()
             .position(|&(t, d, _)| t == Tok::Op("=") && d == base)
         {
+            // `p[…] = …` and `p.a = …` change the value, not the name.
             let rebinds = stmt[..eq].iter().enumerate().any(|(k, &(t, d, _))| {
-                is_p(&t) && d == base && (k == 0 || stmt[k - 1].0 != Tok::Op("."))
+                is_p(&t)
+                    && d == base
+                    && (k == 0 || stmt[k - 1].0 != Tok::Op("."))
+                    && !matches!(stmt.get(k + 1), Some((Tok::Op("[" | "."), _, _)))
             });
             if rebinds {
                 return false;
@@ -2118,7 +2165,11 @@ fn is_stable(src: &Src<'_>, body: (usize, usize), p: &str, except: Option<usize>
                 }
                 // `del k`, `global k` (not `del self.x[k]`).
                 Tok::Ident("del" | "global" | "nonlocal")
-                    if stmt[k + 1..].iter().any(|&(t, dd, _)| is_p(&t) && dd == d) =>
+                    if stmt[k + 1..].iter().enumerate().any(|(j, &(t, dd, _))| {
+                        is_p(&t)
+                            && dd == d
+                            && !matches!(stmt.get(k + 2 + j), Some((Tok::Op("[" | "."), _, _)))
+                    }) =>
                 {
                     return false
                 }
@@ -2881,6 +2932,483 @@ class Shop:
         assert!(slice_covers(&state, &json!({"orders": {"O1": {"s": 1, "t": 2}}}), &len).is_err());
     }
 
+
+    const DB: &str = r#""""A shop over one JSON database."""
+
+import json
+
+CURRENCY = "EUR"
+
+
+def _user(data, uid):
+    return data["users"].get(uid)
+
+
+def _order(orders, oid):
+    return orders[oid]
+
+
+def get_user(data, user_id):
+    user = _user(data, user_id)
+    if user is None:
+        return "Error: user not found"
+    return json.dumps(user)
+
+
+def get_order(data, order_id):
+    if order_id not in data["orders"]:
+        return "Error: order not found"
+    order = data["orders"][order_id]
+    return ", ".join(order["items"])
+
+
+def cancel_order(data, order_id, reason):
+    orders = data.get("orders", {})
+    order = _order(orders, order_id)
+    order["status"] = "cancelled"
+    data["log"].append(reason)
+    return "ok"
+
+
+def list_orders(data, user_id):
+    orders = data["orders"]
+    mine = [o for o in orders.values() if o["user_id"] == user_id]
+    return f"{len(mine)} of {len(data['users'])} users"
+
+
+def buyer_of(data, order_id):
+    order = data["orders"][order_id]
+    return data["users"][order["user_id"]]["name"]
+
+
+def product(data, sku, tag):
+    if "products" not in data:
+        return "Error: no products"
+    p = data["products"][f"P-{sku}"]
+    return p["name"] + data["tags"][tag.lower()] + data["settings"]["currency"]
+
+
+def dump(data):
+    return json.dumps(data)
+
+
+def by_table(data, table, key):
+    return data[table][key]
+"#;
+
+    fn db_state() -> Value {
+        json!({
+            "users": {"U1": {"name": "Ann"}, "U2": {"name": "Bo"}},
+            "orders": {"O1": {"user_id": "U1", "items": ["a"], "status": "new"}, "O2": {"user_id": "U2", "items": [], "status": "new"}},
+            "log": ["x"],
+            "products": {"P-7": {"name": "pen"}, "P-8": {"name": "ink"}},
+            "tags": {"red": "!", "blue": "?"},
+            "settings": {"currency": "EUR", "tax": 0.2},
+            "other": {"z": 1},
+        })
+    }
+
+    fn reason(table: &str, reason: &str) -> TableReason {
+        TableReason {
+            table: JsonPointer::parse(table).unwrap(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn keys(params: &[&str]) -> AttrUse {
+        AttrUse::Keys(params.iter().map(|p| (*p).to_owned()).collect())
+    }
+
+    const DB_ARGS: &str = r#"{"user_id": "U1", "order_id": "O1", "reason": "r", "sku": 7,
+        "tag": "RED", "table": "users", "key": "U1"}"#;
+
+    fn db_slice(tool: &str) -> (CodeSlice, StateSlice) {
+        let code = slice_code(DB, tool);
+        let call: Value = serde_json::from_str(DB_ARGS).unwrap();
+        let state = slice_state(&code, &args(call), &db_state());
+        (code, state)
+    }
+
+    #[test]
+    fn database_lookups_through_helpers_and_aliases_keep_only_the_entries() {
+        // data["users"].get(uid) in a helper called with (data, user_id).
+        let (code, state) = db_slice("get_user");
+        assert_eq!(code.convention, Convention::Database);
+        assert_eq!(code.fallback, None);
+        assert_eq!(code.methods, vec!["_user", "get_user"]);
+        assert_eq!(
+            code.attributes,
+            BTreeMap::from([("users".to_owned(), keys(&["user_id"]))])
+        );
+        assert_eq!(state.state, json!({"users": {"U1": {"name": "Ann"}}}));
+        assert_eq!(state.kept, ptrs(&["/users/U1"]));
+        assert_eq!(state.partial, ptrs(&["/users"]));
+        assert_eq!(state.reasons, vec![]);
+        assert!(!state.full);
+        // `in` with the key, then an entry alias: `order = data["orders"][order_id]`.
+        let (code, state) = db_slice("get_order");
+        assert_eq!(code.methods, vec!["get_order"]);
+        assert_eq!(
+            code.source,
+            "\"\"\"A shop over one JSON database.\"\"\"\n\nimport json\n\nCURRENCY = \"EUR\"\n\ndef get_order(data, order_id):\n    if order_id not in data[\"orders\"]:\n        return \"Error: order not found\"\n    order = data[\"orders\"][order_id]\n    return \", \".join(order[\"items\"])\n"
+        );
+        assert_eq!(
+            state.state,
+            json!({"orders": {"O1": {"user_id": "U1", "items": ["a"], "status": "new"}}})
+        );
+        // A table alias from data.get("orders", {}) passed to a helper that looks it up; a
+        // method called on a table keeps it whole.
+        let (code, state) = db_slice("cancel_order");
+        assert_eq!(code.methods, vec!["_order", "cancel_order"]);
+        assert_eq!(
+            code.attributes,
+            BTreeMap::from([
+                ("log".to_owned(), AttrUse::Whole),
+                ("orders".to_owned(), keys(&["order_id"])),
+            ])
+        );
+        let append = "its method append() is called at line 34 (data[\"log\"].append(reason))";
+        assert_eq!(code.whole_reasons["log"], append);
+        assert_eq!(
+            state.state,
+            json!({"orders": {"O1": {"user_id": "U1", "items": ["a"], "status": "new"}}, "log": ["x"]})
+        );
+        assert_eq!(state.reasons, vec![reason("/log", append)]);
+    }
+
+    #[test]
+    fn database_tables_stay_whole_only_when_the_code_needs_them_whole() {
+        // Iteration through an alias, len() inside an f-string.
+        let (code, state) = db_slice("list_orders");
+        let iterated = "iterated at line 40 (mine = [o for o in orders.values() if o[\"user_id\"] == user_id])";
+        let len = "its size is read (len) at line 41 (return f\"{len(mine)} of {len(data['users'])} users\")";
+        assert_eq!(
+            code.whole_reasons,
+            BTreeMap::from([
+                ("orders".to_owned(), iterated.to_owned()),
+                ("users".to_owned(), len.to_owned()),
+            ])
+        );
+        assert!(!state.full);
+        assert_eq!(
+            state.reasons,
+            vec![reason("/orders", iterated), reason("/users", len)]
+        );
+        assert_eq!(state.state["orders"], db_state()["orders"]);
+        // A key read from another value.
+        let (code, state) = db_slice("buyer_of");
+        assert_eq!(code.attributes["orders"], keys(&["order_id"]));
+        let computed = "looked up with a key the slicer cannot compute at line 46 (return data[\"users\"][order[\"user_id\"]][\"name\"])";
+        assert_eq!(state.reasons, vec![reason("/users", computed)]);
+        assert_eq!(state.state["users"], db_state()["users"]);
+        assert_eq!(state.kept, ptrs(&["/orders/O1", "/users"]));
+        // The database itself passed on, or a table chosen by an argument: everything.
+        for (tool, why) in [
+            ("dump", "passed to json.dumps() at line 57 (return json.dumps(data))"),
+            (
+                "by_table",
+                "a table chosen by a key the slicer cannot compute at line 61 (return data[table][key])",
+            ),
+        ] {
+            let (code, state) = db_slice(tool);
+            assert_eq!(code.database_whole.as_deref(), Some(why));
+            assert_eq!(state.state, db_state());
+            assert!(state.full);
+            let expected: Vec<TableReason> = db_state()
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| TableReason {
+                    table: JsonPointer::from_tokens([k.as_str()]),
+                    reason: format!("the database is used whole: {why}"),
+                })
+                .collect();
+            assert_eq!(state.reasons, expected);
+        }
+    }
+
+    #[test]
+    fn database_keys_computed_from_arguments_and_literal_keys() {
+        let (code, state) = db_slice("product");
+        assert_eq!(
+            code.attributes,
+            BTreeMap::from([
+                (
+                    "products".to_owned(),
+                    AttrUse::Entries(BTreeSet::from([vec![
+                        KeyPart::Text("P-".into()),
+                        KeyPart::Arg("sku".into())
+                    ]]))
+                ),
+                (
+                    "settings".to_owned(),
+                    AttrUse::Entries(BTreeSet::from([vec![KeyPart::Text("currency".into())]]))
+                ),
+                (
+                    "tags".to_owned(),
+                    AttrUse::Entries(BTreeSet::from([vec![KeyPart::Lower("tag".into())]]))
+                ),
+            ])
+        );
+        // sku 7 is "P-7"; "RED".lower() is "red"; `"products" not in data` needs no more.
+        assert_eq!(
+            state.state,
+            json!({"products": {"P-7": {"name": "pen"}}, "tags": {"red": "!"}, "settings": {"currency": "EUR"}})
+        );
+        assert_eq!(state.reasons, vec![]);
+        // Arguments the key cannot be computed from keep the table whole, saying why.
+        let code = slice_code(DB, "product");
+        let odd = slice_state(
+            &code,
+            &args(json!({"sku": true, "tag": "ROUGE\u{e9}"})),
+            &db_state(),
+        );
+        assert_eq!(
+            odd.reasons,
+            vec![
+                reason("/products", "the argument sku is not a string or an integer"),
+                reason(
+                    "/tags",
+                    "the argument tag is not ASCII text (tag.lower() is computed for ASCII text only)"
+                ),
+            ]
+        );
+        let missing = slice_state(&code, &Map::new(), &db_state());
+        assert_eq!(
+            missing.reasons[0],
+            reason("/products", "the argument sku is not given")
+        );
+        // A keyed table whose value is not an object stays whole.
+        let listed = slice_state(
+            &code,
+            &args(json!({"sku": "7", "tag": "x"})),
+            &json!({"products": [1], "tags": {}, "settings": {}}),
+        );
+        assert_eq!(
+            listed.reasons,
+            vec![reason(
+                "/products",
+                "looked up by key, but the value is a list (only objects are cut)"
+            )]
+        );
+    }
+
+    #[test]
+    fn database_existence_checks_keep_an_empty_table() {
+        let code = "def has_users(data):\n    return 'users' in data\n";
+        let s = slice_code(code, "has_users");
+        assert_eq!(s.attributes, BTreeMap::from([("users".to_owned(), keys(&[]))]));
+        let state = slice_state(&s, &Map::new(), &json!({"users": {"U1": 1}, "x": 2}));
+        assert_eq!(state.state, json!({"users": {}}));
+    }
+
+    #[test]
+    fn database_helpers_recursion_aliases_and_rebinding() {
+        // Mutual recursion between helpers that pass the database and the key along.
+        let code = "def _a(db, k, n):\n    if n:\n        return _b(db, k, n - 1)\n    return db['users'][k]\n\n\ndef _b(d, key, n):\n    return _a(d, key, n)\n\n\ndef t(data, user_id):\n    return _a(data, user_id, 3)\n";
+        let s = slice_code(code, "t");
+        assert_eq!(s.fallback, None);
+        assert_eq!(s.methods, vec!["_a", "_b", "t"]);
+        assert_eq!(s.attributes, BTreeMap::from([("users".to_owned(), keys(&["user_id"]))]));
+        // A helper called with another key somewhere: the key is not the argument.
+        let code = "def _get(data, k):\n    return data['users'][k]\n\n\ndef t(data, user_id):\n    return _get(data, user_id), _get(data, 'admin')\n";
+        let s = slice_code(code, "t");
+        assert_eq!(s.attributes["users"], AttrUse::Whole);
+        assert_eq!(
+            s.whole_reasons["users"],
+            "looked up with a key the slicer cannot compute at line 2 (return data['users'][k])"
+        );
+        // Keyword arguments and an alias of the database.
+        let code = "def _get(k, data=None):\n    return data['users'][k]\n\n\ndef t(data, user_id):\n    db = data\n    return _get(k=user_id, data=db)\n";
+        assert_eq!(slice_code(code, "t").attributes["users"], keys(&["user_id"]));
+        // An alias bound twice, a database parameter bound again, a helper that binds its
+        // table parameter again.
+        let code = "def t(data, user_id):\n    users = data['users']\n    if not users:\n        users = {}\n    return users[user_id]\n";
+        let s = slice_code(code, "t");
+        assert_eq!(
+            s.whole_reasons["users"],
+            "assigned to users, which is bound elsewhere in t at line 2 (users = data['users'])"
+        );
+        let code = "def t(data, user_id):\n    data = dict(data)\n    return data['users'][user_id]\n";
+        assert_eq!(
+            slice_code(code, "t").database_whole.as_deref(),
+            Some("the database parameter data is bound again in t")
+        );
+        let code = "def _h(users, k):\n    users = sorted(users)\n    return users[0]\n\n\ndef t(data, user_id):\n    return _h(data['users'], user_id)\n";
+        assert_eq!(
+            slice_code(code, "t").whole_reasons["users"],
+            "passed to _h(), which binds users again at line 7 (return _h(data['users'], user_id))"
+        );
+        // `... or {}` keeps the alias; a table alias passed on to an unknown function does not.
+        let code = "def t(data, user_id):\n    users = data.get('users') or {}\n    return users.get(user_id)\n";
+        assert_eq!(slice_code(code, "t").attributes["users"], keys(&["user_id"]));
+        let code = "def t(data):\n    users = data['users']\n    return sorted(users)\n";
+        assert_eq!(
+            slice_code(code, "t").whole_reasons["users"],
+            "passed to sorted() at line 3 (return sorted(users))"
+        );
+        // Writes: a new entry is an entry; replacing or deleting the table needs it.
+        let code = "def t(data, user_id, name):\n    data['users'][user_id] = {'name': name}\n    data['log'] = []\n    del data['old']\n    return 'ok'\n";
+        let s = slice_code(code, "t");
+        assert_eq!(s.attributes["users"], keys(&["user_id"]));
+        assert_eq!(s.whole_reasons["log"], "assigned at line 3 (data['log'] = [])");
+        assert_eq!(s.whole_reasons["old"], "deleted at line 4 (del data['old'])");
+    }
+
+    #[test]
+    fn the_declared_convention_decides_when_both_define_the_tool() {
+        let code = "class E:\n    def __init__(self, init_config):\n        self.users = {}\n\n    def t(self, k):\n        return self.users[k]\n\n\ndef t(data, k):\n    return data['orders'][k]\n";
+        let class = slice_code_as(code, "t", Convention::Class);
+        assert_eq!(class.convention, Convention::Class);
+        assert_eq!(class.attributes, BTreeMap::from([("users".to_owned(), keys(&["k"]))]));
+        let db = slice_code_as(code, "t", Convention::Database);
+        assert_eq!(db.convention, Convention::Database);
+        assert_eq!(db.attributes, BTreeMap::from([("orders".to_owned(), keys(&["k"]))]));
+        // A class package whose tool only a class defines, declared as database: read as class.
+        let s = slice_code_as(SHOP, "get_order", Convention::Database);
+        assert_eq!(s.convention, Convention::Class);
+        assert_eq!(s, slice_code(SHOP, "get_order"));
+        // Neither defines it: the declared convention's reason.
+        assert_eq!(
+            slice_code_as(SHOP, "nope", Convention::Database).fallback.as_deref(),
+            Some("no module-level function defines nope")
+        );
+        assert_eq!(
+            slice_code(SHOP, "nope").fallback.as_deref(),
+            Some("no class defines nope")
+        );
+        assert_eq!(Convention::parse("database"), Some(Convention::Database));
+        assert_eq!(Convention::parse(Convention::Class.as_str()), Some(Convention::Class));
+        assert_eq!(Convention::parse("Class"), None);
+        assert_eq!(
+            serde_json::from_value::<Convention>(json!("database")).unwrap(),
+            Convention::Database
+        );
+        assert_eq!(Convention::default(), Convention::Class);
+    }
+
+    #[test]
+    fn database_fallbacks() {
+        for (code, why) in [
+            ("def t(data):\n    return eval('data')\n", "t calls eval()"),
+            (
+                "def _h(data):\n    return globals()['x']\n\n\ndef t(data):\n    return _h(data)\n",
+                "_h calls globals()",
+            ),
+            ("def t():\n    return 1\n", "t has no database parameter"),
+            ("def t(*args):\n    return 1\n", "t has no database parameter"),
+            (
+                "def t(data):\n    return 1\n\n\ndef t(data):\n    return 2\n",
+                "function t is defined twice",
+            ),
+            (
+                "import functools\n\n@functools.wraps\ndef t(data):\n    return 1\n",
+                "t is decorated (@functools.wraps)",
+            ),
+            ("def t(data):\n    return (1\n", "the source does not scan (string or brackets)"),
+        ] {
+            let s = slice_code_as(code, "t", Convention::Database);
+            assert_eq!(s.fallback.as_deref(), Some(why), "{code}");
+            assert!(s.full && s.source == code);
+            let state = slice_state(&s, &Map::new(), &json!({"a": {"b": 1}}));
+            assert_eq!(
+                state.reasons,
+                vec![reason("/a", &format!("the code slicer fell back: {why}"))]
+            );
+        }
+        // Not an object: the root, whole.
+        let s = slice_code(DB, "get_user");
+        let state = slice_state(&s, &Map::new(), &json!([1]));
+        assert_eq!(state.reasons, vec![reason("", "the state is not a JSON object")]);
+    }
+
+    #[test]
+    fn class_style_gains_computed_keys_aliases_and_table_helpers() {
+        for (body, want) in [
+            ("        orders = self.x\n        return orders[k]\n", keys(&["k"])),
+            ("        return self.x[str(k)]\n", keys(&["k"])),
+            ("        return self.x.get(k.strip())\n", AttrUse::Entries(BTreeSet::from([vec![KeyPart::Strip("k".into())]]))),
+            ("        return self.x[f'O-{k}']\n", AttrUse::Entries(BTreeSet::from([vec![KeyPart::Text("O-".into()), KeyPart::Arg("k".into())]]))),
+            ("        return self._h(self.x, k)\n\n    def _h(self, table, key):\n        return table[key]\n", keys(&["k"])),
+            // Literal keys stay whole in the class style (unchanged).
+            ("        return self.x['a']\n", AttrUse::Whole),
+            ("        return self.x[f'O-1']\n", AttrUse::Whole),
+        ] {
+            let code = class(&format!("    def t(self, k):\n{body}"));
+            let s = slice_code(&code, "t");
+            assert_eq!(s.fallback, None, "{body}");
+            assert_eq!(s.attributes.get("x"), Some(&want), "{body}");
+        }
+        let code = class("    def t(self, k):\n        orders = self.x\n        return [o for o in orders.values()]\n");
+        assert_eq!(
+            slice_code(&code, "t").whole_reasons["x"],
+            "iterated at line 7 (return [o for o in orders.values()])"
+        );
+        let s = slice_code(SHOP, "count");
+        assert_eq!(
+            s.whole_reasons["orders"],
+            "its size is read (len) at line 54 (return {\"success\": True, \"data\": len(self.orders)})"
+        );
+        let state = slice_state(&s, &Map::new(), &json!({"orders": {"O1": 1}}));
+        assert_eq!(
+            state.reasons,
+            vec![reason(
+                "/orders",
+                "its size is read (len) at line 54 (return {\"success\": True, \"data\": len(self.orders)})"
+            )]
+        );
+    }
+
+    #[test]
+    fn adversarial_database_sources_never_panic() {
+        for code in [
+            "def t(data",
+            "def t(data):\n    return data[",
+            "def t(data):\n    return data['users'\n",
+            "def t(data):\n    return data[]\n",
+            "def t(data):\n    return data.get(\n",
+            "def t(data):\n    return data.get()\n",
+            "def t(data):\n    return data.setdefault('x'\n",
+            "def t(data):\n    return f'{data[\"u\"][k]}'\n",
+            "def t(data):\n    return f'{data}'\n",
+            "def t(data):\n    x = data\n    data = x\n    return x['a']\n",
+            "def t(data):\n    a = b = data\n    return a['u']\n",
+            "def t(data):\n    a = data['u']\n    b = a\n    a = b\n    return b[1]\n",
+            "def t(data, k):\n    return t(data, k) or data['u'][k]\n",
+            "def _h(data):\n    return _h(data)\n\n\ndef t(data):\n    return _h(data)\n",
+            "def t(data):\n    return _missing(data)\n",
+            "def t(data):\n    return (lambda data: data)(data)\n",
+            "def t(data):\n    'users' in data\n    in data\n",
+            "def t(data):\n    = data['u']\n",
+            "def t(data):\n    u = data['u'] or {}\n    return u[\n",
+            "def t(data, **kw):\n    return data['u'][kw['k']]\n",
+            "def t(data, k):\n    return data['u'][f'{k']\n",
+            "def t(data, k):\n    return data['u'][f'{k}}']\n",
+            "def t(data, k):\n    return data['u'][u'']\n",
+            "def t(data, k):\n    return data[\"\"][\"\"]\n",
+            "def t(data):\n\treturn data['é']['ключ']\n",
+            "def t(data):\r\n    return data['u']\r\n",
+            "@\ndef t(data):\n    return 1\n",
+            "def t(data):\n    return data['u'](data)\n",
+            "def t(data, k):\n    return k in data['u'] in data\n",
+        ] {
+            for convention in [Convention::Class, Convention::Database] {
+                let s = slice_code_as(code, "t", convention);
+                let state = json!({"u": {"a": 1}, "users": {"k": 2}, "": {"": 3}});
+                let sliced = slice_state(&s, &args(json!({"k": "a"})), &state);
+                for kept in &sliced.kept {
+                    assert_eq!(kept.get(&sliced.state), kept.get(&state), "{code}");
+                }
+            }
+        }
+        // Recursion between helpers ends.
+        let s = slice_code(
+            "def _h(db, k):\n    return _g(db, k)\n\n\ndef _g(db, k):\n    return _h(db, k) or db['u'][k]\n\n\ndef t(data, k):\n    return _h(data, k)\n",
+            "t",
+        );
+        assert_eq!(s.attributes, BTreeMap::from([("u".to_owned(), keys(&["k"]))]));
+    }
+
     proptest::proptest! {
         #[test]
         fn never_panics_on_arbitrary_or_truncated_sources(
@@ -2895,6 +3423,29 @@ class Shop:
                 let s = slice_code(&truncated, tool);
                 proptest::prop_assert!(s.source.len() <= truncated.len());
                 let _ = slice_state(&s, &args(json!({"order_id": "O1"})), &state);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_database_style_sources(
+            code in "(def t\\(data, k\\):\n    |[a-z_ ():.\\[\\]{}'\"#=,\n\tfk]|data|users|\\['u'\\]|\\.get\\(| in |for ){0,80}",
+            cut in 0usize..1400,
+        ) {
+            let state = json!({"u": {"a": 1}, "users": {"U1": {}}, "orders": {"O1": {}}});
+            for convention in [Convention::Class, Convention::Database] {
+                let s = slice_code_as(&code, "t", convention);
+                let sliced = slice_state(&s, &args(json!({"k": "a"})), &state);
+                for kept in &sliced.kept {
+                    proptest::prop_assert_eq!(kept.get(&sliced.state), kept.get(&state));
+                }
+            }
+            let truncated: String = DB.chars().take(cut).collect();
+            for tool in ["get_user", "cancel_order", "product", "t"] {
+                let s = slice_code(&truncated, tool);
+                proptest::prop_assert!(s.source.len() <= truncated.len());
+                let _ = slice_state(&s, &args(json!({"user_id": "U1", "sku": 1})), &db_state());
             }
         }
     }
