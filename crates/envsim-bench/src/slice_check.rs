@@ -10,16 +10,23 @@
 //!   after; a sample that does not is reported as not reproducible, not as a slice failure;
 //! - **sizes**: the `envsim` prompt, the `envsim-sliced` prompt and the same layout over the
 //!   footprint slice (the static code slice with [`slice_with_reads`]'s state), in characters
-//!   and in tokens ([`prompt_tokens`] with a pluggable counter; [`estimate_tokens`] by default).
+//!   and in tokens ([`prompt_tokens`] with a pluggable counter; [`estimate_tokens`] by default);
+//! - **why tables stay whole**: for each table (top-level key) the static slice keeps whole, the
+//!   slicer's reason (`iterated at line 42 (for o in orders.values())`, see
+//!   [`envsim_core::slice::TableReason`]).
+//!
+//! The slicer reads each sample's code in its convention ([`SliceJob::convention`]).
 //!
 //! [`report`] aggregates the per-sample [`SampleCheck`]s into a [`SliceReport`] (the JSON the
 //! CLI prints). Reading files, loading a tokenizer and rendering stay in the CLI.
 
 use envsim_core::diff::{changes_to_json, fine_diff, PathStyle};
 use envsim_core::formats::Record;
-use envsim_core::prompt::{sliced_prompt, Prompt, Template};
+use envsim_core::prompt::{envsim_sliced_prompt, sliced_prompt, Prompt, Template};
 use envsim_core::sample::Transition;
-use envsim_core::slice::{slice_code, slice_covers, slice_state, slice_with_reads};
+use envsim_core::slice::{
+    slice_code_as, slice_covers, slice_state, slice_with_reads, Convention, TableReason,
+};
 use envsim_core::stats::{mean, percentile};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Call, CallOutcome, EnvCode, ExecError, Executor};
@@ -48,6 +55,14 @@ pub enum SliceCheckError {
         /// Sample id.
         sample: String,
     },
+    /// A sample's `convention` field is not `class` or `database`.
+    #[error("sample {sample}: field convention is {value}, expected \"class\" or \"database\"")]
+    BadConvention {
+        /// Sample id.
+        sample: String,
+        /// The field's value, as JSON.
+        value: String,
+    },
     /// A check task ended without a result (it panicked or was cancelled).
     #[error("a check task failed: {0}")]
     TaskFailed(String),
@@ -64,11 +79,16 @@ pub struct SliceJob {
     pub seed: u64,
     /// Frozen clock of the call (the record's `clock`, else the executor's default).
     pub clock: f64,
+    /// How the code is written, for the slicer (the record's `convention`, else
+    /// [`Convention::Class`], under which a tool that only a module-level function defines is
+    /// read in the database convention).
+    pub convention: Convention,
 }
 
 /// The jobs for a benchmark's transitions: the code comes from the sample (`env_code`, with
 /// the record's `class_name` or the package's class) or else from the package named by its
-/// `env_id`; `seed` and `clock` from the step or its record. `records` are the file's records
+/// `env_id`; `seed`, `clock` and `convention` from the step or its record. `records` are the
+/// file's records
 /// ([`envsim_core::formats::records`]) that the transitions were read from.
 pub fn jobs(
     transitions: Vec<Transition>,
@@ -105,11 +125,21 @@ pub fn jobs(
                 })?;
             (t.env_code.clone(), class)
         };
+        let convention = match field("convention") {
+            None => Convention::default(),
+            Some(v) => v.as_str().and_then(Convention::parse).ok_or_else(|| {
+                SliceCheckError::BadConvention {
+                    sample: t.id.clone(),
+                    value: v.to_string(),
+                }
+            })?,
+        };
         let code = codes
             .entry((source.clone(), class_name.clone()))
             .or_insert_with(|| EnvCode::new(source, class_name))
             .clone();
         jobs.push(SliceJob {
+            convention,
             seed: field("seed").and_then(Value::as_u64).unwrap_or(0),
             clock: field("clock")
                 .and_then(Value::as_f64)
@@ -240,6 +270,8 @@ pub struct SampleCheck {
     pub code_full: bool,
     /// The state slice is the whole state.
     pub state_full: bool,
+    /// Why each table the state slice keeps whole is kept whole.
+    pub whole_tables: Vec<TableReason>,
     /// The three prompts (`None` when the call could not be executed).
     pub prompts: Option<Variants<Prompt>>,
     /// Characters of code and state in each prompt (`None` likewise).
@@ -258,6 +290,7 @@ impl SampleCheck {
             code_fallback: None,
             code_full: false,
             state_full: false,
+            whole_tables: Vec::new(),
             prompts: None,
             parts: None,
         }
@@ -372,8 +405,9 @@ pub async fn check(executor: &Executor, job: &SliceJob) -> SampleCheck {
         None
     };
     let reads = full.reads.clone().unwrap_or_default();
-    let code = slice_code(&job.code.code, &t.action.name);
+    let code = slice_code_as(&job.code.code, &t.action.name, job.convention);
     let state = slice_state(&code, &t.action.arguments, &t.config_before);
+    out.whole_tables = state.reasons.clone();
     let footprint = slice_with_reads(&t.config_before, &reads);
     out.code_fallback = code.fallback.clone();
     out.code_full = code.full;
@@ -404,7 +438,7 @@ pub async fn check(executor: &Executor, job: &SliceJob) -> SampleCheck {
     });
     out.prompts = Some(Variants {
         full: Template::Envsim.render(&job.code.code, &t.config_before, &t.action),
-        sliced: Template::EnvsimSliced.render(&job.code.code, &t.config_before, &t.action),
+        sliced: envsim_sliced_prompt(&job.code.code, &t.config_before, &t.action, job.convention),
         footprint: sliced_prompt(&code.source, &footprint, &t.action),
     });
     out
@@ -506,6 +540,16 @@ pub struct FootprintMismatch {
     pub detail: String,
 }
 
+/// Why a sample's state slice keeps some tables whole.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WholeTables {
+    /// The sample.
+    #[serde(flatten)]
+    pub sample: SampleRef,
+    /// Each table kept whole and why, sorted by table.
+    pub tables: Vec<TableReason>,
+}
+
 /// How often the slicers fell back to showing everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Fallbacks {
@@ -548,6 +592,8 @@ pub struct SliceReport {
     pub footprint_outcome_mismatches: Vec<FootprintMismatch>,
     /// Fallbacks to the whole code or state.
     pub fallbacks: Fallbacks,
+    /// Per executed sample whose state slice keeps some table whole: which, and why.
+    pub whole_tables: Vec<WholeTables>,
     /// How tokens were counted (a tokenizer's name, or the estimate).
     pub token_counter: String,
     /// Prompt characters (system and user) per variant.
@@ -692,6 +738,14 @@ pub fn report(
             state_whole: done.iter().filter(|(c, _, _)| c.state_full).count(),
             reasons,
         },
+        whole_tables: done
+            .iter()
+            .filter(|(c, _, _)| !c.whole_tables.is_empty())
+            .map(|(c, _, _)| WholeTables {
+                sample: c.sample.clone(),
+                tables: c.whole_tables.clone(),
+            })
+            .collect(),
         token_counter: counter_name.to_owned(),
         prompt_chars: chars.map(|v| Stats::of(v)),
         prompt_tokens: tokens.map(|v| Stats::of(v)),
@@ -849,11 +903,19 @@ mod tests {
 
     #[test]
     fn report_json_has_the_cli_shape() {
-        let checked = vec![SampleCheck {
-            violation: Some((OracleCheck::Outcome, "observation differs".into())),
-            not_reproducible: Some(Differs::Observation),
-            ..executed("a", "shop", [("ab", "cd"), ("a", "c"), ("", "")])
-        }];
+        let checked = vec![
+            SampleCheck {
+                violation: Some((OracleCheck::Outcome, "observation differs".into())),
+                not_reproducible: Some(Differs::Observation),
+                whole_tables: vec![TableReason {
+                    table: envsim_core::pointer::JsonPointer::from_tokens(["orders"]),
+                    reason: "iterated at line 4 (for o in orders.values():)".into(),
+                }],
+                ..executed("a", "shop", [("ab", "cd"), ("a", "c"), ("", "")])
+            },
+            // Not executed: its reasons (none here) would not count.
+            SampleCheck::new(sample("b", "shop")),
+        ];
         let r = serde_json::to_value(report("f", &checked, &estimate_tokens, "n")).unwrap();
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(
@@ -867,6 +929,7 @@ mod tests {
                 "violations",
                 "footprint_outcome_mismatches",
                 "fallbacks",
+                "whole_tables",
                 "token_counter",
                 "prompt_chars",
                 "prompt_tokens",
@@ -884,6 +947,12 @@ mod tests {
         assert_eq!(
             r["not_reproducible"],
             json!([{"id": "a", "env": "shop", "tool": "t", "differs": "observation"}])
+        );
+        assert_eq!(
+            r["whole_tables"],
+            json!([{"id": "a", "env": "shop", "tool": "t", "tables": [
+                {"table": "/orders", "reason": "iterated at line 4 (for o in orders.values():)"}
+            ]}])
         );
         let budgets: Vec<&str> = r["prompts_within_tokens"]
             .as_object()
@@ -930,6 +999,14 @@ mod tests {
             {"sample_id": "no_code", "env_id": "missing",
              "action": {"name": "t", "arguments": {}}, "observation": "{'success': True}",
              "config_before": {}, "config_after": {}},
+            {"sample_id": "db", "env_id": "shop", "class_name": "Shop", "env_code": code,
+             "convention": "database",
+             "action": {"name": "t", "arguments": {}}, "observation": "ok",
+             "config_before": {}, "config_after": {}},
+            {"sample_id": "bad_convention", "env_id": "shop", "class_name": "Shop",
+             "env_code": code, "convention": "tables",
+             "action": {"name": "t", "arguments": {}}, "observation": "ok",
+             "config_before": {}, "config_after": {}},
         ]);
         let bytes = serde_json::to_vec(&bench).unwrap();
         let transitions = parse_benchmark(&bytes, "b.json").unwrap();
@@ -942,6 +1019,12 @@ mod tests {
         assert_eq!((first[0].seed, first[0].clock), (7, 12.5));
         assert_eq!(&*first[0].code.class_name, "Shop");
         assert_eq!(&*first[0].code.code, code);
+        assert_eq!(first[0].convention, Convention::Class);
+        assert_eq!(jobs_of(3).unwrap()[0].convention, Convention::Database);
+        assert_eq!(
+            jobs_of(4).unwrap_err().to_string(),
+            "sample bad_convention: field convention is \"tables\", expected \"class\" or \"database\""
+        );
         assert_eq!(
             jobs_of(1).unwrap_err(),
             SliceCheckError::UnknownClass {

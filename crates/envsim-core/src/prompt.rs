@@ -26,7 +26,7 @@
 use crate::diff::{changes_to_json, fine_diff, PathStyle};
 use crate::pyjson::{dumps, DumpOptions};
 use crate::sample::Action;
-use crate::slice::{slice_code, slice_state};
+use crate::slice::{slice_code_as, slice_state, Convention};
 use serde_json::{json, Value};
 
 /// Which prompt layout.
@@ -91,26 +91,13 @@ impl Template {
 
     /// Renders the prompt for one call.
     ///
-    /// `EnvsimSliced` slices the code and state ([`slice_code`], [`slice_state`]) and renders
-    /// them with [`sliced_prompt`]; when that would not be shorter (in characters) than the
-    /// `Envsim` prompt (nothing to cut, or less than the added sentence) it renders the `Envsim`
-    /// prompt.
+    /// `EnvsimSliced` is [`envsim_sliced_prompt`] with the default convention (class; a tool
+    /// that only a module-level function defines is read in the database convention).
     pub fn render(self, env_code: &str, state: &Value, action: &Action) -> Prompt {
         match self {
             Template::Envsim => envsim_prompt(ENVSIM_RULES, env_code, state, action),
             Template::EnvsimSliced => {
-                let code = slice_code(env_code, &action.name);
-                let sliced = slice_state(&code, &action.arguments, state);
-                let full = Template::Envsim.render(env_code, state, action);
-                if code.full && sliced.full {
-                    return full;
-                }
-                let prompt = sliced_prompt(&code.source, &sliced.state, action);
-                let chars = |p: &Prompt| p.system.chars().count() + p.user.chars().count();
-                if chars(&prompt) >= chars(&full) {
-                    return full;
-                }
-                prompt
+                envsim_sliced_prompt(env_code, state, action, Convention::default())
             }
             Template::Reference => Prompt {
                 system: format!(
@@ -150,6 +137,30 @@ fn envsim_prompt(rules: &str, env_code: &str, state: &Value, action: &Action) ->
             action.render()
         ),
     }
+}
+
+/// The `envsim-sliced` prompt for code written in `convention`: slices the code and state
+/// ([`slice_code_as`], [`slice_state`]) and renders them with [`sliced_prompt`]; when that
+/// would not be shorter (in characters) than the `envsim` prompt (nothing to cut, or less than
+/// the added sentence) it renders the `envsim` prompt.
+pub fn envsim_sliced_prompt(
+    env_code: &str,
+    state: &Value,
+    action: &Action,
+    convention: Convention,
+) -> Prompt {
+    let code = slice_code_as(env_code, &action.name, convention);
+    let sliced = slice_state(&code, &action.arguments, state);
+    let full = Template::Envsim.render(env_code, state, action);
+    if code.full && sliced.full {
+        return full;
+    }
+    let prompt = sliced_prompt(&code.source, &sliced.state, action);
+    let chars = |p: &Prompt| p.system.chars().count() + p.user.chars().count();
+    if chars(&prompt) >= chars(&full) {
+        return full;
+    }
+    prompt
 }
 
 /// The `envsim-sliced` layout for an already sliced code and state (from [`crate::slice`], or

@@ -1,16 +1,23 @@
 //! Prompt slicing: the part of an environment's code and state that one tool call can use.
 //!
 //! A small simulator model cannot read a whole environment class and a 100 KB state for every
-//! call. [`slice_code`] keeps the code one call can run and [`slice_state`] the state it can
-//! read or write, by a conservative static analysis of the Python source text (a line and
+//! call. [`slice_code`] ([`slice_code_as`] for a declared [`Convention`]) keeps the code one
+//! call can run and [`slice_state`] the state it can read or write, by a conservative static analysis of the Python source text (a line and
 //! indentation scanner that knows strings, f-strings, comments, brackets, decorators and
 //! multi-line signatures; no Python parser). Whenever the analysis is unsure it keeps more:
 //! a whole container, or the whole code and state ([`CodeSlice::fallback`]).
 //!
 //! # The rule
 //!
-//! Environments follow the EnvScaler convention: one class, constructed with the state, whose
-//! top-level state keys become instance attributes; each public method is a tool.
+//! Two conventions ([`Convention`], declared by the package manifest; class by default):
+//! - **class** (EnvScaler): one class, constructed with the state, whose top-level state keys
+//!   become instance attributes; each public method is a tool;
+//! - **database**: module-level tool functions `def tool(data, **kwargs)` whose first
+//!   parameter is the whole state (one JSON dict, mutated in place).
+//!
+//! A tool that the declared convention does not define but the other does (a module-level
+//! function in a class package) is read in the other ([`CodeSlice::convention`]). The rules
+//! below are the class convention's; the database convention's follow them.
 //!
 //! **Code.** The *environment class* is the module-level class that defines the called tool.
 //! Kept, in their original order and text: everything outside that class (imports, constants,
@@ -57,6 +64,34 @@
 //! its decimal text); a key that does not exist is simply not there, which is the truth. The
 //! slice is a subtree of the state: paths are unchanged, so a delta predicted on the slice
 //! applies to the full state as it is.
+//!
+//! **Beyond bare parameters** (both conventions). A lookup key may also be `str(n)`, `n.lower()`,
+//! `n.upper()`, `n.strip()` (string arguments, computed for ASCII text only) or a one-line
+//! f-string such as `f"P-{n}"` ([`AttrUse::Entries`], [`KeyPart`]). A table may be named through
+//! a local alias (`orders = self.orders`, optionally `… or {}`), a name bound by that one
+//! assignment only, whose uses are read like the table's own; and passed whole as an argument of
+//! a method called as `self.<m>(…)` whose parameter is then read like the table. Literal keys
+//! (`self.settings["currency"]`) keep the class convention's table whole, as before.
+//!
+//! **Database convention.** Kept: every module-level statement that is not a function (imports,
+//! constants, classes), the tool, and every module-level function a kept one names (not as an
+//! attribute `x.f`), or that a kept non-function statement names, transitively. The database is
+//! the tool's first parameter; its uses: `data["t"]`, `data.get("t"…)`, `data.setdefault("t"…)`
+//! name table `t` (then read like `self.t` above, with literal keys allowed: `data["settings"]
+//! ["currency"]` keeps one entry); `"t" in data` needs `t` only to exist (kept as `{}` when
+//! nothing else uses it); `db = data` is an alias; `helper(data, …)` (or a table,
+//! `helper(users, …)`) is followed into the helper's parameter (recursion included); anything else (`json.dumps(data)`, `data[name]`,
+//! iterating it) keeps the whole state. Fallback to the whole code and state when the source does
+//! not scan, no module-level function (and no class) defines the tool, a function is defined
+//! twice, the tool has no first parameter, a kept function is decorated or calls `eval`, `exec`,
+//! `globals`, `locals`, `vars` or `__import__`.
+//!
+//! **Why a table stays whole.** [`CodeSlice::whole_reasons`] holds, per table used whole, the
+//! first use that needs it with its line (`iterated at line 42 (for o in orders.values())`,
+//! `passed to sorted() at line 7 (…)`, `looked up with a key the slicer cannot compute at …`,
+//! `its size is read (len) at …`, `assigned at …`); [`slice_state`] adds the reasons that
+//! depend on the call (an argument that is not a string or an integer, a value that is not an
+//! object, a fallback) in [`StateSlice::reasons`], one per table kept whole.
 //!
 //! # Footprints and the oracle
 //!
@@ -1073,7 +1108,8 @@ fn reachable_methods(a: &Analysis<'_>, tool: &str) -> Result<BTreeSet<String>, S
 }
 
 /// Calls that make the analysis give up in the database convention.
-const FORBIDDEN_FUNCTION_CALLS: [&str; 6] = ["eval", "exec", "globals", "locals", "vars", "__import__"];
+const FORBIDDEN_FUNCTION_CALLS: [&str; 6] =
+    ["eval", "exec", "globals", "locals", "vars", "__import__"];
 
 /// The module-level functions one call of `tool` can run (database convention): the tool,
 /// every function named by a module-level statement that is not a function (those are kept
@@ -1255,7 +1291,8 @@ fn bindings(
     }
     // The arguments of every call of each kept method (`None`: some reference is not a call
     // whose arguments can be read).
-    let sites: BTreeMap<&str, Option<Vec<(&str, Vec<&str>)>>> = kept_methods
+    type Sites<'x> = Option<Vec<(&'x str, Vec<&'x str>)>>;
+    let sites: BTreeMap<&str, Sites> = kept_methods
         .iter()
         .map(|h| {
             let parsed = calls
@@ -1484,7 +1521,11 @@ impl Uses<'_, '_> {
         match holder {
             Holder::Db => earliest(&mut self.db_whole, at, reason),
             Holder::Table(t) => {
-                earliest(&mut self.tables.entry(t.clone()).or_default().whole, at, reason);
+                earliest(
+                    &mut self.tables.entry(t.clone()).or_default().whole,
+                    at,
+                    reason,
+                );
             }
         }
     }
@@ -1587,7 +1628,13 @@ impl Uses<'_, '_> {
                     }
                 }
                 None => {
-                    let reason = self.at_line("looked up with a key the slicer cannot compute", span.0);
+                    let key = key.trim();
+                    let what = if is_name(key) {
+                        format!("looked up by {key}, which does not always hold an argument of the call")
+                    } else {
+                        "looked up with a key the slicer cannot compute".to_owned()
+                    };
+                    let reason = self.at_line(&what, span.0);
                     self.whole(&Holder::Table(t.to_owned()), span.0, reason);
                 }
             }
@@ -1661,7 +1708,10 @@ impl Uses<'_, '_> {
                 .partition_point(|line| line.start <= s)
                 .saturating_sub(1);
             let before = &src.text[src.lines[l].start..s];
-            let what = if before.split(|c: char| !is_ident(c as u8)).any(|w| w == "for") {
+            let what = if before
+                .split(|c: char| !is_ident(c as u8))
+                .any(|w| w == "for")
+            {
                 "iterated"
             } else {
                 "tested for membership of a key the slicer cannot compute"
@@ -1716,7 +1766,8 @@ impl Uses<'_, '_> {
                 .flatten()
                 .map(|p| vec![KeyPart::Arg(p)]);
         }
-        let methods: [(&str, fn(String) -> KeyPart); 3] = [
+        type Part = fn(String) -> KeyPart;
+        let methods: [(&str, Part); 3] = [
             (".lower()", KeyPart::Lower),
             (".upper()", KeyPart::Upper),
             (".strip()", KeyPart::Strip),
@@ -1817,7 +1868,11 @@ fn is_keyword_name(src: &Src<'_>, at: usize, len: usize, limit: usize) -> bool {
 
 /// The key text of a lookup of the value at `span`: `X[key]`, `X.get(key…`, `X.pop(key…`,
 /// `X.setdefault(key…`, `key in X`, `key not in X` (nothing binding tighter around it).
-fn lookup_operand<'a>(src: &Src<'a>, (s, e): (usize, usize), body: (usize, usize)) -> Option<&'a str> {
+fn lookup_operand<'a>(
+    src: &Src<'a>,
+    (s, e): (usize, usize),
+    body: (usize, usize),
+) -> Option<&'a str> {
     let b = src.b;
     if b.get(e) == Some(&b'[') {
         let close = matching(src, e, body.1)?;
@@ -2311,10 +2366,9 @@ fn entry_key(parts: &[KeyPart], args: &Map<String, Value>) -> Result<String, Str
             KeyPart::Lower(p) => out.push_str(&ascii(p, "lower")?.to_ascii_lowercase()),
             KeyPart::Upper(p) => out.push_str(&ascii(p, "upper")?.to_ascii_uppercase()),
             // Python's str.strip() on ASCII text strips these.
-            KeyPart::Strip(p) => out.push_str(
-                ascii(p, "strip")?
-                    .trim_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f']),
-            ),
+            KeyPart::Strip(p) => out.push_str(ascii(p, "strip")?.trim_matches([
+                ' ', '\t', '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f',
+            ])),
         }
     }
     Ok(out)
@@ -2932,7 +2986,6 @@ class Shop:
         assert!(slice_covers(&state, &json!({"orders": {"O1": {"s": 1, "t": 2}}}), &len).is_err());
     }
 
-
     const DB: &str = r#""""A shop over one JSON database."""
 
 import json
@@ -3197,7 +3250,10 @@ def by_table(data, table, key):
     fn database_existence_checks_keep_an_empty_table() {
         let code = "def has_users(data):\n    return 'users' in data\n";
         let s = slice_code(code, "has_users");
-        assert_eq!(s.attributes, BTreeMap::from([("users".to_owned(), keys(&[]))]));
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([("users".to_owned(), keys(&[]))])
+        );
         let state = slice_state(&s, &Map::new(), &json!({"users": {"U1": 1}, "x": 2}));
         assert_eq!(state.state, json!({"users": {}}));
     }
@@ -3209,18 +3265,24 @@ def by_table(data, table, key):
         let s = slice_code(code, "t");
         assert_eq!(s.fallback, None);
         assert_eq!(s.methods, vec!["_a", "_b", "t"]);
-        assert_eq!(s.attributes, BTreeMap::from([("users".to_owned(), keys(&["user_id"]))]));
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([("users".to_owned(), keys(&["user_id"]))])
+        );
         // A helper called with another key somewhere: the key is not the argument.
         let code = "def _get(data, k):\n    return data['users'][k]\n\n\ndef t(data, user_id):\n    return _get(data, user_id), _get(data, 'admin')\n";
         let s = slice_code(code, "t");
         assert_eq!(s.attributes["users"], AttrUse::Whole);
         assert_eq!(
             s.whole_reasons["users"],
-            "looked up with a key the slicer cannot compute at line 2 (return data['users'][k])"
+            "looked up by k, which does not always hold an argument of the call at line 2 (return data['users'][k])"
         );
         // Keyword arguments and an alias of the database.
         let code = "def _get(k, data=None):\n    return data['users'][k]\n\n\ndef t(data, user_id):\n    db = data\n    return _get(k=user_id, data=db)\n";
-        assert_eq!(slice_code(code, "t").attributes["users"], keys(&["user_id"]));
+        assert_eq!(
+            slice_code(code, "t").attributes["users"],
+            keys(&["user_id"])
+        );
         // An alias bound twice, a database parameter bound again, a helper that binds its
         // table parameter again.
         let code = "def t(data, user_id):\n    users = data['users']\n    if not users:\n        users = {}\n    return users[user_id]\n";
@@ -3229,7 +3291,8 @@ def by_table(data, table, key):
             s.whole_reasons["users"],
             "assigned to users, which is bound elsewhere in t at line 2 (users = data['users'])"
         );
-        let code = "def t(data, user_id):\n    data = dict(data)\n    return data['users'][user_id]\n";
+        let code =
+            "def t(data, user_id):\n    data = dict(data)\n    return data['users'][user_id]\n";
         assert_eq!(
             slice_code(code, "t").database_whole.as_deref(),
             Some("the database parameter data is bound again in t")
@@ -3241,7 +3304,10 @@ def by_table(data, table, key):
         );
         // `... or {}` keeps the alias; a table alias passed on to an unknown function does not.
         let code = "def t(data, user_id):\n    users = data.get('users') or {}\n    return users.get(user_id)\n";
-        assert_eq!(slice_code(code, "t").attributes["users"], keys(&["user_id"]));
+        assert_eq!(
+            slice_code(code, "t").attributes["users"],
+            keys(&["user_id"])
+        );
         let code = "def t(data):\n    users = data['users']\n    return sorted(users)\n";
         assert_eq!(
             slice_code(code, "t").whole_reasons["users"],
@@ -3251,8 +3317,14 @@ def by_table(data, table, key):
         let code = "def t(data, user_id, name):\n    data['users'][user_id] = {'name': name}\n    data['log'] = []\n    del data['old']\n    return 'ok'\n";
         let s = slice_code(code, "t");
         assert_eq!(s.attributes["users"], keys(&["user_id"]));
-        assert_eq!(s.whole_reasons["log"], "assigned at line 3 (data['log'] = [])");
-        assert_eq!(s.whole_reasons["old"], "deleted at line 4 (del data['old'])");
+        assert_eq!(
+            s.whole_reasons["log"],
+            "assigned at line 3 (data['log'] = [])"
+        );
+        assert_eq!(
+            s.whole_reasons["old"],
+            "deleted at line 4 (del data['old'])"
+        );
     }
 
     #[test]
@@ -3260,17 +3332,25 @@ def by_table(data, table, key):
         let code = "class E:\n    def __init__(self, init_config):\n        self.users = {}\n\n    def t(self, k):\n        return self.users[k]\n\n\ndef t(data, k):\n    return data['orders'][k]\n";
         let class = slice_code_as(code, "t", Convention::Class);
         assert_eq!(class.convention, Convention::Class);
-        assert_eq!(class.attributes, BTreeMap::from([("users".to_owned(), keys(&["k"]))]));
+        assert_eq!(
+            class.attributes,
+            BTreeMap::from([("users".to_owned(), keys(&["k"]))])
+        );
         let db = slice_code_as(code, "t", Convention::Database);
         assert_eq!(db.convention, Convention::Database);
-        assert_eq!(db.attributes, BTreeMap::from([("orders".to_owned(), keys(&["k"]))]));
+        assert_eq!(
+            db.attributes,
+            BTreeMap::from([("orders".to_owned(), keys(&["k"]))])
+        );
         // A class package whose tool only a class defines, declared as database: read as class.
         let s = slice_code_as(SHOP, "get_order", Convention::Database);
         assert_eq!(s.convention, Convention::Class);
         assert_eq!(s, slice_code(SHOP, "get_order"));
         // Neither defines it: the declared convention's reason.
         assert_eq!(
-            slice_code_as(SHOP, "nope", Convention::Database).fallback.as_deref(),
+            slice_code_as(SHOP, "nope", Convention::Database)
+                .fallback
+                .as_deref(),
             Some("no module-level function defines nope")
         );
         assert_eq!(
@@ -3278,7 +3358,10 @@ def by_table(data, table, key):
             Some("no class defines nope")
         );
         assert_eq!(Convention::parse("database"), Some(Convention::Database));
-        assert_eq!(Convention::parse(Convention::Class.as_str()), Some(Convention::Class));
+        assert_eq!(
+            Convention::parse(Convention::Class.as_str()),
+            Some(Convention::Class)
+        );
         assert_eq!(Convention::parse("Class"), None);
         assert_eq!(
             serde_json::from_value::<Convention>(json!("database")).unwrap(),
@@ -3296,7 +3379,10 @@ def by_table(data, table, key):
                 "_h calls globals()",
             ),
             ("def t():\n    return 1\n", "t has no database parameter"),
-            ("def t(*args):\n    return 1\n", "t has no database parameter"),
+            (
+                "def t(*args):\n    return 1\n",
+                "t has no database parameter",
+            ),
             (
                 "def t(data):\n    return 1\n\n\ndef t(data):\n    return 2\n",
                 "function t is defined twice",
@@ -3305,7 +3391,10 @@ def by_table(data, table, key):
                 "import functools\n\n@functools.wraps\ndef t(data):\n    return 1\n",
                 "t is decorated (@functools.wraps)",
             ),
-            ("def t(data):\n    return (1\n", "the source does not scan (string or brackets)"),
+            (
+                "def t(data):\n    return (1\n",
+                "the source does not scan (string or brackets)",
+            ),
         ] {
             let s = slice_code_as(code, "t", Convention::Database);
             assert_eq!(s.fallback.as_deref(), Some(why), "{code}");
@@ -3319,7 +3408,10 @@ def by_table(data, table, key):
         // Not an object: the root, whole.
         let s = slice_code(DB, "get_user");
         let state = slice_state(&s, &Map::new(), &json!([1]));
-        assert_eq!(state.reasons, vec![reason("", "the state is not a JSON object")]);
+        assert_eq!(
+            state.reasons,
+            vec![reason("", "the state is not a JSON object")]
+        );
     }
 
     #[test]
@@ -3406,7 +3498,10 @@ def by_table(data, table, key):
             "def _h(db, k):\n    return _g(db, k)\n\n\ndef _g(db, k):\n    return _h(db, k) or db['u'][k]\n\n\ndef t(data, k):\n    return _h(data, k)\n",
             "t",
         );
-        assert_eq!(s.attributes, BTreeMap::from([("u".to_owned(), keys(&["k"]))]));
+        assert_eq!(
+            s.attributes,
+            BTreeMap::from([("u".to_owned(), keys(&["k"]))])
+        );
     }
 
     proptest::proptest! {

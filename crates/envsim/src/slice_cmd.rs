@@ -17,7 +17,7 @@ use envsim_bench::slice_check::{
 use envsim_core::formats::{parse_benchmark, records};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -150,6 +150,40 @@ fn number(value: Option<f64>) -> String {
     value.map_or_else(|| "null".to_owned(), |v| serde_json::json!(v).to_string())
 }
 
+/// Why tables stay whole, grouped by environment, table and reason, most samples first.
+fn whole_tables(report: &SliceReport) -> String {
+    let mut groups: BTreeMap<(&str, String, &str), usize> = BTreeMap::new();
+    for sample in &report.whole_tables {
+        for t in &sample.tables {
+            *groups
+                .entry((
+                    sample.sample.env.as_str(),
+                    t.table.to_string(),
+                    t.reason.as_str(),
+                ))
+                .or_default() += 1;
+        }
+    }
+    let mut out = format!(
+        "tables kept whole: in {} of {} executed samples ({} reasons)\n",
+        report.whole_tables.len(),
+        report.executed,
+        groups.len()
+    );
+    let mut sorted: Vec<_> = groups.into_iter().collect();
+    sorted.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for ((env, table, reason), n) in sorted.iter().take(20) {
+        out.push_str(&format!("  {n} x {env} {table}: {reason}\n"));
+    }
+    if sorted.len() > 20 {
+        out.push_str(&format!(
+            "  … {} more; --format json lists every sample's tables (whole_tables)\n",
+            sorted.len() - 20
+        ));
+    }
+    out
+}
+
 fn table(report: &SliceReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
@@ -169,6 +203,7 @@ fn table(report: &SliceReport) -> String {
     for (reason, n) in &f.reasons {
         out.push_str(&format!("  {n} x {reason}\n"));
     }
+    out.push_str(&whole_tables(report));
     let tokens_title = format!("prompt tokens ({})", report.token_counter);
     let tables: [(&str, &Variants<Stats>); 4] = [
         ("prompt characters", &report.prompt_chars),
