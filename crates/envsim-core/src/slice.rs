@@ -1894,7 +1894,8 @@ fn lookup_operand<'a>(
 }
 
 /// The operand `p` of `p in X` / `p not in X` for the value at `span`, with nothing binding
-/// tighter than `in` around it; `p` is a bare name or a string literal.
+/// tighter than `in` around it; `p` is a bare name, a string literal or a call on a dotted
+/// name (`str(n)`, `n.lower()`).
 fn membership_operand<'a>(
     src: &Src<'a>,
     (s, e): (usize, usize),
@@ -1932,6 +1933,24 @@ fn membership_operand<'a>(
         let mut k = j - 1;
         while k > from && src.class[k - 1] == Class::Str {
             k -= 1;
+        }
+        k
+    } else if word.is_empty() && j > from && b[j - 1] == b')' && src.runs(j - 1) {
+        // A call on a (dotted) name: `str(n)`, `n.lower()`.
+        let d = src.depth[j - 1];
+        let open = (from..j - 1)
+            .rev()
+            .find(|&k| src.depth[k] == d && b[k] == b'(' && src.runs(k))?;
+        let (mut k, name) = src.ident_before(open);
+        if name.is_empty() {
+            return None;
+        }
+        while k > from + 1 && b[k - 1] == b'.' {
+            let (before, part) = src.ident_before(k - 1);
+            if part.is_empty() {
+                break;
+            }
+            k = before;
         }
         k
     } else {
@@ -3419,6 +3438,9 @@ def by_table(data, table, key):
         for (body, want) in [
             ("        orders = self.x\n        return orders[k]\n", keys(&["k"])),
             ("        return self.x[str(k)]\n", keys(&["k"])),
+            ("        return str(k) in self.x\n", keys(&["k"])),
+            ("        return k.upper() not in self.x\n", AttrUse::Entries(BTreeSet::from([vec![KeyPart::Upper("k".into())]]))),
+            ("        return len(k) in self.x\n", AttrUse::Whole),
             ("        return self.x.get(k.strip())\n", AttrUse::Entries(BTreeSet::from([vec![KeyPart::Strip("k".into())]]))),
             ("        return self.x[f'O-{k}']\n", AttrUse::Entries(BTreeSet::from([vec![KeyPart::Text("O-".into()), KeyPart::Arg("k".into())]]))),
             ("        return self._h(self.x, k)\n\n    def _h(self, table, key):\n        return table[key]\n", keys(&["k"])),

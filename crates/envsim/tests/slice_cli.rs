@@ -28,10 +28,30 @@ fn slice_check_on_the_bundled_benchmark() {
     }
     assert_eq!(report["fallbacks"]["code"], 0);
     assert_eq!(report["token_counter"], "characters / 4 (estimate)");
-    // Measured: 2.86x (totals) and 72.7k → 25.4k characters per prompt on average; the
+    // Measured: 3.00x (totals) and 72.7k → 24.2k characters per prompt on average; the
     // footprint slice 7.14x.
     let ratio = report["ratio_full_to"]["sliced"].as_f64().unwrap();
-    assert!(ratio >= 2.5, "full / sliced = {ratio}");
+    assert!(ratio >= 2.9, "full / sliced = {ratio}");
+    // Every table kept whole comes with its reason; a use in the code names its line.
+    let whole = report["whole_tables"].as_array().unwrap();
+    assert!(
+        whole.len() >= 300,
+        "{} samples keep a table whole",
+        whole.len()
+    );
+    for sample in whole {
+        let tables = sample["tables"].as_array().unwrap();
+        assert!(!tables.is_empty(), "{sample}");
+        for t in tables {
+            let table = t["table"].as_str().unwrap();
+            let reason = t["reason"].as_str().unwrap();
+            assert!(table.starts_with('/'), "{sample}");
+            assert!(
+                reason.contains(" at line ") || reason.starts_with("the argument "),
+                "{sample}"
+            );
+        }
+    }
     let footprint = report["ratio_full_to"]["footprint"].as_f64().unwrap();
     assert!(footprint >= ratio, "full / footprint = {footprint}");
     let mean = |variant: &str| report["prompt_chars"][variant]["mean"].as_f64().unwrap();
