@@ -2,7 +2,8 @@
 //! reads it was cut for.
 //!
 //! The input is the environment's Python source (bytes, read as lossy UTF-8). It is sliced for
-//! every method name it defines (at most eight) and one it does not; a state is made up from
+//! every method or function name it defines (at most eight) and one it does not, in both
+//! conventions (class, database); a state is made up from
 //! the instance attributes the slicer found (objects with a few entries, a list, a scalar) and
 //! arguments from the tool parameters that key them, so `slice_state` cuts real objects. Then
 //! `footprint`, `slice_with_reads` and `slice_covers` run on reads drawn from that state.
@@ -10,7 +11,8 @@
 
 use envsim_core::pointer::JsonPointer;
 use envsim_core::slice::{
-    footprint, slice_code, slice_covers, slice_state, slice_with_reads, AttrUse,
+    footprint, slice_code_as, slice_covers, slice_state, slice_with_reads, AttrUse, Convention,
+    KeyPart,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
@@ -61,8 +63,11 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let mut tools = def_names(&text);
     tools.push("no_such_tool");
-    for tool in tools {
-        let code = slice_code(&text, tool);
+    let calls = tools
+        .iter()
+        .flat_map(|&tool| [(tool, Convention::Class), (tool, Convention::Database)]);
+    for (tool, convention) in calls {
+        let code = slice_code_as(&text, tool, convention);
         if code.fallback.is_some() {
             assert!(code.full, "a fallback shows the whole code");
             assert_eq!(code.source, text, "a fallback shows the code as it is");
@@ -83,10 +88,29 @@ fuzz_target!(|data: &[u8]| {
                     args.insert(p.clone(), arg);
                 }
             }
+            if let AttrUse::Entries(keys) = usage {
+                for part in keys.iter().flatten() {
+                    if let KeyPart::Arg(p)
+                    | KeyPart::Lower(p)
+                    | KeyPart::Upper(p)
+                    | KeyPart::Strip(p) = part
+                    {
+                        args.insert(p.clone(), json!("K1"));
+                    }
+                }
+            }
         }
         state.insert("unused_by_the_tool".into(), json!({"k1": 0}));
         let state = Value::Object(state);
         let sliced = slice_state(&code, &args, &state);
+        // Every table kept whole says why.
+        let whole: Vec<_> = sliced
+            .kept
+            .iter()
+            .filter(|p| p.tokens().len() <= 1)
+            .collect();
+        let explained: Vec<_> = sliced.reasons.iter().map(|r| &r.table).collect();
+        assert_eq!(whole, explained, "a reason per table kept whole");
         // The slice is a subtree of the state: every kept pointer resolves to the same value.
         for kept in &sliced.kept {
             assert_eq!(kept.get(&sliced.state), kept.get(&state), "kept {kept}");

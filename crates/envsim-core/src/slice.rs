@@ -3557,6 +3557,11 @@ def by_table(data, table, key):
                 for kept in &sliced.kept {
                     proptest::prop_assert_eq!(kept.get(&sliced.state), kept.get(&state));
                 }
+                // A reason for exactly the tables kept whole.
+                let whole: Vec<&JsonPointer> =
+                    sliced.kept.iter().filter(|p| p.tokens().len() <= 1).collect();
+                let explained: Vec<&JsonPointer> = sliced.reasons.iter().map(|r| &r.table).collect();
+                proptest::prop_assert_eq!(whole, explained);
             }
             let truncated: String = DB.chars().take(cut).collect();
             for tool in ["get_user", "cancel_order", "product", "t"] {
