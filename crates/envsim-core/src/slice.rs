@@ -206,7 +206,7 @@ pub struct CodeSlice {
 }
 
 impl CodeSlice {
-    fn fallback(
+    fn whole_code(
         env_code: &str,
         reason: impl Into<String>,
         methods: Vec<String>,
@@ -1013,7 +1013,7 @@ pub fn slice_code(env_code: &str, tool: &str) -> CodeSlice {
 pub fn slice_code_as(env_code: &str, tool: &str, convention: Convention) -> CodeSlice {
     let a = match analyse_as(env_code, tool, convention) {
         Ok(a) => a,
-        Err(reason) => return CodeSlice::fallback(env_code, reason, Vec::new(), convention),
+        Err(reason) => return CodeSlice::whole_code(env_code, reason, Vec::new(), convention),
     };
     let all_methods = || a.methods.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
     let reachable = match a.convention {
@@ -1023,7 +1023,7 @@ pub fn slice_code_as(env_code: &str, tool: &str, convention: Convention) -> Code
     let kept = match reachable {
         Ok(kept) => kept,
         Err(reason) => {
-            return CodeSlice::fallback(env_code, reason, all_methods(), a.convention);
+            return CodeSlice::whole_code(env_code, reason, all_methods(), a.convention);
         }
     };
     // Table uses.
@@ -1031,7 +1031,7 @@ pub fn slice_code_as(env_code: &str, tool: &str, convention: Convention) -> Code
         Some(tool_method) => table_uses(&a, tool_method, &kept),
         None => {
             let reason = format!("no method {tool}");
-            return CodeSlice::fallback(env_code, reason, all_methods(), a.convention);
+            return CodeSlice::whole_code(env_code, reason, all_methods(), a.convention);
         }
     };
     // Assemble.
