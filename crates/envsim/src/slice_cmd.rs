@@ -311,3 +311,80 @@ fn table(report: &SliceReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envsim_bench::slice_check::{estimate_tokens, Parts, SampleCheck};
+    use envsim_core::pointer::JsonPointer;
+    use envsim_core::prompt::Prompt;
+    use envsim_core::slice::TableReason;
+
+    fn executed(id: &str, env: &str, tables: &[(&str, &str)]) -> SampleCheck {
+        let prompt = Prompt {
+            system: "s".into(),
+            user: "u".into(),
+        };
+        SampleCheck {
+            prompts: Some(Variants {
+                full: prompt.clone(),
+                sliced: prompt.clone(),
+                footprint: prompt,
+            }),
+            parts: Some(Variants {
+                full: Parts::default(),
+                sliced: Parts::default(),
+                footprint: Parts::default(),
+            }),
+            whole_tables: tables
+                .iter()
+                .map(|(table, reason)| TableReason {
+                    table: JsonPointer::from_tokens([*table]),
+                    reason: (*reason).into(),
+                })
+                .collect(),
+            ..SampleCheck::new(SampleRef {
+                id: id.into(),
+                env: env.into(),
+                tool: "t".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn whole_tables_are_grouped_by_environment_table_and_reason() {
+        let iterated = "iterated at line 4 (for o in orders.values():)";
+        let checked = vec![
+            executed(
+                "a",
+                "shop",
+                &[("orders", iterated), ("log", "used whole at line 9 (x)")],
+            ),
+            executed("b", "shop", &[("orders", iterated)]),
+            executed("c", "bank", &[]),
+        ];
+        let r = report("b.json", &checked, &estimate_tokens, "estimate");
+        assert_eq!(
+            whole_tables(&r),
+            "tables kept whole: in 2 of 3 executed samples (2 reasons)\n  \
+             2 x shop /orders: iterated at line 4 (for o in orders.values():)\n  \
+             1 x shop /log: used whole at line 9 (x)\n"
+        );
+        // More than twenty reasons: the rest is counted, not listed.
+        let many: Vec<SampleCheck> = (0..25)
+            .map(|i| {
+                executed(
+                    &format!("s{i}"),
+                    "shop",
+                    &[("t", &format!("reason {i:02}"))],
+                )
+            })
+            .collect();
+        let text = whole_tables(&report("b.json", &many, &estimate_tokens, "estimate"));
+        assert_eq!(text.lines().count(), 22, "{text}");
+        assert!(text.contains("  1 x shop /t: reason 00\n"), "{text}");
+        assert!(!text.contains("reason 20"), "{text}");
+        assert!(text
+            .ends_with("  … 5 more; --format json lists every sample's tables (whole_tables)\n"));
+    }
+}
