@@ -205,7 +205,7 @@ async fn walk_state(
 
 #[allow(clippy::too_many_arguments)]
 /// Executes one call; returns the record and, when the state changed, the new state.
-async fn execute(
+pub(crate) async fn execute(
     executor: &Executor,
     package: &EnvPackage,
     call: &Call<'_>,

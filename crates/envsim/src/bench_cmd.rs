@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::output::render;
 use envsim_bench::sample::{sample, Composition, SampleOptions};
-use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
+use envsim_bench::trajectories::import as import_trajectories;
 use envsim_bench::verify::{verify_all, Mismatch, VerifyReport};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::score::stratum_of;
@@ -62,12 +62,6 @@ enum BenchCommand {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum TrajectoryFormatArg {
-    Reference,
-    Envsim,
-}
-
 /// How transitions are collected (shared by `bench build` and `export sft`).
 #[derive(Debug, Args)]
 pub struct WalkArgs {
@@ -101,9 +95,11 @@ struct BuildArgs {
     /// Build from recorded agent trajectories instead of random walks (JSONL or JSON array).
     #[arg(long, value_name = "FILE")]
     trajectories: Option<PathBuf>,
-    /// Format of --trajectories: the reference's run records, or envsim trajectory JSONL.
-    #[arg(long, value_enum, default_value_t = TrajectoryFormatArg::Envsim)]
-    trajectory_format: TrajectoryFormatArg,
+    /// Format of --trajectories (auto: detected per record). Runs that record states are used
+    /// as recorded; call-only runs (no state after any step, e.g. chat transcripts) are
+    /// re-executed from their initial state on the package they name, as `env replay` does.
+    #[arg(long, value_enum, default_value_t = crate::replay_cmd::FormatArg::Auto)]
+    trajectory_format: crate::replay_cmd::FormatArg,
     /// Keep transitions whose output depends on the clock or the random seed.
     #[arg(long)]
     allow_unpredictable: bool,
@@ -193,11 +189,22 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            let format = match a.trajectory_format {
-                TrajectoryFormatArg::Reference => TrajectoryFormat::Reference,
-                TrajectoryFormatArg::Envsim => TrajectoryFormat::Envsim,
-            };
-            import_trajectories(&text, &path.display().to_string(), format, &packages)?
+            let source = path.display().to_string();
+            let imported =
+                import_trajectories(&text, &source, a.trajectory_format.format(), &packages)?;
+            let mut transitions = imported.transitions;
+            if !imported.call_only.is_empty() {
+                let replayed = replay_call_only(&packages, &imported.call_only, &source, &a)?;
+                let walk_offset = transitions.iter().map(|t| t.walk + 1).max().unwrap_or(0);
+                for run in replayed {
+                    transitions.extend(run.steps.into_iter().map(|s| {
+                        let mut t = s.transition;
+                        t.walk += walk_offset;
+                        t
+                    }));
+                }
+            }
+            transitions
         }
         None => walk_transitions(packages.clone(), &a.walk, a.seed)?,
     };
@@ -324,6 +331,35 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     }
     println!("{}", files.fingerprint);
     Ok(())
+}
+
+/// Re-executes the call-only runs of `--trajectories` (seeded with `--seed`) and says how
+/// their observations compare with the recorded ones.
+fn replay_call_only(
+    packages: &[EnvPackage],
+    runs: &[envsim_bench::trajectories::RecordedRun],
+    source: &str,
+    a: &BuildArgs,
+) -> Result<Vec<envsim_bench::replay::ReplayedRun>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let limits = crate::env_cmd::exec_limits()?;
+    let workers = a.walk.workers;
+    let replayed = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(workers, limits).await?);
+        let choice = crate::replay_cmd::ReplayChoice {
+            seed: a.seed,
+            workers,
+            ..Default::default()
+        };
+        crate::replay_cmd::replay_runs(executor, packages, runs, source, choice).await
+    })?;
+    eprintln!("{source}: {} call-only runs re-executed", replayed.len());
+    crate::replay_cmd::print_summary(source, &replayed);
+    Ok(replayed)
 }
 
 /// A share in (0, 1].

@@ -317,6 +317,76 @@ fn build_from_recorded_trajectories() {
         .contains("bad.jsonl: line 1, field `initial_state`"));
 }
 
+#[test]
+fn build_from_call_only_transcripts_reexecutes_the_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    let call = |id: &str, name: &str, args: Value| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": name, "arguments": args.to_string()}}]})
+    };
+    // The recorded answers are wrong on purpose: a benchmark holds what really happens.
+    let answer = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "recorded"});
+    let transcript = json!({"env": "stock_a", "task_id": "t1",
+        "initial_state": {"items": {"A": {"qty": 1, "restocks": 0}}}, "messages": [
+        call("1", "get", json!({"sku": "Z"})), answer("1"),
+        call("2", "get", json!({"sku": "A"})), answer("2"),
+        call("3", "restock", json!({"sku": "A", "qty": 2})), answer("3"),
+    ]});
+    let file = dir.path().join("chats.jsonl");
+    std::fs::write(&file, format!("{transcript}\n")).unwrap();
+    let composition = dir.path().join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "count": 1},
+            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
+            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("bench");
+    let built = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--trajectories",
+        file.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(built.status.success(), "{stderr}");
+    assert!(stderr.contains("1 call-only runs re-executed"), "{stderr}");
+    assert!(
+        stderr.contains("3 steps: 0 exact, 0 normalised, 3 differ"),
+        "{stderr}"
+    );
+    let samples: Vec<Value> = std::fs::read_to_string(out.join("benchmark.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut observations: Vec<String> = samples
+        .iter()
+        .map(|s| s["observation"].as_str().unwrap().to_owned())
+        .collect();
+    observations.sort();
+    assert_eq!(
+        observations,
+        [
+            "{'success': False, 'error': 'unknown sku Z'}",
+            "{'success': True, 'data': {'qty': 1, 'restocks': 0}}",
+            "{'success': True, 'message': 'A now 3'}",
+        ]
+    );
+}
+
 /// The stock environment with attributes its state files lack (the constructor creates them),
 /// as environments written for EnvScaler by others often are.
 fn write_constructed_package(root: &Path) {
