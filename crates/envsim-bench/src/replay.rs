@@ -7,7 +7,7 @@
 //! [`envsim_exec::step_seed`]`(s, k)` and the clock of step `k` of a `bench build` walk
 //! (`DEFAULT_CLOCK + k` hours).
 
-use crate::collect::{execute, StateText, TransitionRecord};
+use crate::collect::{execute, StateForm, TransitionRecord};
 use crate::driver::Intent;
 use crate::trajectories::RecordedRun;
 use envsim_core::diff::ReferenceEquality;
@@ -212,8 +212,9 @@ pub async fn replay_run(
         // The constructor fails on this state: every call fails the same way, from the file.
         Err(_) => start.clone(),
     };
+    let form = StateForm::for_initial(&initial);
     let mut state = initial.clone();
-    let mut state_text = StateText::from_value(&state);
+    let mut state_text = form.text(&state);
     let mut steps = Vec::with_capacity(run.steps.len());
     for (index, recorded) in run.steps.iter().enumerate() {
         let schema = package
@@ -235,6 +236,7 @@ pub async fn replay_run(
             package,
             &call,
             &state_text,
+            &form,
             schema,
             start_name,
             walk,
@@ -399,7 +401,7 @@ fn describe(changes: &[envsim_core::diff::Change<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::Outcome;
+    use crate::collect::{Outcome, StateText};
 
     fn replayed(
         observation: &str,

@@ -576,3 +576,115 @@ fn short_buckets_collect_further_rounds_within_the_budget() {
         "{stderr}"
     );
 }
+
+/// The stock package with one initial state of about 400 KB (past the size from which walk
+/// states are kept, and benchmark files written, as patches of their initial state).
+fn write_large_package(root: &Path) {
+    write_package(root, "stock_big");
+    let items: serde_json::Map<String, Value> = (0..9000)
+        .map(|i| (format!("SKU{i:05}"), json!({"qty": i % 7, "restocks": 0})))
+        .collect();
+    std::fs::write(
+        root.join("stock_big/states/00.json"),
+        json!({"items": items}).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn large_states_are_stored_once_and_the_reference_json_is_an_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_large_package(&envs);
+    let composition = dir.path().join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "delta": [0, 0], "count": 3},
+            {"name": "no_change", "outcome": "success", "delta": [0, 0], "count": 3},
+            {"name": "changed", "outcome": "success", "delta": [2, 2], "count": 3}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let walk = ["--walks", "3", "--steps", "8", "--max-env-share", "1"];
+    let out = dir.path().join("b");
+    let mut extra = walk.to_vec();
+    extra.extend(["--reference-json", "always"]);
+    let fingerprint = ok(&bench_build(&envs, &composition, &extra, &out));
+    let jsonl = std::fs::read_to_string(out.join("benchmark.jsonl")).unwrap();
+    let lines: Vec<Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stored: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("state_id").is_some())
+        .collect();
+    let compact = lines
+        .iter()
+        .filter(|l| l.get("config_before_ref").is_some())
+        .count();
+    assert_eq!(stored.len(), 1, "the large initial state is stored once");
+    assert!((1..=9).contains(&compact), "{compact}");
+    assert_eq!(lines.len() - stored.len(), 9);
+    // Small states stay whole, as before.
+    assert!(lines
+        .iter()
+        .filter(|l| l.get("config_before").is_some())
+        .all(|l| l["config_before"].to_string().len() < 1000));
+    let reference = std::fs::read(out.join("benchmark.json")).unwrap();
+    assert!(
+        jsonl.len() * 2 < reference.len(),
+        "{} vs {}",
+        jsonl.len(),
+        reference.len()
+    );
+
+    // The compact file replays, scores and exports to exactly the reference JSON.
+    ok(&envsim(&[
+        "bench",
+        "verify",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        envs.to_str().unwrap(),
+    ]));
+    let report: Value = serde_json::from_str(&ok(&envsim(&[
+        "score",
+        "--bench",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--baseline",
+        "oracle",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(report["overall"]["n"], 9);
+    assert_eq!(report["overall"]["cm_strict"], 1.0);
+    let exported = dir.path().join("exported.json");
+    ok(&envsim(&[
+        "bench",
+        "export-reference",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        envs.to_str().unwrap(),
+        "--out",
+        exported.to_str().unwrap(),
+    ]));
+    assert!(
+        std::fs::read(&exported).unwrap() == reference,
+        "byte for byte"
+    );
+
+    // --reference-json never: no reference file (a stale one is removed), and how to get it.
+    let mut extra = walk.to_vec();
+    extra.extend(["--reference-json", "never"]);
+    let skipped = bench_build(&envs, &composition, &extra, &out);
+    assert_eq!(
+        ok(&skipped),
+        fingerprint,
+        "the benchmark itself is the same"
+    );
+    assert!(!out.join("benchmark.json").exists());
+    assert!(String::from_utf8_lossy(&skipped.stderr).contains("bench export-reference"));
+}
