@@ -30,24 +30,154 @@ pub enum Outcome {
 ///
 /// States are the bulk of a collection (tens of thousands of 10–100 KB states) and as parsed
 /// values take about 25 times their text size; consecutive steps share the state between them,
-/// and calls that change nothing share one state for before and after.
+/// and calls that change nothing share one state for before and after. A state that grew from a
+/// large initial state ([`LARGE_STATE_BYTES`]) is kept as that base, shared, plus the patch
+/// from it (`envsim_core::state_patch`): a walk over a multi-megabyte database then costs the
+/// database once, not once per step.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StateText(Arc<str>);
+pub struct StateText(Repr);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Repr {
+    Full(Arc<str>),
+    Patched {
+        base: Arc<BaseState>,
+        patch: Arc<str>,
+    },
+}
+
+/// A large initial state that the states of its walks are patches of.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BaseState {
+    /// `SHA-256` of the text, first 16 hex digits: how compact benchmark files name it.
+    pub id: String,
+    /// Compact JSON text.
+    pub text: Arc<str>,
+}
+
+/// From this size of an initial state's text on, the states of its walks are kept (and written
+/// to compact benchmark files) as patches of it.
+pub const LARGE_STATE_BYTES: usize = 256 * 1024;
+
+/// How the states of one walk are kept: whole, or as patches of its initial state.
+#[derive(Clone, Debug)]
+pub enum StateForm {
+    /// Whole texts.
+    Full,
+    /// Patches of the base, whose value is kept parsed to diff against.
+    Patched(Arc<BaseState>, Arc<Value>),
+}
+
+impl StateForm {
+    /// The form for a walk from `initial`: patches when it is large.
+    pub fn for_initial(initial: &Value) -> StateForm {
+        let text = serde_json::to_string(initial).unwrap_or_default();
+        if text.len() < LARGE_STATE_BYTES {
+            return StateForm::Full;
+        }
+        let id = envsim_core::hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()))
+            [..16]
+            .to_owned();
+        StateForm::Patched(
+            Arc::new(BaseState {
+                id,
+                text: Arc::from(text),
+            }),
+            Arc::new(initial.clone()),
+        )
+    }
+
+    /// `state` in this form.
+    pub fn text(&self, state: &Value) -> StateText {
+        match self {
+            StateForm::Full => StateText::from_value(state),
+            StateForm::Patched(base, base_value) => StateText(Repr::Patched {
+                base: Arc::clone(base),
+                patch: Arc::from(
+                    serde_json::to_string(&envsim_core::state_patch::diff_patch(base_value, state))
+                        .unwrap_or_default(),
+                ),
+            }),
+        }
+    }
+}
 
 impl StateText {
-    /// Serialises a state.
+    /// Serialises a state (whole).
     pub fn from_value(value: &Value) -> StateText {
-        StateText(Arc::from(serde_json::to_string(value).unwrap_or_default()))
+        StateText(Repr::Full(Arc::from(
+            serde_json::to_string(value).unwrap_or_default(),
+        )))
     }
 
-    /// The compact JSON text.
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// A text that identifies the state among those of its form: the compact JSON of a whole
+    /// state, the base id and the patch of a patched one (patches are canonical: one state,
+    /// one patch from its base).
+    pub fn identity(&self) -> std::borrow::Cow<'_, str> {
+        match &self.0 {
+            Repr::Full(text) => std::borrow::Cow::Borrowed(text),
+            Repr::Patched { base, patch } => {
+                std::borrow::Cow::Owned(format!("{}+{patch}", base.id))
+            }
+        }
     }
 
-    /// The state as a value (the text is envsim's own serialisation, so it always parses).
+    /// The length of the whole state's text (a patched state: its base's).
+    pub fn approximate_len(&self) -> usize {
+        match &self.0 {
+            Repr::Full(text) => text.len(),
+            Repr::Patched { base, patch } => base.text.len() + patch.len(),
+        }
+    }
+
+    /// The base and the patch, for a patched state.
+    pub fn as_patch(&self) -> Option<(&Arc<BaseState>, &str)> {
+        match &self.0 {
+            Repr::Full(_) => None,
+            Repr::Patched { base, patch } => Some((base, patch)),
+        }
+    }
+
+    /// The state as a value (the texts are envsim's own serialisation, so they always parse
+    /// and patches always apply).
     pub fn value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+        match &self.0 {
+            Repr::Full(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+            Repr::Patched { base, patch } => {
+                let mut state: Value = serde_json::from_str(&base.text).unwrap_or(Value::Null);
+                let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
+                match envsim_core::state_patch::apply_patch(&mut state, &patch) {
+                    Ok(()) => state,
+                    Err(_) => Value::Null,
+                }
+            }
+        }
+    }
+}
+
+/// Parsed base states, so that materialising many patched states parses each base once.
+#[derive(Debug, Default)]
+pub struct StateCache {
+    bases: std::collections::HashMap<String, Arc<Value>>,
+}
+
+impl StateCache {
+    /// The state as a value.
+    pub fn value(&mut self, state: &StateText) -> Value {
+        match &state.0 {
+            Repr::Full(_) => state.value(),
+            Repr::Patched { base, patch } => {
+                let parsed = self.bases.entry(base.id.clone()).or_insert_with(|| {
+                    Arc::new(serde_json::from_str(&base.text).unwrap_or(Value::Null))
+                });
+                let mut value = (**parsed).clone();
+                let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
+                match envsim_core::state_patch::apply_patch(&mut value, &patch) {
+                    Ok(()) => value,
+                    Err(_) => Value::Null,
+                }
+            }
+        }
     }
 }
 
@@ -155,13 +285,15 @@ async fn walk_state(
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
         Err(_) => raw.clone(),
     };
+    let form = StateForm::for_initial(&initial);
+    let initial_text = form.text(&initial);
     let initial = &initial;
     let mut out = Vec::new();
     for walk in 0..plan.walks {
         let label = format!("{}/{state_name}/{walk}", package.manifest.name);
         let mut rng = Rng::derive(plan.seed, &label);
         let mut state = initial.clone();
-        let mut state_text = StateText::from_value(&state);
+        let mut state_text = initial_text.clone();
         for step in 0..plan.steps {
             let Some((tool, schema)) = rng.pick(&tools) else {
                 break;
@@ -186,6 +318,7 @@ async fn walk_state(
                 package,
                 &call,
                 &state_text,
+                &form,
                 (*schema).clone(),
                 state_name,
                 walk,
@@ -205,11 +338,12 @@ async fn walk_state(
 
 #[allow(clippy::too_many_arguments)]
 /// Executes one call; returns the record and, when the state changed, the new state.
-async fn execute(
+pub(crate) async fn execute(
     executor: &Executor,
     package: &EnvPackage,
     call: &Call<'_>,
     before: &StateText,
+    form: &StateForm,
     tool_schema: Value,
     state_name: &str,
     walk: usize,
@@ -245,7 +379,7 @@ async fn execute(
         (
             reference_change_count(call.state, after),
             fine_diff(call.state, after).len(),
-            StateText::from_value(after),
+            form.text(after),
         )
     };
     match executor.call(call).await {

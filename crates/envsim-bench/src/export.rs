@@ -90,6 +90,10 @@ impl BenchmarkIndex {
             }
             let record: Value =
                 serde_json::from_str(line).map_err(|e| format!("{source}: line {}: {e}", i + 1))?;
+            // A state stored once for the compact samples that follow.
+            if record.get("state_id").is_some() && record.get("action").is_none() {
+                continue;
+            }
             let field = |k: &str| {
                 record.get(k).ok_or_else(|| format!("{source}: line {}: field `{k}`: missing (an envsim benchmark.jsonl is needed)", i + 1))
             };
@@ -99,10 +103,17 @@ impl BenchmarkIndex {
                 .unwrap_or_default()
                 .to_owned();
             let walk = field("walk")?.as_u64().unwrap_or_default();
-            let pair = (
-                field("config_before")?.to_string(),
-                action_key(field("action")?),
-            );
+            // The state's identity as `StateText::identity` gives it: the compact JSON of a
+            // whole state, or the stored base's id and the patch from it.
+            let before = match record.get("config_before_ref") {
+                Some(r) => format!(
+                    "{}+{}",
+                    r.get("state").and_then(Value::as_str).unwrap_or_default(),
+                    r.get("patch").unwrap_or(&Value::Null)
+                ),
+                None => field("config_before")?.to_string(),
+            };
+            let pair = (before, action_key(field("action")?));
             index.tasks.insert((env.clone(), state, walk));
             index
                 .pairs
@@ -144,7 +155,7 @@ pub fn hold_out(
 ) -> (Vec<usize>, LeakageReport) {
     let pair_of = |t: &TransitionRecord| {
         (
-            t.env.clone() + "\u{0}" + t.config_before.as_str(),
+            t.env.clone() + "\u{0}" + &t.config_before.identity(),
             action_key(&t.action),
         )
     };

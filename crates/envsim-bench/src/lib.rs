@@ -13,6 +13,7 @@ pub mod collect;
 pub mod driver;
 pub mod export;
 pub mod output;
+pub mod replay;
 pub mod sample;
 pub mod slice_check;
 pub mod trajectories;

@@ -1,18 +1,17 @@
 //! Writing a sampled benchmark: the reference JSON format, envsim's JSONL, and a datasheet.
 
-use crate::collect::TransitionRecord;
+use crate::collect::{StateCache, StateText, TransitionRecord};
 use crate::sample::{Composition, Sampled};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
-/// The rendered files of a benchmark.
+/// The rendered files of a benchmark (the reference JSON is written separately, streamed:
+/// [`write_reference_json`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchmarkFiles {
-    /// `benchmark.json`: a JSON array in the reference format.
-    pub reference_json: String,
-    /// `benchmark.jsonl`: envsim's richer records.
+    /// `benchmark.jsonl`: envsim's richer records (compact where states are large).
     pub envsim_jsonl: String,
     /// `datasheet.json`.
     pub datasheet_json: Value,
@@ -25,23 +24,230 @@ pub struct BenchmarkFiles {
 /// A sample in the reference format (`task_info`, `step_detail`, `env_code`), with its id.
 pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Value {
     let (before, after) = (t.config_before.value(), t.config_after.value());
+    reference_record_of(id, t, before, after, env_code)
+}
+
+/// [`reference_record`] with the states already at hand.
+fn reference_record_of(
+    id: usize,
+    t: &TransitionRecord,
+    before: Value,
+    after: Value,
+    env_code: &str,
+) -> Value {
+    reference_sample(
+        &id.to_string(),
+        &t.env,
+        &format!("{}/{}/{}", t.initial_state, t.walk, t.step),
+        t.step,
+        &t.action,
+        &Value::String(t.observation.clone()),
+        before,
+        after,
+        env_code,
+    )
+}
+
+/// A reference-format sample from its parts; `step` is 0-based.
+#[allow(clippy::too_many_arguments)]
+fn reference_sample(
+    id: &str,
+    env: &str,
+    task_id: &str,
+    step: usize,
+    action: &Value,
+    observation: &Value,
+    before: Value,
+    after: Value,
+    env_code: &str,
+) -> Value {
     let changes = reference_diff(&before, &after, ReferenceEquality::Labelling);
+    let changes: Vec<Value> = changes
+        .iter()
+        .map(|c| reference_change_json(c, true))
+        .collect();
+    let count = changes.len();
     json!({
-        "sample_id": id.to_string(),
-        "task_info": {"env_id": t.env, "task_id": format!("{}/{}/{}", t.initial_state, t.walk, t.step), "task": "", "step": t.step + 1},
+        "sample_id": id,
+        "task_info": {"env_id": env, "task_id": task_id, "task": "", "step": step + 1},
         "step_detail": {
-            "step": t.step + 1,
-            "action": t.action,
-            "observation": {"type": "tool", "content": t.observation},
+            "step": step + 1,
+            "action": action,
+            "observation": {"type": "tool", "content": observation},
             "config_before": before,
             "config_after": after,
             "config_change": {
-                "changes": changes.iter().map(|c| reference_change_json(c, true)).collect::<Vec<_>>(),
-                "change_count": changes.len(),
+                "changes": changes,
+                "change_count": count,
             },
         },
         "env_code": env_code,
     })
+}
+
+/// Writes envsim benchmark JSONL (`benchmark.jsonl`, compact or not) as reference-format JSON,
+/// one sample at a time: what `bench build` writes as `benchmark.json` for the same samples,
+/// byte for byte. `env_code(env)` gives each environment's code ("" when unknown). Returns the
+/// number of samples.
+pub fn export_reference_json(
+    bytes: &[u8],
+    source: &str,
+    env_code: &dyn Fn(&str) -> String,
+    out: &mut dyn std::io::Write,
+) -> Result<usize, ExportReferenceError> {
+    let mut reader = envsim_core::formats::RecordReader::new(source);
+    let mut written = 0usize;
+    out.write_all(b"[")?;
+    for record in envsim_core::formats::records(bytes, source)? {
+        let location = record.location.clone();
+        let field = |key: &str| record.value.get(key).cloned();
+        let missing = |key: &str| ExportReferenceError::Record {
+            location: format!("{source}: {location}"),
+            field: key.to_owned(),
+        };
+        let (Some(env), Some(state), Some(walk), Some(step), Some(action)) = (
+            field("env"),
+            field("initial_state"),
+            field("walk"),
+            field("step"),
+            field("action"),
+        ) else {
+            // A state record: nothing to write; anything else is not envsim JSONL.
+            if record.value.get("state_id").is_some() {
+                reader.read(record)?;
+                continue;
+            }
+            let key = ["env", "initial_state", "walk", "step", "action"]
+                .into_iter()
+                .find(|k| record.value.get(*k).is_none())
+                .unwrap_or("env");
+            return Err(missing(key));
+        };
+        let env = env.as_str().ok_or_else(|| missing("env"))?.to_owned();
+        let step = step.as_u64().ok_or_else(|| missing("step"))? as usize;
+        let task_id = format!(
+            "{}/{}/{step}",
+            state.as_str().ok_or_else(|| missing("initial_state"))?,
+            walk.as_u64().ok_or_else(|| missing("walk"))?
+        );
+        for t in reader.read(record)? {
+            if written > 0 {
+                out.write_all(b",")?;
+            }
+            let sample = reference_sample(
+                &t.id,
+                &env,
+                &task_id,
+                step,
+                &action,
+                &t.observation,
+                t.config_before,
+                t.config_after,
+                &env_code(&env),
+            );
+            serde_json::to_writer(&mut *out, &sample).map_err(std::io::Error::from)?;
+            written += 1;
+        }
+    }
+    out.write_all(b"]\n")?;
+    Ok(written)
+}
+
+/// Why [`export_reference_json`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportReferenceError {
+    /// Not a benchmark file.
+    #[error(transparent)]
+    Format(#[from] envsim_core::formats::FormatError),
+    /// A record lacks what envsim JSONL records hold.
+    #[error("{location}: field `{field}`: missing or of the wrong type (an envsim benchmark.jsonl is needed)")]
+    Record {
+        /// File and record.
+        location: String,
+        /// The field.
+        field: String,
+    },
+    /// Writing failed.
+    #[error("cannot write: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Writes `benchmark.json` — a JSON array in the reference format, every sample with its whole
+/// states — one sample at a time, so that memory holds one sample's states, not all of them.
+pub fn write_reference_json(
+    out: &mut dyn std::io::Write,
+    transitions: &[TransitionRecord],
+    sampled: &Sampled,
+    env_codes: &BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    let mut cache = StateCache::default();
+    out.write_all(b"[")?;
+    for (id, (_, i)) in sampled.picks.iter().enumerate() {
+        let t = &transitions[*i];
+        let code = env_codes
+            .get(&t.env)
+            .map(String::as_str)
+            .unwrap_or_default();
+        let (before, after) = (cache.value(&t.config_before), cache.value(&t.config_after));
+        if id > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &reference_record_of(id, t, before, after, code))?;
+    }
+    out.write_all(b"]\n")
+}
+
+/// The size `benchmark.json` would have, roughly: the states' texts of every sample (a patched
+/// state counts its base's size).
+pub fn reference_json_estimate(transitions: &[TransitionRecord], sampled: &Sampled) -> u64 {
+    sampled
+        .picks
+        .iter()
+        .map(|(_, i)| {
+            let t = &transitions[*i];
+            (t.config_before.approximate_len() + t.config_after.approximate_len()) as u64
+        })
+        .sum()
+}
+
+/// One sample as a `benchmark.jsonl` record. A patched state (of a large initial state) is
+/// written as a reference to its stored base plus the patch from it, the state after as the
+/// patch from the state before (`envsim_core::formats::RecordReader` reads them back).
+fn envsim_record(id: usize, bucket: &str, t: &TransitionRecord, cache: &mut StateCache) -> Value {
+    let refs = t.config_before.as_patch().map(|(base, patch)| {
+        let (before, after) = (cache.value(&t.config_before), cache.value(&t.config_after));
+        let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
+        (
+            json!({"state": base.id, "patch": patch}),
+            json!({"patch": envsim_core::state_patch::diff_patch(&before, &after)}),
+        )
+    });
+    let mut light;
+    let shown = match refs {
+        Some(_) => {
+            light = t.clone();
+            light.config_before = StateText::from_value(&Value::Null);
+            light.config_after = StateText::from_value(&Value::Null);
+            &light
+        }
+        None => t,
+    };
+    let mut record = serde_json::to_value(shown).unwrap_or(Value::Null);
+    if let Some(map) = record.as_object_mut() {
+        map.shift_insert(0, "sample_id".into(), id.to_string().into());
+        map.shift_insert(1, "bucket".into(), bucket.into());
+        if let Some((before_ref, after_ref)) = refs {
+            let at = map
+                .keys()
+                .position(|k| k == "config_before")
+                .unwrap_or(map.len());
+            map.shift_remove("config_before");
+            map.shift_remove("config_after");
+            map.shift_insert(at, "config_before_ref".into(), before_ref);
+            map.shift_insert(at + 1, "config_after_ref".into(), after_ref);
+        }
+    }
+    record
 }
 
 /// Renders the files. `env_codes` maps environment names to their source.
@@ -49,23 +255,24 @@ pub fn render(
     transitions: &[TransitionRecord],
     sampled: &Sampled,
     composition: &Composition,
-    env_codes: &BTreeMap<String, String>,
     seed: u64,
 ) -> BenchmarkFiles {
-    let mut reference = Vec::with_capacity(sampled.picks.len());
     let mut jsonl = String::new();
+    let mut cache = StateCache::default();
+    let mut stored = std::collections::HashSet::new();
     for (id, (bucket, i)) in sampled.picks.iter().enumerate() {
         let t = &transitions[*i];
-        let code = env_codes
-            .get(&t.env)
-            .map(String::as_str)
-            .unwrap_or_default();
-        reference.push(reference_record(id, t, code));
-        let mut record = serde_json::to_value(t).unwrap_or(Value::Null);
-        if let Some(map) = record.as_object_mut() {
-            map.shift_insert(0, "sample_id".into(), id.to_string().into());
-            map.shift_insert(1, "bucket".into(), bucket.clone().into());
+        if let Some((base, _)) = t.config_before.as_patch() {
+            if stored.insert(base.id.clone()) {
+                // The base's text is envsim's own compact JSON: written as it is.
+                jsonl.push_str(&format!(
+                    "{{\"state_id\":{},\"state\":{}}}\n",
+                    Value::String(base.id.clone()),
+                    base.text
+                ));
+            }
         }
+        let record = envsim_record(id, bucket, t, &mut cache);
         jsonl.push_str(&serde_json::to_string(&record).unwrap_or_default());
         jsonl.push('\n');
     }
@@ -73,7 +280,6 @@ pub fn render(
     let datasheet_json = datasheet(transitions, sampled, composition, seed, &fingerprint);
     let datasheet_md = datasheet_markdown(&datasheet_json);
     BenchmarkFiles {
-        reference_json: serde_json::to_string(&reference).unwrap_or_default() + "\n",
         envsim_jsonl: jsonl,
         datasheet_json,
         datasheet_md,
@@ -121,6 +327,7 @@ pub fn datasheet(
     let mut histogram: BTreeMap<usize, usize> = BTreeMap::new();
     let mut tools: BTreeMap<String, usize> = BTreeMap::new();
     let mut reference_blind = 0;
+    let mut cache = StateCache::default();
     for (_, i) in &sampled.picks {
         let t = &transitions[*i];
         *per_env.entry(t.env.as_str()).or_default() += 1;
@@ -131,7 +338,7 @@ pub fn datasheet(
             .and_then(Value::as_str)
             .unwrap_or_default();
         *tools.entry(format!("{}.{tool}", t.env)).or_default() += 1;
-        let (before, after) = (t.config_before.value(), t.config_after.value());
+        let (before, after) = (cache.value(&t.config_before), cache.value(&t.config_after));
         let changes = reference_diff(&before, &after, ReferenceEquality::Python);
         if changes
             .iter()

@@ -221,7 +221,7 @@ pub fn sample(
     for (i, t) in transitions.iter().enumerate() {
         let key = (
             t.env.as_str(),
-            text_hash(t.config_before.as_str()),
+            text_hash(&t.config_before.identity()),
             action_key(&t.action),
         );
         if !seen.insert(key) {

@@ -88,67 +88,78 @@ pub struct SliceJob {
 /// The jobs for a benchmark's transitions: the code comes from the sample (`env_code`, with
 /// the record's `class_name` or the package's class) or else from the package named by its
 /// `env_id`; `seed`, `clock` and `convention` from the step or its record. `records` are the
-/// file's records
-/// ([`envsim_core::formats::records`]) that the transitions were read from.
+/// file's records ([`envsim_core::formats::records`]) that the transitions were read from.
 pub fn jobs(
     transitions: Vec<Transition>,
     records: &[Record],
     packages: &HashMap<String, EnvPackage>,
 ) -> Result<Vec<SliceJob>, SliceCheckError> {
-    let mut codes: HashMap<(String, String), EnvCode> = HashMap::new();
-    let mut jobs = Vec::with_capacity(transitions.len());
-    for t in transitions {
-        let record = records
-            .get(t.origin.record)
-            .map(|r| &r.value)
-            .unwrap_or(&Value::Null);
-        let step = match t.origin.step {
-            Some(k) => &record["trajectory"][k],
-            None => record,
-        };
-        let field = |key: &str| step.get(key).or_else(|| record.get(key));
-        let env = t.env_id.clone().unwrap_or_default();
-        let package = packages.get(&env);
-        let (source, class_name) = if t.env_code.is_empty() {
-            let p = package.ok_or_else(|| SliceCheckError::NoCode {
+    let mut codes = HashMap::new();
+    transitions
+        .into_iter()
+        .map(|t| {
+            let record = records
+                .get(t.origin.record)
+                .map(|r| &r.value)
+                .unwrap_or(&Value::Null);
+            job(t, record, packages, &mut codes)
+        })
+        .collect()
+}
+
+/// The job of one transition read from `record` (the file's record it came from; its states
+/// are not needed). `codes` shares one [`EnvCode`] per (code, class) between jobs.
+pub fn job(
+    t: Transition,
+    record: &Value,
+    packages: &HashMap<String, EnvPackage>,
+    codes: &mut HashMap<(String, String), EnvCode>,
+) -> Result<SliceJob, SliceCheckError> {
+    let step = match t.origin.step {
+        Some(k) => &record["trajectory"][k],
+        None => record,
+    };
+    let field = |key: &str| step.get(key).or_else(|| record.get(key));
+    let env = t.env_id.clone().unwrap_or_default();
+    let package = packages.get(&env);
+    let (source, class_name) = if t.env_code.is_empty() {
+        let p = package.ok_or_else(|| SliceCheckError::NoCode {
+            sample: t.id.clone(),
+            env: env.clone(),
+        })?;
+        (p.code.code.to_string(), p.manifest.class_name.clone())
+    } else {
+        let class = field("class_name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| package.map(|p| p.manifest.class_name.clone()))
+            .ok_or_else(|| SliceCheckError::UnknownClass {
                 sample: t.id.clone(),
-                env: env.clone(),
             })?;
-            (p.code.code.to_string(), p.manifest.class_name.clone())
-        } else {
-            let class = field("class_name")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .or_else(|| package.map(|p| p.manifest.class_name.clone()))
-                .ok_or_else(|| SliceCheckError::UnknownClass {
-                    sample: t.id.clone(),
-                })?;
-            (t.env_code.clone(), class)
-        };
-        let convention = match field("convention") {
-            None => Convention::default(),
-            Some(v) => v.as_str().and_then(Convention::parse).ok_or_else(|| {
-                SliceCheckError::BadConvention {
-                    sample: t.id.clone(),
-                    value: v.to_string(),
-                }
-            })?,
-        };
-        let code = codes
-            .entry((source.clone(), class_name.clone()))
-            .or_insert_with(|| EnvCode::new(source, class_name))
-            .clone();
-        jobs.push(SliceJob {
-            convention,
-            seed: field("seed").and_then(Value::as_u64).unwrap_or(0),
-            clock: field("clock")
-                .and_then(Value::as_f64)
-                .unwrap_or(envsim_exec::DEFAULT_CLOCK),
-            transition: t,
-            code,
-        });
-    }
-    Ok(jobs)
+        (t.env_code.clone(), class)
+    };
+    let convention = match field("convention") {
+        None => Convention::default(),
+        Some(v) => v.as_str().and_then(Convention::parse).ok_or_else(|| {
+            SliceCheckError::BadConvention {
+                sample: t.id.clone(),
+                value: v.to_string(),
+            }
+        })?,
+    };
+    let code = codes
+        .entry((source.clone(), class_name.clone()))
+        .or_insert_with(|| EnvCode::new(source, class_name))
+        .clone();
+    Ok(SliceJob {
+        convention,
+        seed: field("seed").and_then(Value::as_u64).unwrap_or(0),
+        clock: field("clock")
+            .and_then(Value::as_f64)
+            .unwrap_or(envsim_exec::DEFAULT_CLOCK),
+        transition: t,
+        code,
+    })
 }
 
 /// The token estimate used when no tokenizer is plugged in: characters / 4, rounded up.

@@ -1,13 +1,19 @@
-//! Importing recorded agent trajectories as transitions, so a benchmark can be built from real
-//! rollouts instead of (or besides) the scenario driver.
+//! Recorded agent trajectories: reading them, and turning the runs that hold states into
+//! transitions, so a benchmark can be built from real rollouts instead of (or besides) the
+//! scenario driver. Runs that hold only calls are re-executed by [`crate::replay`].
 //!
-//! Two input formats, both JSON Lines or a JSON array of trajectories:
+//! Three input formats, JSON Lines or a JSON array of records:
 //! - **reference run records**: `{"task_info": {"env_id", "task_id", ...}, "trajectory": [step0,
 //!   step1, ...]}` where step 0 holds the initial `config` and every later step holds `action`,
 //!   `observation` (`{"type", "content"}`) and `config` (the state after the step); a step without
-//!   `config` changed nothing (as the reference's own conversion assumes);
+//!   `config` changed nothing (as the reference's own conversion assumes), and a run in which no
+//!   step has one is call-only;
 //! - **envsim trajectories**: `{"env", "task_id", "initial_state": {...}, "steps": [{"action":
-//!   {"name", "arguments"}, "observation": str, "state_after": {...}}]}`.
+//!   {"name", "arguments"}, "observation": str, "state_after": {...}, "seed", "clock"}]}`
+//!   (`state_after` absent: unchanged; `seed`/`clock` optional);
+//! - **OpenAI chat transcripts**: `{"messages": [...], "env"?, "initial_state"?}` or a bare list
+//!   of messages, the calls in assistant `tool_calls` (or legacy `function_call`), their
+//!   observations in the `tool` (or `function`) messages that answer them.
 //!
 //! Recorded transitions cannot be re-run under another clock, so their `unpredictable` list is
 //! empty; environment code and tool schemas come from the package of the same name when given.
@@ -19,18 +25,42 @@ use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_core::score::observation_success;
 use envsim_exec::package::EnvPackage;
-use serde_json::{json, Value};
-
-/// One recorded step: action, observation, state after (absent: unchanged).
-type RecordedStep = (Value, Value, Option<Value>);
+use serde_json::{json, Map, Value};
 
 /// Which trajectory format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrajectoryFormat {
-    /// The reference's agent run records.
+    /// The reference's (EnvScaler's) agent run records.
     Reference,
     /// envsim trajectory JSONL.
     Envsim,
+    /// OpenAI chat transcripts: assistant `tool_calls` answered by `tool` messages.
+    OpenAi,
+}
+
+impl TrajectoryFormat {
+    /// The format a record is in, from its shape: `task_info` + `trajectory` (reference),
+    /// `steps` (envsim), `messages` or a list of messages (OpenAI).
+    pub fn detect(record: &Value) -> Option<TrajectoryFormat> {
+        match record {
+            Value::Object(o) if o.contains_key("trajectory") => Some(TrajectoryFormat::Reference),
+            Value::Object(o) if o.contains_key("steps") => Some(TrajectoryFormat::Envsim),
+            Value::Object(o) if o.contains_key("messages") => Some(TrajectoryFormat::OpenAi),
+            Value::Array(items) if items.iter().all(|m| m.get("role").is_some()) => {
+                Some(TrajectoryFormat::OpenAi)
+            }
+            _ => None,
+        }
+    }
+
+    /// The name users write (`--format`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TrajectoryFormat::Reference => "reference",
+            TrajectoryFormat::Envsim => "envsim",
+            TrajectoryFormat::OpenAi => "openai",
+        }
+    }
 }
 
 /// A located import error.
@@ -45,139 +75,371 @@ pub struct TrajectoryError {
     pub message: String,
 }
 
-fn records(text: &str, source: &str) -> Result<Vec<(String, Value)>, TrajectoryError> {
+/// One recorded call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedStep {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Map<String, Value>,
+    /// The observation as recorded (usually text), when the record has one.
+    pub observation: Option<Value>,
+    /// The state after, when the record has one.
+    pub state_after: Option<Value>,
+    /// Seed and clock the step ran with, when the record says (envsim's own files do).
+    pub seed: Option<u64>,
+    /// Frozen clock, seconds since the epoch.
+    pub clock: Option<f64>,
+}
+
+/// One recorded run: where it starts and the calls it made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedRun {
+    /// Where the record is (`line 3`, `record 0`).
+    pub location: String,
+    /// Its format.
+    pub format: TrajectoryFormat,
+    /// Environment named by the record, if any.
+    pub env: Option<String>,
+    /// Task id (the record's, else its position).
+    pub task_id: String,
+    /// Initial state, if the record holds one.
+    pub initial_state: Option<Value>,
+    /// The calls, in order.
+    pub steps: Vec<RecordedStep>,
+}
+
+impl RecordedRun {
+    /// True when no step records a state after: the transitions must come from re-executing
+    /// the calls (a record that holds states for some steps means "unchanged" where one is
+    /// missing, as the reference's own conversion assumes).
+    pub fn is_call_only(&self) -> bool {
+        self.initial_state.is_none() || self.steps.iter().all(|s| s.state_after.is_none())
+    }
+}
+
+/// Reads recorded runs; `format` `None` detects it per record.
+pub fn read_runs(
+    text: &str,
+    source: &str,
+    format: Option<TrajectoryFormat>,
+) -> Result<Vec<RecordedRun>, TrajectoryError> {
     let records =
         envsim_core::formats::records(text.as_bytes(), source).map_err(|e| TrajectoryError {
             source_name: source.to_owned(),
             location: e.location.to_string(),
             message: e.message,
         })?;
-    Ok(records
+    // A file that is one JSON array of chat messages is one transcript, not one record per
+    // message.
+    let whole_transcript = text.trim_start().starts_with('[')
+        && format.is_none_or(|f| f == TrajectoryFormat::OpenAi)
+        && !records.is_empty()
+        && records
+            .iter()
+            .all(|r| r.value.get("role").is_some_and(Value::is_string));
+    if whole_transcript {
+        let messages = Value::Array(records.into_iter().map(|r| r.value).collect());
+        return Ok(vec![read_run(
+            &messages,
+            "the transcript",
+            0,
+            TrajectoryFormat::OpenAi,
+            source,
+        )?]);
+    }
+    records
         .into_iter()
-        .map(|r| (r.location.to_string(), r.value))
-        .collect())
+        .map(|r| {
+            let location = r.location.to_string();
+            let format = match format.or_else(|| TrajectoryFormat::detect(&r.value)) {
+                Some(format) => format,
+                None => {
+                    return Err(TrajectoryError {
+                        source_name: source.to_owned(),
+                        location,
+                        message: "not a trajectory record: expected `task_info` + `trajectory` (reference), `steps` (envsim) or `messages` (OpenAI chat)".into(),
+                    })
+                }
+            };
+            read_run(&r.value, &location, r.index, format, source)
+        })
+        .collect()
 }
 
-/// Reads trajectories and turns every step into a transition.
+fn read_run(
+    record: &Value,
+    location: &str,
+    index: usize,
+    format: TrajectoryFormat,
+    source: &str,
+) -> Result<RecordedRun, TrajectoryError> {
+    let err = |field: &str, message: &str| TrajectoryError {
+        source_name: source.to_owned(),
+        location: format!("{location}, field `{field}`"),
+        message: message.to_owned(),
+    };
+    let object_or_absent = |v: Option<&Value>, field: &str| match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+        Some(_) => Err(err(field, "expected an object")),
+    };
+    let mut run = RecordedRun {
+        location: location.to_owned(),
+        format,
+        env: None,
+        task_id: index.to_string(),
+        initial_state: None,
+        steps: Vec::new(),
+    };
+    match format {
+        TrajectoryFormat::Reference => {
+            let info = record
+                .get("task_info")
+                .ok_or_else(|| err("task_info", "missing"))?;
+            run.env = Some(
+                id(info.get("env_id"))
+                    .ok_or_else(|| err("task_info.env_id", "missing or not a string"))?,
+            );
+            if let Some(task) = id(info.get("task_id")) {
+                run.task_id = task;
+            }
+            let trajectory = record
+                .get("trajectory")
+                .and_then(Value::as_array)
+                .ok_or_else(|| err("trajectory", "missing or not a list"))?;
+            run.initial_state = object_or_absent(
+                trajectory.first().and_then(|s| s.get("config")),
+                "trajectory.0.config",
+            )?;
+            for (i, step) in trajectory.iter().enumerate().skip(1) {
+                let field = format!("trajectory.{i}");
+                let observation = step
+                    .pointer("/observation/content")
+                    .or_else(|| step.get("observation"))
+                    .cloned();
+                let (tool, arguments) = action(step.get("action"), &field, &err)?;
+                run.steps.push(RecordedStep {
+                    tool,
+                    arguments,
+                    observation,
+                    state_after: object_or_absent(step.get("config"), &format!("{field}.config"))?,
+                    seed: None,
+                    clock: None,
+                });
+            }
+        }
+        TrajectoryFormat::Envsim => {
+            run.env =
+                Some(id(record.get("env")).ok_or_else(|| err("env", "missing or not a string"))?);
+            if let Some(task) = id(record.get("task_id")) {
+                run.task_id = task;
+            }
+            run.initial_state = object_or_absent(record.get("initial_state"), "initial_state")?;
+            let steps = record
+                .get("steps")
+                .and_then(Value::as_array)
+                .ok_or_else(|| err("steps", "missing or not a list"))?;
+            for (i, step) in steps.iter().enumerate() {
+                let field = format!("step {}", i + 1);
+                let (tool, arguments) = action(step.get("action"), &field, &err)?;
+                let seed = match step.get("seed") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_u64().ok_or_else(|| {
+                        err(&format!("{field}: seed"), "expected a non-negative integer")
+                    })?),
+                };
+                let clock = match step.get("clock") {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_f64().ok_or_else(|| {
+                        err(
+                            &format!("{field}: clock"),
+                            "expected seconds since the epoch",
+                        )
+                    })?),
+                };
+                run.steps.push(RecordedStep {
+                    tool,
+                    arguments,
+                    observation: step.get("observation").filter(|v| !v.is_null()).cloned(),
+                    state_after: object_or_absent(
+                        step.get("state_after"),
+                        &format!("{field}: state after"),
+                    )?,
+                    seed,
+                    clock,
+                });
+            }
+        }
+        TrajectoryFormat::OpenAi => {
+            let messages = match record {
+                Value::Array(items) => items,
+                other => {
+                    run.env = id(other.get("env"));
+                    if let Some(task) = id(other.get("task_id")).or_else(|| id(other.get("id"))) {
+                        run.task_id = task;
+                    }
+                    run.initial_state =
+                        object_or_absent(other.get("initial_state"), "initial_state")?;
+                    other
+                        .get("messages")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| err("messages", "missing or not a list"))?
+                }
+            };
+            run.steps = chat_calls(messages, &err)?;
+        }
+    }
+    Ok(run)
+}
+
+/// The tool calls of a chat transcript, each with the `tool` (or legacy `function`) message
+/// that answered it: by `tool_call_id` when the messages carry ids, else in order.
+fn chat_calls(
+    messages: &[Value],
+    err: &dyn Fn(&str, &str) -> TrajectoryError,
+) -> Result<Vec<RecordedStep>, TrajectoryError> {
+    let mut steps: Vec<RecordedStep> = Vec::new();
+    let mut ids: Vec<Option<String>> = Vec::new();
+    let mut unanswered: std::collections::VecDeque<usize> = Default::default();
+    for (m, message) in messages.iter().enumerate() {
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match role {
+            "assistant" => {
+                let calls: Vec<(String, &Value)> = match message.get("tool_calls") {
+                    Some(Value::Array(calls)) => calls
+                        .iter()
+                        .enumerate()
+                        .map(|(c, call)| (format!("messages.{m}.tool_calls.{c}"), call))
+                        .collect(),
+                    None | Some(Value::Null) => match message.get("function_call") {
+                        Some(call @ Value::Object(_)) => {
+                            vec![(format!("messages.{m}.function_call"), call)]
+                        }
+                        _ => Vec::new(),
+                    },
+                    Some(_) => {
+                        return Err(err(&format!("messages.{m}.tool_calls"), "expected a list"))
+                    }
+                };
+                for (field, call) in calls {
+                    let function = call.get("function").unwrap_or(call);
+                    let (tool, arguments) = action(Some(function), &field, err)?;
+                    ids.push(id(call.get("id")));
+                    unanswered.push_back(steps.len());
+                    steps.push(RecordedStep {
+                        tool,
+                        arguments,
+                        observation: None,
+                        state_after: None,
+                        seed: None,
+                        clock: None,
+                    });
+                }
+            }
+            "tool" | "function" => {
+                let content = match message.get("content") {
+                    Some(Value::Array(parts)) => Value::String(
+                        parts
+                            .iter()
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect(),
+                    ),
+                    Some(v) => v.clone(),
+                    None => Value::Null,
+                };
+                let answered = match id(message.get("tool_call_id")) {
+                    Some(call_id) => unanswered
+                        .iter()
+                        .position(|&s| ids[s].as_deref() == Some(call_id.as_str())),
+                    None => (!unanswered.is_empty()).then_some(0),
+                };
+                let Some(position) = answered else {
+                    return Err(err(
+                        &format!("messages.{m}"),
+                        "a tool message that answers no earlier tool call",
+                    ));
+                };
+                if let Some(step) = unanswered.remove(position) {
+                    steps[step].observation = Some(content);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(steps)
+}
+
+/// `{"name", "arguments"}` where the arguments are an object or a string holding one.
+fn action(
+    action: Option<&Value>,
+    field: &str,
+    err: &dyn Fn(&str, &str) -> TrajectoryError,
+) -> Result<(String, Map<String, Value>), TrajectoryError> {
+    let name = action
+        .and_then(|a| a.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(&format!("{field}: action.name"), "missing or not a string"))?;
+    let arguments = match action.and_then(|a| a.get("arguments")) {
+        Some(Value::Object(a)) => a.clone(),
+        Some(Value::String(s)) if s.trim().is_empty() => Map::new(),
+        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+            Ok(Value::Object(a)) => a,
+            _ => {
+                return Err(err(
+                    &format!("{field}: action.arguments"),
+                    "a string here must hold a JSON object",
+                ))
+            }
+        },
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => {
+            return Err(err(
+                &format!("{field}: action.arguments"),
+                "expected an object",
+            ))
+        }
+    };
+    Ok((name.to_owned(), arguments))
+}
+
+/// Trajectories read for a benchmark: transitions of the runs that hold states, and the
+/// call-only runs, which the caller re-executes ([`crate::replay`]).
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Transitions taken from recorded states.
+    pub transitions: Vec<TransitionRecord>,
+    /// Runs without states.
+    pub call_only: Vec<RecordedRun>,
+}
+
+/// Reads trajectories: every step of a run that holds states becomes a transition; call-only
+/// runs are returned for re-execution.
 pub fn import(
     text: &str,
     source: &str,
-    format: TrajectoryFormat,
+    format: Option<TrajectoryFormat>,
     packages: &[EnvPackage],
-) -> Result<Vec<TransitionRecord>, TrajectoryError> {
-    let mut out = Vec::new();
-    for (walk, (location, record)) in records(text, source)?.into_iter().enumerate() {
-        let err = |field: &str, message: &str| TrajectoryError {
-            source_name: source.to_owned(),
-            location: format!("{location}, field `{field}`"),
-            message: message.to_owned(),
-        };
-        let (env, task, initial, steps): (String, String, Value, Vec<RecordedStep>) = match format {
-            TrajectoryFormat::Reference => {
-                let info = record
-                    .get("task_info")
-                    .ok_or_else(|| err("task_info", "missing"))?;
-                let env = id(info.get("env_id"))
-                    .ok_or_else(|| err("task_info.env_id", "missing or not a string"))?;
-                let task = id(info.get("task_id")).unwrap_or_else(|| walk.to_string());
-                let trajectory = record
-                    .get("trajectory")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| err("trajectory", "missing or not a list"))?;
-                let initial = trajectory
-                    .first()
-                    .and_then(|s| s.get("config"))
-                    .filter(|c| c.is_object())
-                    .cloned()
-                    .ok_or_else(|| {
-                        err("trajectory.0.config", "step 0 must hold the initial state")
-                    })?;
-                let steps = trajectory
-                    .iter()
-                    .skip(1)
-                    .map(|s| {
-                        let content = s
-                            .pointer("/observation/content")
-                            .or_else(|| s.get("observation"))
-                            .cloned()
-                            .unwrap_or(Value::Null);
-                        (
-                            s.get("action").cloned().unwrap_or(Value::Null),
-                            content,
-                            s.get("config").cloned(),
-                        )
-                    })
-                    .collect();
-                (env, task, initial, steps)
-            }
-            TrajectoryFormat::Envsim => {
-                let env =
-                    id(record.get("env")).ok_or_else(|| err("env", "missing or not a string"))?;
-                let task = id(record.get("task_id")).unwrap_or_else(|| walk.to_string());
-                let initial = record
-                    .get("initial_state")
-                    .filter(|s| s.is_object())
-                    .cloned()
-                    .ok_or_else(|| err("initial_state", "missing or not an object"))?;
-                let steps = record
-                    .get("steps")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| err("steps", "missing or not a list"))?
-                    .iter()
-                    .map(|s| {
-                        (
-                            s.get("action").cloned().unwrap_or(Value::Null),
-                            s.get("observation").cloned().unwrap_or(Value::Null),
-                            s.get("state_after").cloned(),
-                        )
-                    })
-                    .collect();
-                (env, task, initial, steps)
-            }
-        };
+) -> Result<Imported, TrajectoryError> {
+    let mut out = Imported::default();
+    for (walk, run) in read_runs(text, source, format)?.into_iter().enumerate() {
+        if run.is_call_only() {
+            out.call_only.push(run);
+            continue;
+        }
+        let env = run.env.clone().unwrap_or_default();
         let package = packages.iter().find(|p| p.manifest.name == env);
-        let mut state = initial;
-        for (step, (action, observation, after)) in steps.into_iter().enumerate() {
-            let name = action.get("name").and_then(Value::as_str).ok_or_else(|| {
-                err(
-                    &format!("step {}: action.name", step + 1),
-                    "missing or not a string",
-                )
-            })?;
-            let arguments = match action.get("arguments") {
-                Some(Value::Object(a)) => a.clone(),
-                Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                    Ok(Value::Object(a)) => a,
-                    _ => {
-                        return Err(err(
-                            &format!("step {}: action.arguments", step + 1),
-                            "a string here must hold a JSON object",
-                        ))
-                    }
-                },
-                None | Some(Value::Null) => Default::default(),
-                Some(_) => {
-                    return Err(err(
-                        &format!("step {}: action.arguments", step + 1),
-                        "expected an object",
-                    ))
-                }
+        let mut state = run.initial_state.clone().unwrap_or_default();
+        for (step, recorded) in run.steps.into_iter().enumerate() {
+            let observation = match recorded.observation {
+                Some(Value::String(s)) => s,
+                None | Some(Value::Null) => String::new(),
+                Some(other) => other.to_string(),
             };
-            let observation = match observation {
-                Value::String(s) => s,
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            let after = match after {
-                Some(a @ Value::Object(_)) => a,
-                None | Some(Value::Null) => state.clone(),
-                Some(_) => {
-                    return Err(err(
-                        &format!("step {}: state after", step + 1),
-                        "expected an object",
-                    ))
-                }
-            };
+            let after = recorded.state_after.unwrap_or_else(|| state.clone());
             let outcome = if observation.starts_with("Error:") {
                 Outcome::Exception
             } else {
@@ -189,34 +451,34 @@ pub fn import(
             };
             let tool_schema = package
                 .and_then(|p| {
-                    p.manifest
-                        .tools
-                        .iter()
-                        .find(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(name))
+                    p.manifest.tools.iter().find(|t| {
+                        t.pointer("/function/name").and_then(Value::as_str)
+                            == Some(recorded.tool.as_str())
+                    })
                 })
                 .cloned()
                 .unwrap_or(Value::Null);
-            out.push(TransitionRecord {
+            out.transitions.push(TransitionRecord {
                 env: env.clone(),
                 class_name: package
                     .map(|p| p.manifest.class_name.clone())
                     .unwrap_or_default(),
                 tool_schema,
-                initial_state: task.clone(),
+                initial_state: run.task_id.clone(),
                 walk,
                 step,
                 intent: Intent::Valid,
-                action: json!({"name": name, "arguments": arguments}),
+                args_count: recorded.arguments.len(),
+                action: json!({"name": recorded.tool, "arguments": recorded.arguments}),
                 change_count: reference_change_count(&state, &after),
                 fine_change_count: fine_diff(&state, &after).len(),
-                args_count: arguments.len(),
                 observation_json: parse_to_obj(&PyValue::str(&observation)).to_json_lossy(),
                 observation,
                 outcome,
                 unpredictable: Vec::new(),
                 reads: None,
-                seed: 0,
-                clock: 0.0,
+                seed: recorded.seed.unwrap_or(0),
+                clock: recorded.clock.unwrap_or(0.0),
                 config_before: StateText::from_value(&state),
                 config_after: StateText::from_value(&after),
             });
@@ -256,10 +518,11 @@ mod tests {
         let ts = import(
             &run.to_string(),
             "runs.jsonl",
-            TrajectoryFormat::Reference,
+            Some(TrajectoryFormat::Reference),
             &[],
         )
-        .unwrap();
+        .unwrap()
+        .transitions;
         assert_eq!(ts.len(), 3);
         assert_eq!(
             (ts[0].outcome, ts[0].change_count, ts[0].args_count),
@@ -287,10 +550,11 @@ mod tests {
         let ts = import(
             &format!("{line}\n"),
             "t.jsonl",
-            TrajectoryFormat::Envsim,
+            Some(TrajectoryFormat::Envsim),
             &[],
         )
-        .unwrap();
+        .unwrap()
+        .transitions;
         assert_eq!(
             ts.iter()
                 .map(|t| (t.outcome, t.change_count))
@@ -299,12 +563,129 @@ mod tests {
         );
         let bad =
             json!({"env": "shop", "initial_state": {}, "steps": [{"action": {"arguments": {}}}]});
-        let e = import(&bad.to_string(), "t.jsonl", TrajectoryFormat::Envsim, &[]).unwrap_err();
+        let e = import(
+            &bad.to_string(),
+            "t.jsonl",
+            Some(TrajectoryFormat::Envsim),
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "t.jsonl: line 1, field `step 1: action.name`: missing or not a string"
         );
-        let e = import("{\"env\": true}", "t.jsonl", TrajectoryFormat::Envsim, &[]).unwrap_err();
+        let e = import(
+            "{\"env\": true}",
+            "t.jsonl",
+            Some(TrajectoryFormat::Envsim),
+            &[],
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("field `env`"));
+    }
+
+    #[test]
+    fn call_only_runs_are_set_aside_for_replay() {
+        let text = [
+            json!({"env": "shop", "initial_state": {"n": 1}, "steps": [
+                {"action": {"name": "inc", "arguments": {}}, "observation": "ok", "seed": 7, "clock": 5.5}
+            ]}),
+            json!({"task_info": {"env_id": "env_3", "task_id": "t9"}, "trajectory": [
+                {"config": {"n": 1}},
+                {"action": {"name": "inc", "arguments": "{}"}, "observation": {"type": "tool", "content": "ok"}}
+            ]}),
+        ]
+        .map(|v| v.to_string())
+        .join("\n");
+        let imported = import(&text, "mixed.jsonl", None, &[]).unwrap();
+        assert!(imported.transitions.is_empty());
+        let runs = &imported.call_only;
+        assert_eq!(
+            runs.iter()
+                .map(|r| (
+                    r.format,
+                    r.env.as_deref(),
+                    r.task_id.as_str(),
+                    r.location.as_str()
+                ))
+                .collect::<Vec<_>>(),
+            [
+                (TrajectoryFormat::Envsim, Some("shop"), "0", "line 1"),
+                (TrajectoryFormat::Reference, Some("env_3"), "t9", "line 2"),
+            ]
+        );
+        assert_eq!(
+            (runs[0].steps[0].seed, runs[0].steps[0].clock),
+            (Some(7), Some(5.5))
+        );
+        assert_eq!(runs[1].steps[0].observation, Some(json!("ok")));
+    }
+
+    #[test]
+    fn openai_transcripts_pair_calls_with_answers() {
+        let record = json!({"env": "shop", "initial_state": {"n": 1}, "task_id": "chat-1", "messages": [
+            {"role": "system", "content": "be helpful"},
+            {"role": "user", "content": "do two things"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "inc", "arguments": "{\"by\": 2}"}},
+                {"id": "b", "type": "function", "function": {"name": "get", "arguments": ""}}
+            ]},
+            {"role": "tool", "tool_call_id": "b", "content": "{\"n\": 3}"},
+            {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "done"}]},
+            {"role": "assistant", "function_call": {"name": "get", "arguments": "{}"}},
+            {"role": "function", "name": "get", "content": "3"},
+            {"role": "assistant", "content": "n is 3"}
+        ]});
+        let runs = read_runs(&record.to_string(), "chat.jsonl", None).unwrap();
+        let steps: Vec<(&str, Value, Option<Value>)> = runs[0]
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.tool.as_str(),
+                    Value::Object(s.arguments.clone()),
+                    s.observation.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("inc", json!({"by": 2}), Some(json!("done"))),
+                ("get", json!({}), Some(json!("{\"n\": 3}"))),
+                ("get", json!({}), Some(json!("3"))),
+            ]
+        );
+        assert_eq!(
+            (runs[0].task_id.as_str(), runs[0].initial_state.clone()),
+            ("chat-1", Some(json!({"n": 1})))
+        );
+        // A bare list of messages is one transcript.
+        let bare = json!([
+            {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": "get", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "x", "content": "1"}
+        ]);
+        let runs = read_runs(&bare.to_string(), "chat.json", None).unwrap();
+        assert_eq!(
+            (runs.len(), runs[0].steps.len(), runs[0].env.clone()),
+            (1, 1, None)
+        );
+        assert!(runs[0].is_call_only());
+        // Located errors.
+        let orphan = json!({"messages": [{"role": "tool", "tool_call_id": "zz", "content": "1"}]});
+        assert_eq!(
+            read_runs(&orphan.to_string(), "chat.jsonl", None).unwrap_err().to_string(),
+            "chat.jsonl: line 1, field `messages.0`: a tool message that answers no earlier tool call"
+        );
+        let bad_args = json!({"messages": [{"role": "assistant", "tool_calls": [
+            {"id": "x", "function": {"name": "get", "arguments": "[1]"}}]}]});
+        assert_eq!(
+            read_runs(&bad_args.to_string(), "chat.jsonl", None).unwrap_err().to_string(),
+            "chat.jsonl: line 1, field `messages.0.tool_calls.0: action.arguments`: a string here must hold a JSON object"
+        );
+        assert_eq!(
+            read_runs("{\"x\": 1}", "what.jsonl", None).unwrap_err().to_string(),
+            "what.jsonl: line 1: not a trajectory record: expected `task_info` + `trajectory` (reference), `steps` (envsim) or `messages` (OpenAI chat)"
+        );
     }
 }

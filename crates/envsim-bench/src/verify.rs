@@ -5,12 +5,29 @@
 //! instance (a raw state file lacking attributes the constructor creates), which turns
 //! read-only calls into changes.
 
-use crate::slice_check::{execute, SliceJob};
+use crate::slice_check::{execute, job, SliceCheckError, SliceJob};
 use envsim_core::diff::fine_diff;
+use envsim_core::formats::{FormatError, Record, RecordReader};
+use envsim_exec::package::EnvPackage;
 use envsim_exec::{ExecError, Executor};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+
+/// Why a benchmark could not be verified (as opposed to: it was, and some samples differ).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The file cannot be read as a benchmark.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// A sample cannot be executed (no code, no class).
+    #[error(transparent)]
+    Job(#[from] SliceCheckError),
+    /// The executor failed (no worker, protocol).
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+}
 
 /// How a replayed sample differs from its record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -158,4 +175,97 @@ pub async fn verify_all(
         }
     }
     Ok(report)
+}
+
+/// Replays a benchmark's records as they are read, at most `window` samples in flight: only
+/// those samples' states are held parsed, however large the states and the file (a compact
+/// file stores each large state once; its samples are materialised one at a time).
+pub async fn verify_records(
+    executor: Arc<Executor>,
+    source: &str,
+    records: Vec<Record>,
+    packages: &HashMap<String, EnvPackage>,
+    window: usize,
+) -> Result<VerifyReport, VerifyError> {
+    let mut reader = RecordReader::new(source);
+    let mut codes = HashMap::new();
+    let mut report = VerifyReport::default();
+    let mut in_flight = VecDeque::new();
+    let window = window.max(1);
+    async fn settle(
+        handle: tokio::task::JoinHandle<Result<Option<Finding>, ExecError>>,
+        report: &mut VerifyReport,
+    ) -> Result<(), VerifyError> {
+        let result = handle
+            .await
+            .map_err(|e| ExecError::Protocol(format!("a replay task failed: {e}")))?;
+        report.checked += 1;
+        match result? {
+            None => report.identical += 1,
+            Some(finding) => report.findings.push(finding),
+        }
+        Ok(())
+    }
+    for record in records {
+        // What a job reads besides the states (class name, seed, clock); the states are moved
+        // into the transitions.
+        let meta = without_states(&record.value);
+        for t in reader.read(record)? {
+            let job = job(t, &meta, packages, &mut codes)?;
+            if in_flight.len() >= window {
+                if let Some(handle) = in_flight.pop_front() {
+                    settle(handle, &mut report).await?;
+                }
+            }
+            let executor = Arc::clone(&executor);
+            in_flight.push_back(tokio::spawn(
+                async move { verify_one(&executor, &job).await },
+            ));
+        }
+    }
+    while let Some(handle) = in_flight.pop_front() {
+        settle(handle, &mut report).await?;
+    }
+    if report.checked == 0 {
+        return Err(VerifyError::Format(FormatError {
+            source: source.to_owned(),
+            location: envsim_core::formats::Location::File,
+            field: None,
+            message: "the benchmark holds no samples".into(),
+        }));
+    }
+    Ok(report)
+}
+
+/// A record without its (possibly large) states: top level and trajectory steps.
+fn without_states(record: &Value) -> Value {
+    const STATES: [&str; 4] = [
+        "config_before",
+        "config_after",
+        "config_before_ref",
+        "config_after_ref",
+    ];
+    let strip = |map: &serde_json::Map<String, Value>| -> serde_json::Map<String, Value> {
+        map.iter()
+            .filter(|(k, _)| !STATES.contains(&k.as_str()) && k.as_str() != "step_detail")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    match record {
+        Value::Object(map) => {
+            let mut out = strip(map);
+            if let Some(Value::Array(steps)) = map.get("trajectory") {
+                let steps = steps
+                    .iter()
+                    .map(|s| match s {
+                        Value::Object(step) => Value::Object(strip(step)),
+                        other => other.clone(),
+                    })
+                    .collect();
+                out.insert("trajectory".into(), Value::Array(steps));
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
 }

@@ -244,16 +244,145 @@ impl Fields<'_> {
 
 /// Reads a benchmark file in the reference format (JSON array or JSON Lines).
 pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, FormatError> {
-    let mut collector = Collector::new(source);
+    let mut reader = RecordReader::new(source);
+    let mut transitions = Vec::new();
     for record in records(bytes, source)? {
-        let fields = Fields {
-            source,
-            location: &record.location,
-        };
-        let transitions = record_transitions(record.value, record.index, &fields)?;
-        collector.push(&record.location, transitions)?;
+        transitions.extend(reader.read(record)?);
     }
-    collector.finish()
+    if transitions.is_empty() {
+        return Err(file_error(source, "the benchmark holds no samples"));
+    }
+    Ok(transitions)
+}
+
+/// Reads a benchmark's records one at a time, in file order, so that a caller can work on each
+/// record's transitions and drop them before the next (a benchmark of multi-megabyte states is
+/// much larger parsed than as text). It keeps what spans records: the states stored once
+/// (state records of compact envsim JSONL) and the ids seen (duplicates are errors).
+///
+/// Compact envsim JSONL: a line `{"state_id": ID, "state": {...}}` stores a state once; a later
+/// sample replaces `config_before` with `"config_before_ref": {"state": ID, "patch": [...]}`
+/// (the stored state with a patch of `state_patch` applied) and `config_after` with
+/// `"config_after_ref": {"patch": [...]}` (applied to the state before). A state record is not
+/// a sample.
+#[derive(Debug)]
+pub struct RecordReader<'s> {
+    source: &'s str,
+    states: HashMap<String, Value>,
+    seen: HashMap<String, Location>,
+}
+
+impl<'s> RecordReader<'s> {
+    /// A reader for the file named `source` (for messages).
+    pub fn new(source: &'s str) -> Self {
+        RecordReader {
+            source,
+            states: HashMap::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The transitions of the next record (none for a state record).
+    pub fn read(&mut self, record: Record) -> Result<Vec<Transition>, FormatError> {
+        let Record {
+            mut value,
+            location,
+            index,
+        } = record;
+        let fields = Fields {
+            source: self.source,
+            location: &location,
+        };
+        if let Some((id, state)) = state_record(&mut value, &fields)? {
+            if self.states.insert(id.clone(), state).is_some() {
+                return Err(fields.error("state_id", format!("state {id:?} is stored twice")));
+            }
+            return Ok(Vec::new());
+        }
+        resolve_state_refs(&mut value, &self.states, &fields)?;
+        let transitions = record_transitions(value, index, &fields)?;
+        for transition in &transitions {
+            if let Some(first) = self.seen.insert(transition.id.clone(), location.clone()) {
+                return Err(fields.error(
+                    "sample_id",
+                    format!(
+                        "duplicate sample id {:?} (first seen at {first:?})",
+                        transition.id
+                    ),
+                ));
+            }
+        }
+        Ok(transitions)
+    }
+}
+
+/// `Some((id, state))` when the record is a state record (`state_id` and `state`, no sample
+/// fields).
+fn state_record(
+    value: &mut Value,
+    fields: &Fields<'_>,
+) -> Result<Option<(String, Value)>, FormatError> {
+    let Value::Object(map) = value else {
+        return Ok(None);
+    };
+    if !map.contains_key("state_id") || map.contains_key("action") {
+        return Ok(None);
+    }
+    let id = match map.get("state_id") {
+        Some(Value::String(id)) => id.clone(),
+        _ => return Err(fields.error("state_id", "expected a string")),
+    };
+    match map.get_mut("state").map(Value::take) {
+        Some(state @ Value::Object(_)) => Ok(Some((id, state))),
+        Some(_) => Err(fields.error("state", "a stored state must be an object")),
+        None => Err(fields.error("state", "missing")),
+    }
+}
+
+/// Replaces `config_before_ref` / `config_after_ref` with the states they describe.
+fn resolve_state_refs(
+    value: &mut Value,
+    states: &HashMap<String, Value>,
+    fields: &Fields<'_>,
+) -> Result<(), FormatError> {
+    let Value::Object(map) = value else {
+        return Ok(());
+    };
+    let Some(before_ref) = map.shift_remove("config_before_ref") else {
+        if map.contains_key("config_after_ref") {
+            return Err(fields.error("config_after_ref", "needs a `config_before_ref`"));
+        }
+        return Ok(());
+    };
+    let id = match before_ref.get("state") {
+        Some(Value::String(id)) => id,
+        _ => return Err(fields.error("config_before_ref.state", "expected a state id")),
+    };
+    let mut before = states
+        .get(id)
+        .ok_or_else(|| {
+            fields.error(
+                "config_before_ref.state",
+                format!("no state record {id:?} before this record"),
+            )
+        })?
+        .clone();
+    let patch = before_ref.get("patch").unwrap_or(&Value::Null);
+    crate::state_patch::apply_patch(&mut before, patch)
+        .map_err(|e| fields.error("config_before_ref.patch", e))?;
+    let after = match map.shift_remove("config_after_ref") {
+        None => return Err(fields.error("config_after_ref", "missing")),
+        Some(after_ref) => {
+            let mut after = before.clone();
+            let patch = after_ref.get("patch").unwrap_or(&Value::Null);
+            crate::state_patch::apply_patch(&mut after, patch)
+                .map_err(|e| fields.error("config_after_ref.patch", e))?;
+            after
+        }
+    };
+    map.insert("config_before".into(), before);
+    map.insert("config_after".into(), after);
+    Ok(())
 }
 
 /// Runs the record readers of [`parse_benchmark_with`]: given the number of records `n` and a
@@ -282,7 +411,9 @@ pub fn parse_benchmark_with(
     source: &str,
     run: impl RecordRunner,
 ) -> Result<Vec<Transition>, FormatError> {
-    let Some(spans) = record_spans(bytes) else {
+    // Compact files resolve states across records: read in order.
+    let compact = bytes.windows(18).any(|w| w == b"\"config_before_ref");
+    let Some(spans) = record_spans(bytes).filter(|_| !compact) else {
         return parse_benchmark(bytes, source);
     };
     let read = |i: usize| -> Option<Vec<Transition>> {

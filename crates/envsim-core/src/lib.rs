@@ -71,6 +71,7 @@ pub mod rng;
 pub mod sample;
 pub mod score;
 pub mod slice;
+pub mod state_patch;
 pub mod stats;
 pub mod strata;
 

@@ -175,3 +175,57 @@ proptest! {
         both(&bytes).ok();
     }
 }
+
+#[test]
+fn compact_records_store_states_once_and_read_as_full_ones() {
+    use envsim_core::state_patch::diff_patch;
+    let base = json!({"orders": {"O1": {"status": "new"}, "O2": {"status": "paid"}}, "n": 1});
+    let before = json!({"orders": {"O1": {"status": "paid"}, "O2": {"status": "paid"}}, "n": 1});
+    let after = json!({"orders": {"O1": {"status": "paid"}}, "n": 2});
+    let sample = |id: &str| {
+        json!({"sample_id": id, "env": "shop", "action": {"name": "drop", "arguments": {}},
+               "observation": "ok"})
+    };
+    let mut full = sample("a");
+    full["config_before"] = before.clone();
+    full["config_after"] = after.clone();
+    let mut compact = sample("a");
+    compact["config_before_ref"] = json!({"state": "s1", "patch": diff_patch(&base, &before)});
+    compact["config_after_ref"] = json!({"patch": diff_patch(&before, &after)});
+    let state_line = json!({"state_id": "s1", "state": base});
+    let full_text = format!("{full}\n");
+    let compact_text = format!("{state_line}\n{compact}\n");
+    let read_full = both(full_text.as_bytes()).unwrap();
+    let read_compact = both(compact_text.as_bytes()).unwrap();
+    assert_eq!(read_compact.len(), 1);
+    assert_eq!(read_compact[0].config_before, read_full[0].config_before);
+    assert_eq!(read_compact[0].config_after, read_full[0].config_after);
+    assert_eq!(read_compact[0].id, "a");
+
+    // Located errors: an unknown state, a patch that does not apply, a state stored twice.
+    let mut unknown = compact.clone();
+    unknown["config_before_ref"]["state"] = json!("s9");
+    let text = format!("{state_line}\n{unknown}\n");
+    assert_eq!(
+        both(text.as_bytes()).unwrap_err().to_string(),
+        "f.json: line 2: field `config_before_ref.state`: no state record \"s9\" before this record"
+    );
+    let mut bad = compact.clone();
+    bad["config_after_ref"]["patch"] = json!([{"type": "delete", "path": ["missing"]}]);
+    let text = format!("{state_line}\n{bad}\n");
+    let err = both(text.as_bytes()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("f.json: line 2: field `config_after_ref.patch`: change 0"),
+        "{err}"
+    );
+    let text = format!("{state_line}\n{state_line}\n{compact}\n");
+    assert_eq!(
+        both(text.as_bytes()).unwrap_err().to_string(),
+        "f.json: line 2: field `state_id`: state \"s1\" is stored twice"
+    );
+    let text = format!("{state_line}\n");
+    assert_eq!(
+        both(text.as_bytes()).unwrap_err().to_string(),
+        "f.json: the benchmark holds no samples"
+    );
+}

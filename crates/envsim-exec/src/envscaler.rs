@@ -115,7 +115,9 @@ pub fn read_tasks(
     Ok(by_env)
 }
 
-fn sanitize(name: &str) -> String {
+/// The package name (and state-file part) made of an EnvScaler id: characters other than ASCII
+/// letters, digits, `_` and `-` become `_`.
+pub fn sanitize(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {

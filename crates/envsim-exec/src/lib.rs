@@ -191,6 +191,16 @@ pub fn default_seed(state: &Value, tool: &str, args: &Map<String, Value>) -> u64
     u64::from_be_bytes(first) >> 16
 }
 
+/// The seed of step `step` (0-based) of a replayed run with seed `run_seed`: distinct across the
+/// steps of a run and across runs, the same on every replay. SplitMix64 over `run_seed` and the
+/// step index (the SplitMix64 output function is a bijection, so two steps of a run never
+/// share a seed before the shift), shifted right by 16 (48 bits, like [`default_seed`]).
+pub fn step_seed(run_seed: u64, step: usize) -> u64 {
+    use envsim_core::rng::Rng;
+    let base = Rng::new(run_seed).next_u64();
+    Rng::new(base ^ step as u64).next_u64() >> 16
+}
+
 /// Compact JSON with every object's keys in sorted order (whatever order the file had).
 fn canonical_json(value: &Value, out: &mut Vec<u8>) {
     match value {

@@ -1,13 +1,16 @@
 //! `envsim bench build|info|slice-check`.
 
-use crate::slice_cmd::{benchmark_jobs, by_name};
+use crate::slice_cmd::by_name;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
-use envsim_bench::output::render;
+use envsim_bench::output::{
+    export_reference_json, reference_json_estimate, render, write_reference_json,
+};
 use envsim_bench::sample::{sample, Composition, SampleOptions};
-use envsim_bench::trajectories::{import as import_trajectories, TrajectoryFormat};
-use envsim_bench::verify::{verify_all, Mismatch, VerifyReport};
+use envsim_bench::slice_check::SliceCheckError;
+use envsim_bench::trajectories::import as import_trajectories;
+use envsim_bench::verify::{verify_records, Mismatch, VerifyError, VerifyReport};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::score::stratum_of;
 use envsim_exec::package::EnvPackage;
@@ -53,6 +56,20 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write an envsim benchmark JSONL (compact or not) as reference-format JSON, whole states
+    /// in every sample, one sample at a time: what `bench build --reference-json always`
+    /// writes as `benchmark.json`.
+    ExportReference {
+        /// The envsim benchmark (`benchmark.jsonl`).
+        file: PathBuf,
+        /// Environment packages, for each sample's `env_code` (default: the bundled corpus, or
+        /// $ENVSIM_ENVS); environments not found there get an empty code.
+        #[arg(long, value_name = "DIR")]
+        envs: Option<PathBuf>,
+        /// Where to write the reference JSON.
+        #[arg(long, value_name = "FILE.json")]
+        out: PathBuf,
+    },
     /// Write the bundled benchmark (the default of `envsim eval`) as a reference-format JSON
     /// file, e.g. to run another evaluator on exactly the same samples.
     Bundled {
@@ -60,12 +77,6 @@ enum BenchCommand {
         #[arg(long, value_name = "FILE.json")]
         out: PathBuf,
     },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum TrajectoryFormatArg {
-    Reference,
-    Envsim,
 }
 
 /// How transitions are collected (shared by `bench build` and `export sft`).
@@ -101,9 +112,11 @@ struct BuildArgs {
     /// Build from recorded agent trajectories instead of random walks (JSONL or JSON array).
     #[arg(long, value_name = "FILE")]
     trajectories: Option<PathBuf>,
-    /// Format of --trajectories: the reference's run records, or envsim trajectory JSONL.
-    #[arg(long, value_enum, default_value_t = TrajectoryFormatArg::Envsim)]
-    trajectory_format: TrajectoryFormatArg,
+    /// Format of --trajectories (auto: detected per record). Runs that record states are used
+    /// as recorded; call-only runs (no state after any step, e.g. chat transcripts) are
+    /// re-executed from their initial state on the package they name, as `env replay` does.
+    #[arg(long, value_enum, default_value_t = crate::replay_cmd::FormatArg::Auto)]
+    trajectory_format: crate::replay_cmd::FormatArg,
     /// Keep transitions whose output depends on the clock or the random seed.
     #[arg(long)]
     allow_unpredictable: bool,
@@ -122,10 +135,28 @@ struct BuildArgs {
     /// (e.g. recorded trajectories of nondeterministic code); they are listed either way.
     #[arg(long)]
     allow_unreplayable: bool,
+    /// Also write `benchmark.json` in the reference format (whole states in every sample):
+    /// auto writes it unless it would pass 512 MB (`bench export-reference` writes it later).
+    #[arg(long, value_enum, default_value_t = ReferenceJson::Auto)]
+    reference_json: ReferenceJson,
     /// Output folder.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
 }
+
+/// Whether `bench build` writes the reference-format `benchmark.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ReferenceJson {
+    /// Unless it would pass 512 MB.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The size up to which `--reference-json auto` writes `benchmark.json`.
+const REFERENCE_JSON_AUTO_LIMIT: u64 = 512 * 1024 * 1024;
 
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.command {
@@ -155,6 +186,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             }
             Ok(())
         }
+        BenchCommand::ExportReference { file, envs, out } => export_reference(&file, envs, &out),
         BenchCommand::Bundled { out } => {
             let bytes = crate::bundled::benchmark()?;
             crate::output::write_atomic(&out, &bytes)?;
@@ -193,11 +225,22 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            let format = match a.trajectory_format {
-                TrajectoryFormatArg::Reference => TrajectoryFormat::Reference,
-                TrajectoryFormatArg::Envsim => TrajectoryFormat::Envsim,
-            };
-            import_trajectories(&text, &path.display().to_string(), format, &packages)?
+            let source = path.display().to_string();
+            let imported =
+                import_trajectories(&text, &source, a.trajectory_format.format(), &packages)?;
+            let mut transitions = imported.transitions;
+            if !imported.call_only.is_empty() {
+                let replayed = replay_call_only(&packages, &imported.call_only, &source, &a)?;
+                let walk_offset = transitions.iter().map(|t| t.walk + 1).max().unwrap_or(0);
+                for run in replayed {
+                    transitions.extend(run.steps.into_iter().map(|s| {
+                        let mut t = s.transition;
+                        t.walk += walk_offset;
+                        t
+                    }));
+                }
+            }
+            transitions
         }
         None => walk_transitions(packages.clone(), &a.walk, a.seed)?,
     };
@@ -278,11 +321,10 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         transitions.extend(more);
     };
     let collected = started.elapsed();
-    let files = render(&transitions, &sampled, &composition, &env_codes, a.seed);
+    let files = render(&transitions, &sampled, &composition, a.seed);
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let outputs = [
-        ("benchmark.json", files.reference_json.clone()),
         ("benchmark.jsonl", files.envsim_jsonl.clone()),
         (
             "datasheet.json",
@@ -308,6 +350,36 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     for (name, text) in &outputs {
         crate::output::write_atomic(&a.out.join(name), text)?;
     }
+    let estimate = reference_json_estimate(&transitions, &sampled);
+    let reference_path = a.out.join("benchmark.json");
+    let write_reference = match a.reference_json {
+        ReferenceJson::Always => true,
+        ReferenceJson::Never => false,
+        ReferenceJson::Auto => estimate <= REFERENCE_JSON_AUTO_LIMIT,
+    };
+    if write_reference {
+        let mut file = envsim_fs::AtomicFile::create(&reference_path)
+            .with_context(|| format!("cannot write {}", reference_path.display()))?;
+        {
+            let mut out = std::io::BufWriter::new(&mut file);
+            write_reference_json(&mut out, &transitions, &sampled, &env_codes)
+                .and_then(|()| std::io::Write::flush(&mut out))
+                .with_context(|| format!("cannot write {}", reference_path.display()))?;
+        }
+        file.commit()
+            .with_context(|| format!("cannot write {}", reference_path.display()))?;
+    } else {
+        // A stale reference file from an earlier build must not pass for this one.
+        if reference_path.exists() {
+            std::fs::remove_file(&reference_path)
+                .with_context(|| format!("cannot remove the stale {}", reference_path.display()))?;
+        }
+        eprintln!(
+            "benchmark.json not written: the reference format repeats both whole states in every sample (about {} MB here); write it with `envsim bench export-reference {} --out FILE.json`",
+            estimate / 1_000_000,
+            a.out.join("benchmark.jsonl").display()
+        );
+    }
     eprintln!(
         "collected {} transitions in {:.1} s; sampled {} from {} environments into {}",
         transitions.len(),
@@ -326,6 +398,35 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     Ok(())
 }
 
+/// Re-executes the call-only runs of `--trajectories` (seeded with `--seed`) and says how
+/// their observations compare with the recorded ones.
+fn replay_call_only(
+    packages: &[EnvPackage],
+    runs: &[envsim_bench::trajectories::RecordedRun],
+    source: &str,
+    a: &BuildArgs,
+) -> Result<Vec<envsim_bench::replay::ReplayedRun>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let limits = crate::env_cmd::exec_limits()?;
+    let workers = a.walk.workers;
+    let replayed = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(workers, limits).await?);
+        let choice = crate::replay_cmd::ReplayChoice {
+            seed: a.seed,
+            workers,
+            ..Default::default()
+        };
+        crate::replay_cmd::replay_runs(executor, packages, runs, source, choice).await
+    })?;
+    eprintln!("{source}: {} call-only runs re-executed", replayed.len());
+    crate::replay_cmd::print_summary(source, &replayed);
+    Ok(replayed)
+}
+
 /// A share in (0, 1].
 fn share(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
@@ -342,7 +443,7 @@ fn verify_benchmark(
     packages: &HashMap<String, EnvPackage>,
     workers: usize,
 ) -> Result<VerifyReport> {
-    let jobs = benchmark_jobs(bytes, name, packages, |e| anyhow!("{name}: {e}"))?;
+    let records = envsim_core::formats::records(bytes, name)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -351,9 +452,47 @@ fn verify_benchmark(
     let workers = workers.max(1);
     let report = runtime.block_on(async move {
         let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
-        anyhow::Ok(verify_all(executor, jobs, |_, _| {}).await?)
+        verify_records(executor, name, records, packages, workers * 2)
+            .await
+            .map_err(|e| match e {
+                VerifyError::Job(SliceCheckError::NoCode { .. }) => {
+                    anyhow!("{name}: {e} (pass --envs DIR)")
+                }
+                other => anyhow!("{name}: {other}"),
+            })
     })?;
     Ok(report)
+}
+
+/// `envsim bench export-reference`.
+fn export_reference(file: &Path, envs: Option<PathBuf>, out: &Path) -> Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let root = crate::env_cmd::Corpus::choose(envs);
+    let packages = if root.exists() {
+        by_name(root.load_all()?)
+    } else {
+        HashMap::new()
+    };
+    let code = |env: &str| {
+        packages
+            .get(env)
+            .map(|p| p.code.code.to_string())
+            .unwrap_or_default()
+    };
+    let mut target = envsim_fs::AtomicFile::create(out)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    let written = {
+        let mut writer = std::io::BufWriter::new(&mut target);
+        let n = export_reference_json(&bytes, &file.display().to_string(), &code, &mut writer)?;
+        std::io::Write::flush(&mut writer)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        n
+    };
+    target
+        .commit()
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!("wrote {written} samples to {}", out.display());
+    Ok(())
 }
 
 /// One line per sample that does not replay, then the count.

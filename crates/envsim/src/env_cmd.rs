@@ -139,6 +139,11 @@ enum EnvCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Re-execute recorded calls from an initial state and write the transitions as envsim
+    /// trajectory JSONL, each step compared with the recorded observation (exact, equal after
+    /// normalisation, or differs and why). Exits 1 when a step differs, unless
+    /// --allow-differences.
+    Replay(crate::replay_cmd::ReplayArgs),
     /// Import EnvScaler environment metadata (and task items) as packages.
     ImportEnvscaler {
         /// The metadata JSON (object keyed by env id).
@@ -213,6 +218,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Probe { name, walk, seed } => probe(root.load(&name)?, walk, seed).await,
             EnvCommand::Test { names, strict } => test(&root, &names, strict).await,
             EnvCommand::Sandbox { json } => sandbox(json).await,
+            EnvCommand::Replay(replay) => crate::replay_cmd::run(&root, replay).await,
             EnvCommand::ImportEnvscaler {
                 file,
                 tasks,

@@ -9,6 +9,7 @@ mod model_cmd;
 mod output;
 mod progress;
 mod render;
+mod replay_cmd;
 mod run_render;
 mod score_cmd;
 mod slice_cmd;

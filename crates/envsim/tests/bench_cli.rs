@@ -317,6 +317,76 @@ fn build_from_recorded_trajectories() {
         .contains("bad.jsonl: line 1, field `initial_state`"));
 }
 
+#[test]
+fn build_from_call_only_transcripts_reexecutes_the_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    let call = |id: &str, name: &str, args: Value| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": name, "arguments": args.to_string()}}]})
+    };
+    // The recorded answers are wrong on purpose: a benchmark holds what really happens.
+    let answer = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "recorded"});
+    let transcript = json!({"env": "stock_a", "task_id": "t1",
+        "initial_state": {"items": {"A": {"qty": 1, "restocks": 0}}}, "messages": [
+        call("1", "get", json!({"sku": "Z"})), answer("1"),
+        call("2", "get", json!({"sku": "A"})), answer("2"),
+        call("3", "restock", json!({"sku": "A", "qty": 2})), answer("3"),
+    ]});
+    let file = dir.path().join("chats.jsonl");
+    std::fs::write(&file, format!("{transcript}\n")).unwrap();
+    let composition = dir.path().join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "count": 1},
+            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
+            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = dir.path().join("bench");
+    let built = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--trajectories",
+        file.to_str().unwrap(),
+        "--composition",
+        composition.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(built.status.success(), "{stderr}");
+    assert!(stderr.contains("1 call-only runs re-executed"), "{stderr}");
+    assert!(
+        stderr.contains("3 steps: 0 exact, 0 normalised, 3 differ"),
+        "{stderr}"
+    );
+    let samples: Vec<Value> = std::fs::read_to_string(out.join("benchmark.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut observations: Vec<String> = samples
+        .iter()
+        .map(|s| s["observation"].as_str().unwrap().to_owned())
+        .collect();
+    observations.sort();
+    assert_eq!(
+        observations,
+        [
+            "{'success': False, 'error': 'unknown sku Z'}",
+            "{'success': True, 'data': {'qty': 1, 'restocks': 0}}",
+            "{'success': True, 'message': 'A now 3'}",
+        ]
+    );
+}
+
 /// The stock environment with attributes its state files lack (the constructor creates them),
 /// as environments written for EnvScaler by others often are.
 fn write_constructed_package(root: &Path) {
@@ -505,4 +575,116 @@ fn short_buckets_collect_further_rounds_within_the_budget() {
         stderr.contains("6 transitions collected in 1 rounds, and another round of 12 would pass --max-transitions 10"),
         "{stderr}"
     );
+}
+
+/// The stock package with one initial state of about 400 KB (past the size from which walk
+/// states are kept, and benchmark files written, as patches of their initial state).
+fn write_large_package(root: &Path) {
+    write_package(root, "stock_big");
+    let items: serde_json::Map<String, Value> = (0..9000)
+        .map(|i| (format!("SKU{i:05}"), json!({"qty": i % 7, "restocks": 0})))
+        .collect();
+    std::fs::write(
+        root.join("stock_big/states/00.json"),
+        json!({"items": items}).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn large_states_are_stored_once_and_the_reference_json_is_an_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_large_package(&envs);
+    let composition = dir.path().join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "delta": [0, 0], "count": 3},
+            {"name": "no_change", "outcome": "success", "delta": [0, 0], "count": 3},
+            {"name": "changed", "outcome": "success", "delta": [2, 2], "count": 3}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let walk = ["--walks", "3", "--steps", "8", "--max-env-share", "1"];
+    let out = dir.path().join("b");
+    let mut extra = walk.to_vec();
+    extra.extend(["--reference-json", "always"]);
+    let fingerprint = ok(&bench_build(&envs, &composition, &extra, &out));
+    let jsonl = std::fs::read_to_string(out.join("benchmark.jsonl")).unwrap();
+    let lines: Vec<Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stored: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("state_id").is_some())
+        .collect();
+    let compact = lines
+        .iter()
+        .filter(|l| l.get("config_before_ref").is_some())
+        .count();
+    assert_eq!(stored.len(), 1, "the large initial state is stored once");
+    assert!((1..=9).contains(&compact), "{compact}");
+    assert_eq!(lines.len() - stored.len(), 9);
+    // Small states stay whole, as before.
+    assert!(lines
+        .iter()
+        .filter(|l| l.get("config_before").is_some())
+        .all(|l| l["config_before"].to_string().len() < 1000));
+    let reference = std::fs::read(out.join("benchmark.json")).unwrap();
+    assert!(
+        jsonl.len() * 2 < reference.len(),
+        "{} vs {}",
+        jsonl.len(),
+        reference.len()
+    );
+
+    // The compact file replays, scores and exports to exactly the reference JSON.
+    ok(&envsim(&[
+        "bench",
+        "verify",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        envs.to_str().unwrap(),
+    ]));
+    let report: Value = serde_json::from_str(&ok(&envsim(&[
+        "score",
+        "--bench",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--baseline",
+        "oracle",
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    assert_eq!(report["overall"]["n"], 9);
+    assert_eq!(report["overall"]["cm_strict"], 1.0);
+    let exported = dir.path().join("exported.json");
+    ok(&envsim(&[
+        "bench",
+        "export-reference",
+        out.join("benchmark.jsonl").to_str().unwrap(),
+        "--envs",
+        envs.to_str().unwrap(),
+        "--out",
+        exported.to_str().unwrap(),
+    ]));
+    assert!(
+        std::fs::read(&exported).unwrap() == reference,
+        "byte for byte"
+    );
+
+    // --reference-json never: no reference file (a stale one is removed), and how to get it.
+    let mut extra = walk.to_vec();
+    extra.extend(["--reference-json", "never"]);
+    let skipped = bench_build(&envs, &composition, &extra, &out);
+    assert_eq!(
+        ok(&skipped),
+        fingerprint,
+        "the benchmark itself is the same"
+    );
+    assert!(!out.join("benchmark.json").exists());
+    assert!(String::from_utf8_lossy(&skipped.stderr).contains("bench export-reference"));
 }

@@ -543,3 +543,195 @@ fn the_reply_cap_is_configurable() {
     assert!(String::from_utf8_lossy(&bad.stderr)
         .contains("ENVSIM_REPLY_CAP_MB=\"lots\": expected a whole number of MiB from 1 to 65536"));
 }
+
+fn write_tickets(root: &Path) {
+    let pkg = root.join("tickets");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), TICKETS).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let manifest = json!({"name": "tickets", "domain": "test", "description": "Tickets.",
+    "class_name": "Tickets", "tools": [
+        tool("open_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("count", json!({}), json!([])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(pkg.join("states/00_first.json"), r#"{"tickets": {}}"#).unwrap();
+}
+
+/// The steps of a replay output without what depends on the recording it was compared with.
+fn replayed_steps(line: &str) -> Vec<Value> {
+    let run: Value = serde_json::from_str(line).unwrap();
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            let o = s.as_object_mut().unwrap();
+            o.remove("recorded_observation");
+            o.remove("comparison");
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn replay_reexecutes_recorded_calls_and_compares_each_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tickets(dir.path());
+    let call = |id: &str, name: &str, args: &str| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": name, "arguments": args}}]})
+    };
+    let answer =
+        |id: &str, content: &str| json!({"role": "tool", "tool_call_id": id, "content": content});
+    let transcript = json!({"task_id": "chat-7", "messages": [
+        {"role": "user", "content": "open a ticket and count"},
+        call("a", "open_ticket", r#"{"title": "printer"}"#),
+        answer("a", r#"{"success": true, "id": "deadbeef"}"#),
+        call("b", "count", "{}"),
+        answer("b", "{'success': True, 'data': 1}"),
+        call("c", "count", "{}"),
+        answer("c", "{'success': True, 'data': 5}"),
+    ]});
+    let file = dir.path().join("chat.jsonl");
+    std::fs::write(&file, format!("{transcript}\n")).unwrap();
+    let out_file = dir.path().join("replayed.jsonl");
+    let args = |extra: &[&'static str]| {
+        let mut a: Vec<&str> = vec![
+            "replay",
+            file.to_str().unwrap(),
+            "--env",
+            "tickets",
+            "--state",
+            "first",
+            "--out",
+            out_file.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let out = envsim(dir.path(), &args(&[]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("line 1 task chat-7 on tickets from 00_first.json: 3 steps: 1 exact, 1 normalised, 1 differ, 0 not recorded"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("step 3 count({}): the observation differs: /data: recorded 5, replayed 1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 of 3 replayed steps differ from the recording"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let run: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(run["initial_state"], json!({"tickets": {}, "log": []}));
+    let steps = run["steps"].as_array().unwrap();
+    let comparisons: Vec<&str> = steps
+        .iter()
+        .map(|s| s["comparison"]["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(comparisons, ["normalised", "exact", "differs"]);
+    assert_eq!(
+        steps[0]["comparison"]["why"],
+        "differs only where the output depends on the clock or the seed: /id"
+    );
+    let id = steps[0]["observation_json"]["id"].as_str().unwrap();
+    assert_eq!(
+        steps[0]["state_after"],
+        json!({"tickets": {id: "printer"}, "log": []})
+    );
+    assert_eq!(steps[0]["delta_count"], 1);
+    assert!(
+        steps[1].get("state_after").is_none(),
+        "unchanged: not repeated"
+    );
+    assert_ne!(steps[1]["seed"], steps[2]["seed"]);
+    assert_eq!(
+        run["summary"],
+        json!({"exact": 1, "normalised": 1, "differs": 1, "not_recorded": 0})
+    );
+
+    // The differences are data when asked: exit 0, same file.
+    let allowed = envsim(dir.path(), &args(&["--allow-differences"]));
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), text);
+
+    // A replay's own output replays exactly: same seeds, clocks, observations and states.
+    let again = envsim(dir.path(), &["replay", out_file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("3 steps: 3 exact, 0 normalised, 0 differ"),
+        "{stderr}"
+    );
+    let second = String::from_utf8(again.stdout).unwrap();
+    assert_eq!(
+        replayed_steps(&second),
+        replayed_steps(text.lines().next().unwrap())
+    );
+
+    // A reference run record without states starts from the package state named after its
+    // task; the environment is the record's own.
+    let record = json!({"task_info": {"env_id": "tickets", "task_id": "first"}, "trajectory": [
+        {"step": 0, "observation": "count them"},
+        {"step": 1, "action": {"name": "count", "arguments": "{}"},
+         "observation": {"type": "tool", "content": "{'success': True, 'data': 0}"}}
+    ]});
+    let runs = dir.path().join("runs.jsonl");
+    std::fs::write(&runs, format!("{record}\n")).unwrap();
+    let out = envsim(dir.path(), &["replay", runs.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("from 00_first.json: 1 steps: 1 exact"),
+        "{stderr}"
+    );
+
+    // Located errors before anything runs.
+    let bare = dir.path().join("bare.json");
+    std::fs::write(&bare, json!([call("a", "count", "{}")]).to_string()).unwrap();
+    let out = envsim(dir.path(), &["replay", bare.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the record names no environment"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = envsim(
+        dir.path(),
+        &["replay", bare.to_str().unwrap(), "--env", "tickets"],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the record holds no initial state"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = envsim(
+        dir.path(),
+        &[
+            "replay",
+            bare.to_str().unwrap(),
+            "--env",
+            "tickets",
+            "--state",
+            "9",
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--state \"9\": not an index of tickets's 1 states"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
