@@ -6,6 +6,7 @@
 
 use crate::{Call, EnvCode, ExecError, Executor};
 use envsim_core::diff::reference_change_count;
+pub use envsim_core::outcome::OutcomeRule;
 use envsim_core::pointer::JsonPointer;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -39,8 +40,16 @@ pub struct Manifest {
     pub domain: String,
     /// What the system is.
     pub description: String,
-    /// Class to instantiate.
+    /// Class to instantiate (convention `class`; absent for `database`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub class_name: String,
+    /// How the code is written (`class`, the default, or `database`).
+    #[serde(default, skip_serializing_if = "Convention::is_class")]
+    pub convention: Convention,
+    /// How observations say success or failure; the convention's default when absent (see
+    /// [`Manifest::outcome_rule`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<OutcomeRule>,
     /// Business rules in plain language.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -48,7 +57,51 @@ pub struct Manifest {
     pub tools: Vec<Value>,
 }
 
+/// How an environment's code is written (`envs/README.md`, "Conventions").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Convention {
+    /// An EnvScaler-style class: constructed from the state, tools are its public methods, the
+    /// state is its public attributes.
+    #[default]
+    Class,
+    /// Module-level tool functions `def tool(data, **kwargs)` over one JSON database (the
+    /// state), which they mutate in place; they usually return strings.
+    Database,
+}
+
+impl Convention {
+    /// True for [`Convention::Class`] (the default, left out of written manifests).
+    pub fn is_class(&self) -> bool {
+        *self == Convention::Class
+    }
+
+    /// The name used in manifests and in the runner protocol.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Convention::Class => "class",
+            Convention::Database => "database",
+        }
+    }
+
+    /// The outcome rule of a package of this convention that names none: `success_key` for
+    /// `class`, `error_prefix` "Error" for `database`.
+    pub fn default_outcome(&self) -> OutcomeRule {
+        match self {
+            Convention::Class => OutcomeRule::success_key(),
+            Convention::Database => OutcomeRule::error_prefix(),
+        }
+    }
+}
+
 impl Manifest {
+    /// The effective outcome rule: the manifest's own, or its convention's default.
+    pub fn outcome_rule(&self) -> OutcomeRule {
+        self.outcome
+            .clone()
+            .unwrap_or_else(|| self.convention.default_outcome())
+    }
+
     /// Tool names in manifest order.
     pub fn tool_names(&self) -> Vec<String> {
         self.tools
@@ -126,6 +179,8 @@ pub struct EnvPackage {
     pub states: Vec<(String, Value)>,
     /// Scripted tests (empty when there is no `tests.json`).
     pub tests: Vec<TestCase>,
+    /// The effective outcome rule ([`Manifest::outcome_rule`]).
+    pub outcome: OutcomeRule,
 }
 
 /// Where package files are read from: the file system, or a [`MemoryCorpus`].
@@ -325,6 +380,21 @@ impl EnvPackage {
                 ),
             ));
         }
+        match (manifest.convention, manifest.class_name.is_empty()) {
+            (Convention::Class, true) => {
+                return Err(err(
+                    &dir.join("manifest.json"),
+                    "field `class_name` is missing (convention `class` needs the class to instantiate)",
+                ))
+            }
+            (Convention::Database, false) => {
+                return Err(err(
+                    &dir.join("manifest.json"),
+                    "field `class_name` must be absent: convention `database` has no class (its tools are the module's functions)",
+                ))
+            }
+            _ => {}
+        }
         for (i, tool) in manifest.tools.iter().enumerate() {
             if tool
                 .pointer("/function/name")
@@ -387,6 +457,7 @@ impl EnvPackage {
         };
         Ok(EnvPackage {
             dir: dir.to_owned(),
+            outcome: manifest.outcome_rule(),
             code: EnvCode::new(code, manifest.class_name.clone()),
             manifest,
             states,
@@ -674,6 +745,105 @@ mod tests {
         assert_eq!(
             memory.load_all().unwrap_err().path,
             Path::new("<test corpus>/b_env/states/02.json")
+        );
+    }
+
+    /// A one-package corpus whose manifest has `extra` fields (a JSON object's members).
+    fn with_manifest(extra: &str) -> MemoryCorpus {
+        let mut memory = MemoryCorpus::new("<test corpus>");
+        memory.insert(
+            "p/manifest.json",
+            format!(
+                r#"{{"name": "p", "domain": "test", "description": "d", {extra}
+                    "tools": [{{"type": "function", "function": {{"name": "get"}}}}]}}"#
+            )
+            .into_bytes(),
+        );
+        memory.insert("p/env.py", b"def get(data):\n    return 'ok'\n".to_vec());
+        memory.insert("p/states/0.json", b"{}".to_vec());
+        memory
+    }
+
+    #[test]
+    fn the_outcome_rule_is_the_manifests_or_the_conventions_default() {
+        use super::{Convention, OutcomeRule};
+        use serde_json::json;
+        let class = with_manifest(r#""class_name": "C","#).load("p").unwrap();
+        assert_eq!(class.manifest.convention, Convention::Class);
+        assert_eq!(class.manifest.outcome, None);
+        assert_eq!(class.outcome, OutcomeRule::success_key());
+        let database = with_manifest(r#""convention": "database","#)
+            .load("p")
+            .unwrap();
+        assert_eq!(database.manifest.convention, Convention::Database);
+        assert_eq!(database.outcome, OutcomeRule::error_prefix());
+        assert_eq!(database.outcome.classify(&json!("Error: no")), Some(false));
+        let explicit = with_manifest(
+            r#""convention": "database", "outcome": {"rule": "pattern", "failure": "^(Error|Fail)"},"#,
+        )
+        .load("p")
+        .unwrap();
+        assert_eq!(explicit.outcome.classify(&json!("Failed: no")), Some(false));
+        assert_eq!(explicit.outcome.classify(&json!("Done")), Some(true));
+        let status = with_manifest(
+            r#""class_name": "C", "outcome": {"rule": "status_field", "field": "status", "success": ["ok"]},"#,
+        )
+        .load("p")
+        .unwrap();
+        assert_eq!(
+            status.outcome.classify(&json!({"status": "ok"})),
+            Some(true)
+        );
+        assert_eq!(status.outcome.classify(&json!({"success": true})), None);
+        // Written manifests leave the defaults out and keep what was given.
+        let written = serde_json::to_value(&class.manifest).unwrap();
+        assert_eq!(written.get("convention"), None);
+        assert_eq!(written.get("outcome"), None);
+        let written = serde_json::to_value(&explicit.manifest).unwrap();
+        assert_eq!(written["convention"], "database");
+        assert_eq!(
+            written["outcome"],
+            json!({"rule": "pattern", "failure": "^(Error|Fail)"})
+        );
+        assert_eq!(written.get("class_name"), None);
+    }
+
+    #[test]
+    fn bad_outcome_rules_and_conventions_are_located_manifest_errors() {
+        let error = |extra: &str| with_manifest(extra).load("p").unwrap_err().to_string();
+        let bad_regex =
+            error(r#""class_name": "C", "outcome": {"rule": "pattern", "failure": "Error ("},"#);
+        assert!(
+            bad_regex.starts_with(
+                "<test corpus>/p/manifest.json: invalid failure pattern \"Error (\": regex parse error"
+            ),
+            "{bad_regex}"
+        );
+        assert!(bad_regex.ends_with("at line 1 column 123"), "{bad_regex}");
+        assert_eq!(
+            error(r#""class_name": "C", "outcome": {"rule": "error_prefix"},"#),
+            "<test corpus>/p/manifest.json: missing field `prefix` at line 1 column 106"
+        );
+        assert_eq!(
+            error(r#""convention": "functions","#),
+            "<test corpus>/p/manifest.json: unknown variant `functions`, expected `class` or \
+             `database` at line 1 column 77"
+        );
+        assert_eq!(
+            error(r#""convention": "class","#),
+            "<test corpus>/p/manifest.json: field `class_name` is missing (convention `class` \
+             needs the class to instantiate)"
+        );
+        assert_eq!(
+            error(r#""convention": "database", "class_name": "C","#),
+            "<test corpus>/p/manifest.json: field `class_name` must be absent: convention \
+             `database` has no class (its tools are the module's functions)"
+        );
+        assert_eq!(
+            error(r#""class_name": "C", "outcomes": null,"#),
+            "<test corpus>/p/manifest.json: unknown field `outcomes`, expected one of `name`, \
+             `domain`, `description`, `class_name`, `convention`, `outcome`, `rules`, `tools` \
+             at line 1 column 81"
         );
     }
 
