@@ -26,7 +26,7 @@ pub struct BenchmarkFiles {
 pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Value {
     let (before, after) = (t.config_before.value(), t.config_after.value());
     let changes = reference_diff(&before, &after, ReferenceEquality::Labelling);
-    json!({
+    let mut record = json!({
         "sample_id": id.to_string(),
         "task_info": {"env_id": t.env, "task_id": format!("{}/{}/{}", t.initial_state, t.walk, t.step), "task": "", "step": t.step + 1},
         "step_detail": {
@@ -41,7 +41,13 @@ pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Valu
             },
         },
         "env_code": env_code,
-    })
+    });
+    // Replaying a sample needs to know how its code is written; `class` is the reference's
+    // own (and the default), so only the other convention is named.
+    if let (false, Some(map)) = (t.convention.is_class(), record.as_object_mut()) {
+        map.insert("convention".into(), t.convention.as_str().into());
+    }
+    record
 }
 
 /// Renders the files. `env_codes` maps environment names to their source.

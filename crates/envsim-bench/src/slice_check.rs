@@ -22,7 +22,7 @@ use envsim_core::sample::Transition;
 use envsim_core::slice::{slice_code, slice_covers, slice_state, slice_with_reads};
 use envsim_core::stats::{mean, percentile};
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Call, CallOutcome, EnvCode, ExecError, Executor};
+use envsim_exec::{Call, CallOutcome, Convention, EnvCode, ExecError, Executor};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -75,7 +75,7 @@ pub fn jobs(
     records: &[Record],
     packages: &HashMap<String, EnvPackage>,
 ) -> Result<Vec<SliceJob>, SliceCheckError> {
-    let mut codes: HashMap<(String, String), EnvCode> = HashMap::new();
+    let mut codes: HashMap<(String, String, Convention), EnvCode> = HashMap::new();
     let mut jobs = Vec::with_capacity(transitions.len());
     for t in transitions {
         let record = records
@@ -100,14 +100,25 @@ pub fn jobs(
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .or_else(|| package.map(|p| p.manifest.class_name.clone()))
+                .or_else(|| {
+                    (field("convention").and_then(Value::as_str) == Some("database"))
+                        .then(String::new)
+                })
                 .ok_or_else(|| SliceCheckError::UnknownClass {
                     sample: t.id.clone(),
                 })?;
             (t.env_code.clone(), class)
         };
+        // How the code is written: the record says so (`convention`, written for the
+        // database convention only), else the package, else the reference's class convention.
+        let convention = match field("convention").and_then(Value::as_str) {
+            Some("database") => Convention::Database,
+            Some(_) => Convention::Class,
+            None => package.map(|p| p.manifest.convention).unwrap_or_default(),
+        };
         let code = codes
-            .entry((source.clone(), class_name.clone()))
-            .or_insert_with(|| EnvCode::new(source, class_name))
+            .entry((source.clone(), class_name.clone(), convention))
+            .or_insert_with(|| EnvCode::with_convention(source, class_name, convention))
             .clone();
         jobs.push(SliceJob {
             seed: field("seed").and_then(Value::as_u64).unwrap_or(0),

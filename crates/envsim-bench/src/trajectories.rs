@@ -18,7 +18,7 @@ use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_core::score::observation_success;
-use envsim_exec::package::EnvPackage;
+use envsim_exec::package::{Convention, EnvPackage};
 use serde_json::{json, Value};
 
 /// One recorded step: action, observation, state after (absent: unchanged).
@@ -178,13 +178,18 @@ pub fn import(
                     ))
                 }
             };
-            let outcome = if observation.starts_with("Error:") {
-                Outcome::Exception
-            } else {
-                match observation_success(&Value::String(observation.clone())) {
-                    Some(true) => Outcome::Success,
-                    Some(false) => Outcome::Failure,
-                    None => Outcome::Undetermined,
+            let observation_json = parse_to_obj(&PyValue::str(&observation)).to_json_lossy();
+            // With the package known, its outcome rule reads the observation. For the database
+            // convention an `Error: ...` string is a business failure, not the reference's
+            // rendering of an exception.
+            let outcome = match package {
+                Some(p) if p.manifest.convention == Convention::Database => {
+                    Outcome::from_verdict(p.outcome.classify(&observation_json))
+                }
+                _ if observation.starts_with("Error:") => Outcome::Exception,
+                Some(p) => Outcome::from_verdict(p.outcome.classify(&observation_json)),
+                None => {
+                    Outcome::from_verdict(observation_success(&Value::String(observation.clone())))
                 }
             };
             let tool_schema = package
@@ -201,6 +206,7 @@ pub fn import(
                 class_name: package
                     .map(|p| p.manifest.class_name.clone())
                     .unwrap_or_default(),
+                convention: package.map(|p| p.manifest.convention).unwrap_or_default(),
                 tool_schema,
                 initial_state: task.clone(),
                 walk,
@@ -210,7 +216,7 @@ pub fn import(
                 change_count: reference_change_count(&state, &after),
                 fine_change_count: fine_diff(&state, &after).len(),
                 args_count: arguments.len(),
-                observation_json: parse_to_obj(&PyValue::str(&observation)).to_json_lossy(),
+                observation_json,
                 observation,
                 outcome,
                 unpredictable: Vec::new(),

@@ -4,6 +4,7 @@
 //! ([`EnvPackage::load`], [`EnvPackage::load_all`]) or from files held in memory
 //! ([`MemoryCorpus`], e.g. a corpus embedded in a binary), with the same checks and messages.
 
+pub use crate::Convention;
 use crate::{Call, EnvCode, ExecError, Executor};
 use envsim_core::diff::reference_change_count;
 pub use envsim_core::outcome::OutcomeRule;
@@ -57,43 +58,6 @@ pub struct Manifest {
     pub tools: Vec<Value>,
 }
 
-/// How an environment's code is written (`envs/README.md`, "Conventions").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Convention {
-    /// An EnvScaler-style class: constructed from the state, tools are its public methods, the
-    /// state is its public attributes.
-    #[default]
-    Class,
-    /// Module-level tool functions `def tool(data, **kwargs)` over one JSON database (the
-    /// state), which they mutate in place; they usually return strings.
-    Database,
-}
-
-impl Convention {
-    /// True for [`Convention::Class`] (the default, left out of written manifests).
-    pub fn is_class(&self) -> bool {
-        *self == Convention::Class
-    }
-
-    /// The name used in manifests and in the runner protocol.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Convention::Class => "class",
-            Convention::Database => "database",
-        }
-    }
-
-    /// The outcome rule of a package of this convention that names none: `success_key` for
-    /// `class`, `error_prefix` "Error" for `database`.
-    pub fn default_outcome(&self) -> OutcomeRule {
-        match self {
-            Convention::Class => OutcomeRule::success_key(),
-            Convention::Database => OutcomeRule::error_prefix(),
-        }
-    }
-}
-
 impl Manifest {
     /// The effective outcome rule: the manifest's own, or its convention's default.
     pub fn outcome_rule(&self) -> OutcomeRule {
@@ -132,8 +96,10 @@ pub struct TestStep {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Expectation {
-    /// The `success` field of the observation.
-    pub success: bool,
+    /// The outcome under the package's outcome rule (`true` success, `false` failure; a raised
+    /// exception is a failure). When absent, the outcome is not asserted.
+    #[serde(default)]
+    pub success: Option<bool>,
     /// The exact return value.
     #[serde(default)]
     pub observation: Option<Value>,
@@ -458,7 +424,7 @@ impl EnvPackage {
         Ok(EnvPackage {
             dir: dir.to_owned(),
             outcome: manifest.outcome_rule(),
-            code: EnvCode::new(code, manifest.class_name.clone()),
+            code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention),
             manifest,
             states,
             tests,
@@ -481,6 +447,12 @@ impl EnvPackage {
     /// same required and optional parameters, and every tool has a method. Returns the problems.
     pub async fn check(&self, executor: &Executor) -> Result<Vec<String>, ExecError> {
         let methods = executor.describe(&self.code).await?;
+        // What a tool is in the code: a method of the class, or a function over the database
+        // (whose database parameter `describe` leaves out).
+        let kind = match self.manifest.convention {
+            Convention::Class => "method",
+            Convention::Database => "function",
+        };
         let mut problems = Vec::new();
         let methods = methods.as_array().cloned().unwrap_or_default();
         let tools: Vec<&Value> = self.manifest.tools.iter().collect();
@@ -494,7 +466,7 @@ impl EnvPackage {
                 .filter(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(name))
                 .collect();
             let Some(tool) = matching.first() else {
-                problems.push(format!("method `{name}` has no tool in the manifest"));
+                problems.push(format!("{kind} `{name}` has no tool in the manifest"));
                 continue;
             };
             if matching.len() > 1 {
@@ -568,13 +540,19 @@ impl EnvPackage {
                 .iter()
                 .any(|m| m.get("name").and_then(Value::as_str) == Some(tool.as_str()))
             {
-                problems.push(format!("tool `{tool}` has no public method in the code"));
+                problems.push(format!("tool `{tool}` has no public {kind} in the code"));
             }
         }
         Ok(problems)
     }
 
     /// Runs the scripted tests; returns one message per failed assertion (empty: all passed).
+    ///
+    /// `expect.success`, when given, is checked with the package's outcome rule ([`Self::outcome`]):
+    /// a step whose observation the rule leaves undetermined fails it either way. A step that
+    /// raises passes only with `"success": false`; its other assertions then apply to the state
+    /// the code left (an `observation` cannot match), and the chain continues from that state.
+    /// Any other execution error ends the case.
     pub async fn run_tests(&self, executor: &Executor) -> Vec<String> {
         let mut failures = Vec::new();
         for case in &self.tests {
@@ -589,35 +567,52 @@ impl EnvPackage {
                     seed: crate::default_seed(&state, &step.tool, &step.args),
                     ..Call::new(&self.code, &step.tool, &step.args, &state)
                 };
-                let outcome = match executor.call(&call).await {
-                    Ok(o) => o,
+                let expect = &step.expect;
+                // (observation as JSON, its str(), the state after); `None` for an exception.
+                let (observation, state_after) = match executor.call(&call).await {
+                    Ok(o) => (Some((o.observation_json, o.observation)), o.state_after),
+                    Err(e @ ExecError::Exception { .. }) if expect.success == Some(false) => {
+                        let after = e.state_after().cloned().unwrap_or_else(|| state.clone());
+                        (None, after)
+                    }
                     Err(e) => {
                         failures.push(format!("{at}: {e}"));
                         break;
                     }
                 };
-                let expect = &step.expect;
-                let success = outcome
-                    .observation_json
-                    .get("success")
-                    .and_then(Value::as_bool);
-                if success != Some(expect.success) {
-                    failures.push(format!(
-                        "{at}: success is {success:?}, expected {}: {}",
-                        expect.success, outcome.observation
-                    ));
+                if let Some(expected) = expect.success {
+                    let actual = match &observation {
+                        Some((json, _)) => self.outcome.classify(json),
+                        None => self.outcome.classify_raised(),
+                    };
+                    if actual != Some(expected) {
+                        let shown = observation.as_ref().map_or("", |(_, text)| text.as_str());
+                        failures.push(format!(
+                            "{at}: outcome is {} under the {}, expected {}: {shown}",
+                            match actual {
+                                Some(true) => "success",
+                                Some(false) => "failure",
+                                None => "undetermined",
+                            },
+                            self.outcome.describe(),
+                            if expected { "success" } else { "failure" },
+                        ));
+                    }
                 }
                 if let Some(obs) = &expect.observation {
-                    if *obs != outcome.observation_json {
-                        failures.push(format!(
-                            "{at}: observation {} != expected {obs}",
-                            outcome.observation_json
-                        ));
+                    match &observation {
+                        Some((json, _)) if json == obs => {}
+                        Some((json, _)) => {
+                            failures.push(format!("{at}: observation {json} != expected {obs}"))
+                        }
+                        None => failures.push(format!(
+                            "{at}: the tool raised, so there is no observation to be {obs}"
+                        )),
                     }
                 }
                 for (pointer, expected) in &expect.state {
                     match JsonPointer::parse(pointer) {
-                        Ok(p) => match p.get(&outcome.state_after) {
+                        Ok(p) => match p.get(&state_after) {
                             Some(actual) if actual == expected => {}
                             actual => failures.push(format!(
                                 "{at}: state {pointer} is {actual:?}, expected {expected}"
@@ -629,19 +624,19 @@ impl EnvPackage {
                 for pointer in &expect.absent {
                     if JsonPointer::parse(pointer)
                         .ok()
-                        .and_then(|p| p.get(&outcome.state_after).cloned())
+                        .and_then(|p| p.get(&state_after).cloned())
                         .is_some()
                     {
                         failures.push(format!("{at}: {pointer} should not exist"));
                     }
                 }
                 if let Some(expected) = expect.delta_count {
-                    let actual = reference_change_count(&state, &outcome.state_after);
+                    let actual = reference_change_count(&state, &state_after);
                     if actual != expected {
                         failures.push(format!("{at}: |Δ| is {actual}, expected {expected}"));
                     }
                 }
-                state = outcome.state_after;
+                state = state_after;
             }
         }
         failures
