@@ -156,8 +156,7 @@ def record_payment(data, lease_id: str, amount: float, method: str) -> str:
         return "Error: the amount must be positive"
     payment_id = _new_id(data, "payment_seq", "PY-")
     data["payments"][payment_id] = {"lease_id": lease_id, "amount": amount, "method": method,
-                                    "date": data["office"]["business_date"],
-                                    "recorded_at": datetime.datetime.now().isoformat(timespec="seconds")}
+                                    "date": data["office"]["business_date"]}
     tenant = data["tenants"][lease["tenant_id"]]
     tenant["balance"] = _money(tenant["balance"] - amount)
     return "Payment %s of %.2f recorded; balance %.2f" % (payment_id, amount, tenant["balance"])
@@ -187,19 +186,22 @@ def adjust_rent(data, unit_id: str, new_rent: float) -> str:
     return "Unit %s rent %.2f -> %.2f" % (unit_id, old, new_rent)
 
 
-def open_maintenance_request(data, unit_id: str, category: str, description: str, priority: str = "normal") -> str:
-    """Log a maintenance request for a unit; emergencies are assigned at once to the first
-    vendor of that trade."""
+def open_maintenance_request(data, unit_id: str, category: str, description: str, priority: str = "normal",
+                             visit: str = "morning") -> str:
+    """Log a maintenance request for a unit with the tenant's preferred visit slot (morning or
+    afternoon); emergencies are assigned at once to the first active vendor of that trade."""
     if unit_id not in data["units"]:
         return "Error: unit %s not found" % unit_id
     if category not in data["office"]["trades"]:
         return "Error: category must be one of %s" % ", ".join(data["office"]["trades"])
     if priority not in ("low", "normal", "emergency"):
         return "Error: priority must be low, normal or emergency"
+    if visit not in ("morning", "afternoon"):
+        return "Error: visit must be morning or afternoon"
     request_id = _new_id(data, "request_seq", "MR-")
     request = {"unit_id": unit_id, "category": category, "description": description, "priority": priority,
                "status": "open", "vendor_id": None, "cost": None,
-               "opened_at": datetime.datetime.now().isoformat(timespec="seconds")}
+               "opened_on": data["office"]["business_date"], "visit": visit}
     if priority == "emergency":
         for vendor_id in sorted(data["vendors"]):
             if data["vendors"][vendor_id]["trade"] == category and data["vendors"][vendor_id]["active"]:

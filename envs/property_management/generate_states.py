@@ -96,8 +96,7 @@ def build(seed, buildings):
                             year, mon = (2024, month) if month <= 12 else (2025, month - 12)
                             data["payments"]["PY-%05d" % office["payment_seq"]] = {
                                 "lease_id": lease_id, "amount": unit["rent"], "method": pick(rng, office["payment_methods"]),
-                                "date": "%d-%02d-%02d" % (year, mon, 1 + int(rng.random() * 5)),
-                                "recorded_at": "%d-%02d-%02dT09:00:00" % (year, mon, 6)}
+                                "date": "%d-%02d-%02d" % (year, mon, 1 + int(rng.random() * 5))}
                         else:
                             owed += unit["rent"]
                     data["tenants"][tenant_id] = {
@@ -121,8 +120,8 @@ def build(seed, buildings):
                         "unit_id": unit_id, "category": trade, "description": pick(rng, ISSUES[trade]),
                         "priority": pick(rng, ["low", "normal", "normal", "emergency"]), "status": status,
                         "vendor_id": vendor, "cost": cost,
-                        "opened_at": "2025-0%d-%02dT%02d:00:00" % (1 + int(rng.random() * 2), 1 + int(rng.random() * 28),
-                                                                   8 + int(rng.random() * 9))}
+                        "opened_on": "2025-0%d-%02d" % (1 + int(rng.random() * 2), 1 + int(rng.random() * 28)),
+                        "visit": "morning" if rng.random() < 4 / 9 else "afternoon"}
                     if cost is not None:
                         data["vendors"][vendor]["invoiced"] = money(data["vendors"][vendor]["invoiced"] + cost)
     # A prospective tenant without a lease, and a former tenant whose lease has ended.
