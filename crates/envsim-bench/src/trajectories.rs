@@ -285,6 +285,45 @@ mod tests {
     }
 
     #[test]
+    fn a_database_package_classifies_its_string_observations() {
+        let mut corpus = envsim_exec::package::MemoryCorpus::new("<test>");
+        corpus.insert(
+            "shop/manifest.json",
+            br#"{"name": "shop", "domain": "d", "description": "d", "convention": "database",
+                 "tools": [{"type": "function", "function": {"name": "inc"}}]}"#
+                .to_vec(),
+        );
+        corpus.insert("shop/env.py", b"def inc(data):\n    return 'ok'\n".to_vec());
+        corpus.insert("shop/states/0.json", b"{}".to_vec());
+        let package = corpus.load("shop").unwrap();
+        let line = json!({"env": "shop", "initial_state": {"n": 1}, "steps": [
+            {"action": {"name": "inc", "arguments": {}}, "observation": "Error: closed"},
+            {"action": {"name": "inc", "arguments": {}}, "observation": "Incremented", "state_after": {"n": 2}},
+            {"action": {"name": "inc", "arguments": {}}, "observation": "{'success': False}"}
+        ]});
+        let text = format!("{line}\n");
+        let ts = import(&text, "t.jsonl", TrajectoryFormat::Envsim, &[package]).unwrap();
+        // `Error:` is the package's failure (not the reference's exception rendering), a plain
+        // string a success, and a `success` key means nothing to this rule.
+        assert_eq!(
+            ts.iter()
+                .map(|t| (t.outcome, t.change_count, t.convention))
+                .collect::<Vec<_>>(),
+            [
+                (Outcome::Failure, 0, Convention::Database),
+                (Outcome::Success, 1, Convention::Database),
+                (Outcome::Success, 0, Convention::Database)
+            ]
+        );
+        // Without the package, the reference's reading.
+        let ts = import(&text, "t.jsonl", TrajectoryFormat::Envsim, &[]).unwrap();
+        assert_eq!(
+            ts.iter().map(|t| t.outcome).collect::<Vec<_>>(),
+            [Outcome::Exception, Outcome::Undetermined, Outcome::Failure]
+        );
+    }
+
+    #[test]
     fn envsim_trajectories_and_errors() {
         let line = json!({"env": "shop", "initial_state": {"n": 1}, "steps": [
             {"action": {"name": "inc", "arguments": {}}, "observation": "{'success': False, 'error': 'no'}"},
