@@ -5,25 +5,35 @@
 use crate::driver::{arguments, Intent, StateIndex, ToolSpec};
 use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::rng::Rng;
-use envsim_core::score::observation_success;
-use envsim_exec::package::EnvPackage;
+use envsim_exec::package::{Convention, EnvPackage};
 use envsim_exec::{Call, ExecError, Executor, DEFAULT_CLOCK};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// How a call ended.
+/// How a call ended, under the package's outcome rule (`EnvPackage::outcome`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// `success` is true.
+    /// The rule reads a success.
     Success,
-    /// `success` is false: a business-rule failure (the reference's failure stratum).
+    /// The rule reads a failure: a business-rule failure (the reference's failure stratum).
     Failure,
     /// The tool raised, or the call did not fit its signature (the reference drops these).
     Exception,
-    /// The observation has no boolean `success`.
+    /// The rule cannot tell (e.g. no boolean `success` under the `success_key` rule).
     Undetermined,
+}
+
+impl Outcome {
+    /// The outcome of an observation the rule classified as `verdict`.
+    pub fn from_verdict(verdict: Option<bool>) -> Outcome {
+        match verdict {
+            Some(true) => Outcome::Success,
+            Some(false) => Outcome::Failure,
+            None => Outcome::Undetermined,
+        }
+    }
 }
 
 /// A state kept as compact JSON text, shared (`Arc`) between the transitions that hold it.
@@ -192,8 +202,11 @@ impl Serialize for StateText {
 pub struct TransitionRecord {
     /// Environment (package) name.
     pub env: String,
-    /// Environment class name.
+    /// Environment class name (empty for the database convention).
     pub class_name: String,
+    /// How the environment's code is written (left out of records when `class`).
+    #[serde(skip_serializing_if = "Convention::is_class")]
+    pub convention: Convention,
     /// The called tool's schema.
     pub tool_schema: Value,
     /// Initial state file the walk started from.
@@ -355,6 +368,7 @@ pub(crate) async fn execute(
     let base = TransitionRecord {
         env: package.manifest.name.clone(),
         class_name: package.manifest.class_name.clone(),
+        convention: package.manifest.convention,
         tool_schema,
         initial_state: state_name.to_owned(),
         walk,
@@ -393,11 +407,8 @@ pub(crate) async fn execute(
                 })
                 .await;
             let unpredictable = twin.map(|t| outcome.differences(&t)).unwrap_or_default();
-            let verdict = match observation_success(&Value::String(outcome.observation.clone())) {
-                Some(true) => Outcome::Success,
-                Some(false) => Outcome::Failure,
-                None => Outcome::Undetermined,
-            };
+            let verdict =
+                Outcome::from_verdict(package.outcome.classify(&outcome.observation_json));
             let changed = outcome.state_after != *call.state;
             let (change_count, fine_change_count, config_after) = if changed {
                 changes_to(&outcome.state_after)

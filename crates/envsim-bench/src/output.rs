@@ -37,6 +37,7 @@ fn reference_record_of(
 ) -> Value {
     reference_sample(
         &id.to_string(),
+        (!t.convention.is_class()).then(|| t.convention.as_str()),
         &t.env,
         &format!("{}/{}/{}", t.initial_state, t.walk, t.step),
         t.step,
@@ -48,10 +49,12 @@ fn reference_record_of(
     )
 }
 
-/// A reference-format sample from its parts; `step` is 0-based.
+/// A reference-format sample from its parts; `step` is 0-based; `convention` is named when it
+/// is not the class convention.
 #[allow(clippy::too_many_arguments)]
 fn reference_sample(
     id: &str,
+    convention: Option<&str>,
     env: &str,
     task_id: &str,
     step: usize,
@@ -67,7 +70,7 @@ fn reference_sample(
         .map(|c| reference_change_json(c, true))
         .collect();
     let count = changes.len();
-    json!({
+    let mut record = json!({
         "sample_id": id,
         "task_info": {"env_id": env, "task_id": task_id, "task": "", "step": step + 1},
         "step_detail": {
@@ -82,7 +85,13 @@ fn reference_sample(
             },
         },
         "env_code": env_code,
-    })
+    });
+    // Replaying a sample needs to know how its code is written; `class` is the reference's
+    // own (and the default), so only the other convention is named.
+    if let (Some(convention), Some(map)) = (convention, record.as_object_mut()) {
+        map.insert("convention".into(), convention.into());
+    }
+    record
 }
 
 /// Writes envsim benchmark JSONL (`benchmark.jsonl`, compact or not) as reference-format JSON,
@@ -124,6 +133,9 @@ pub fn export_reference_json(
             return Err(missing(key));
         };
         let env = env.as_str().ok_or_else(|| missing("env"))?.to_owned();
+        let convention = field("convention")
+            .and_then(|c| c.as_str().map(str::to_owned))
+            .filter(|c| c != "class");
         let step = step.as_u64().ok_or_else(|| missing("step"))? as usize;
         let task_id = format!(
             "{}/{}/{step}",
@@ -136,6 +148,7 @@ pub fn export_reference_json(
             }
             let sample = reference_sample(
                 &t.id,
+                convention.as_deref(),
                 &env,
                 &task_id,
                 step,

@@ -411,6 +411,7 @@ mod tests {
         TransitionRecord {
             env: "shop".into(),
             class_name: "Shop".into(),
+            convention: Default::default(),
             tool_schema: Value::Null,
             initial_state: "s".into(),
             walk: 0,

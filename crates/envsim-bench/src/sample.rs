@@ -343,6 +343,7 @@ mod tests {
         TransitionRecord {
             env: env.into(),
             class_name: "C".into(),
+            convention: envsim_exec::Convention::Class,
             tool_schema: json!({}),
             initial_state: "00.json".into(),
             walk: 0,

@@ -108,12 +108,12 @@ pub fn jobs(
 }
 
 /// The job of one transition read from `record` (the file's record it came from; its states
-/// are not needed). `codes` shares one [`EnvCode`] per (code, class) between jobs.
+/// are not needed). `codes` shares one [`EnvCode`] per (code, class, convention) between jobs.
 pub fn job(
     t: Transition,
     record: &Value,
     packages: &HashMap<String, EnvPackage>,
-    codes: &mut HashMap<(String, String), EnvCode>,
+    codes: &mut HashMap<(String, String, Convention), EnvCode>,
 ) -> Result<SliceJob, SliceCheckError> {
     let step = match t.origin.step {
         Some(k) => &record["trajectory"][k],
@@ -122,6 +122,17 @@ pub fn job(
     let field = |key: &str| step.get(key).or_else(|| record.get(key));
     let env = t.env_id.clone().unwrap_or_default();
     let package = packages.get(&env);
+    // How the code is written: the record says so (`convention`, written for the database
+    // convention only), else the package, else the reference's class convention.
+    let convention = match field("convention") {
+        None => package.map(|p| p.manifest.convention).unwrap_or_default(),
+        Some(v) => v.as_str().and_then(Convention::parse).ok_or_else(|| {
+            SliceCheckError::BadConvention {
+                sample: t.id.clone(),
+                value: v.to_string(),
+            }
+        })?,
+    };
     let (source, class_name) = if t.env_code.is_empty() {
         let p = package.ok_or_else(|| SliceCheckError::NoCode {
             sample: t.id.clone(),
@@ -133,23 +144,15 @@ pub fn job(
             .and_then(Value::as_str)
             .map(str::to_owned)
             .or_else(|| package.map(|p| p.manifest.class_name.clone()))
+            .or_else(|| (convention == Convention::Database).then(String::new))
             .ok_or_else(|| SliceCheckError::UnknownClass {
                 sample: t.id.clone(),
             })?;
         (t.env_code.clone(), class)
     };
-    let convention = match field("convention") {
-        None => Convention::default(),
-        Some(v) => v.as_str().and_then(Convention::parse).ok_or_else(|| {
-            SliceCheckError::BadConvention {
-                sample: t.id.clone(),
-                value: v.to_string(),
-            }
-        })?,
-    };
     let code = codes
-        .entry((source.clone(), class_name.clone()))
-        .or_insert_with(|| EnvCode::new(source, class_name))
+        .entry((source.clone(), class_name.clone(), convention))
+        .or_insert_with(|| EnvCode::with_convention(source, class_name, convention))
         .clone();
     Ok(SliceJob {
         convention,

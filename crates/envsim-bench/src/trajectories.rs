@@ -24,7 +24,7 @@ use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_core::score::observation_success;
-use envsim_exec::package::EnvPackage;
+use envsim_exec::package::{Convention, EnvPackage};
 use serde_json::{json, Map, Value};
 
 /// Which trajectory format.
@@ -440,13 +440,18 @@ pub fn import(
                 Some(other) => other.to_string(),
             };
             let after = recorded.state_after.unwrap_or_else(|| state.clone());
-            let outcome = if observation.starts_with("Error:") {
-                Outcome::Exception
-            } else {
-                match observation_success(&Value::String(observation.clone())) {
-                    Some(true) => Outcome::Success,
-                    Some(false) => Outcome::Failure,
-                    None => Outcome::Undetermined,
+            let observation_json = parse_to_obj(&PyValue::str(&observation)).to_json_lossy();
+            // With the package known, its outcome rule reads the observation. For the database
+            // convention an `Error: ...` string is a business failure, not the reference's
+            // rendering of an exception.
+            let outcome = match package {
+                Some(p) if p.manifest.convention == Convention::Database => {
+                    Outcome::from_verdict(p.outcome.classify(&observation_json))
+                }
+                _ if observation.starts_with("Error:") => Outcome::Exception,
+                Some(p) => Outcome::from_verdict(p.outcome.classify(&observation_json)),
+                None => {
+                    Outcome::from_verdict(observation_success(&Value::String(observation.clone())))
                 }
             };
             let tool_schema = package
@@ -463,6 +468,7 @@ pub fn import(
                 class_name: package
                     .map(|p| p.manifest.class_name.clone())
                     .unwrap_or_default(),
+                convention: package.map(|p| p.manifest.convention).unwrap_or_default(),
                 tool_schema,
                 initial_state: run.task_id.clone(),
                 walk,
@@ -472,7 +478,7 @@ pub fn import(
                 action: json!({"name": recorded.tool, "arguments": recorded.arguments}),
                 change_count: reference_change_count(&state, &after),
                 fine_change_count: fine_diff(&state, &after).len(),
-                observation_json: parse_to_obj(&PyValue::str(&observation)).to_json_lossy(),
+                observation_json,
                 observation,
                 outcome,
                 unpredictable: Vec::new(),
@@ -539,6 +545,49 @@ mod tests {
             json!({"success": true, "message": "paid"})
         );
         assert_eq!(ts[0].initial_state, "0412-101500");
+    }
+
+    #[test]
+    fn a_database_package_classifies_its_string_observations() {
+        let mut corpus = envsim_exec::package::MemoryCorpus::new("<test>");
+        corpus.insert(
+            "shop/manifest.json",
+            br#"{"name": "shop", "domain": "d", "description": "d", "convention": "database",
+                 "tools": [{"type": "function", "function": {"name": "inc"}}]}"#
+                .to_vec(),
+        );
+        corpus.insert("shop/env.py", b"def inc(data):\n    return 'ok'\n".to_vec());
+        corpus.insert("shop/states/0.json", b"{}".to_vec());
+        let package = corpus.load("shop").unwrap();
+        let line = json!({"env": "shop", "initial_state": {"n": 1}, "steps": [
+            {"action": {"name": "inc", "arguments": {}}, "observation": "Error: closed"},
+            {"action": {"name": "inc", "arguments": {}}, "observation": "Incremented", "state_after": {"n": 2}},
+            {"action": {"name": "inc", "arguments": {}}, "observation": "{'success': False}"}
+        ]});
+        let text = format!("{line}\n");
+        let ts = import(&text, "t.jsonl", Some(TrajectoryFormat::Envsim), &[package])
+            .unwrap()
+            .transitions;
+        // `Error:` is the package's failure (not the reference's exception rendering), a plain
+        // string a success, and a `success` key means nothing to this rule.
+        assert_eq!(
+            ts.iter()
+                .map(|t| (t.outcome, t.change_count, t.convention))
+                .collect::<Vec<_>>(),
+            [
+                (Outcome::Failure, 0, Convention::Database),
+                (Outcome::Success, 1, Convention::Database),
+                (Outcome::Success, 0, Convention::Database)
+            ]
+        );
+        // Without the package, the reference's reading.
+        let ts = import(&text, "t.jsonl", Some(TrajectoryFormat::Envsim), &[])
+            .unwrap()
+            .transitions;
+        assert_eq!(
+            ts.iter().map(|t| t.outcome).collect::<Vec<_>>(),
+            [Outcome::Exception, Outcome::Undetermined, Outcome::Failure]
+        );
     }
 
     #[test]

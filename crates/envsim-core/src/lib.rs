@@ -41,7 +41,8 @@
 //! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
 //! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`python`] (CPython's
 //! objects, `json.loads`, `ast.literal_eval`, `==`), [`strata`], [`report`] (aggregation),
-//! [`formats`] (benchmark and prediction files), [`baseline`] (null and oracle simulators),
+//! [`formats`] (benchmark and prediction files), [`outcome`] (how a package's observations say
+//! success or failure), [`baseline`] (null and oracle simulators),
 //! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
 //! intervals and paired significance tests), [`slice`] (the code and state one tool call can
 //! use, for sliced prompts, and the footprint oracle), [`hex`] (lowercase hex of digests).
@@ -51,6 +52,7 @@
 
 pub mod apply;
 pub mod baseline;
+pub mod convention;
 pub mod delta;
 pub mod diff;
 pub mod equality;
@@ -58,6 +60,7 @@ pub mod extract;
 pub mod formats;
 pub mod hex;
 pub mod literal;
+pub mod outcome;
 pub mod path;
 pub mod pointer;
 pub mod problem;

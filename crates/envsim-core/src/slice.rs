@@ -106,38 +106,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 // ------------------------------------------------------------------------------ public types
 
-/// How an environment's tools are written (a package manifest's `"convention"`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Convention {
-    /// One class constructed with the state, whose top-level keys become instance attributes;
-    /// each public method is a tool (EnvScaler).
-    #[default]
-    Class,
-    /// Module-level tool functions `def tool(data, **kwargs)` over one JSON database dict.
-    Database,
-}
-
-impl Convention {
-    /// The manifest's name: `class` or `database`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Convention::Class => "class",
-            Convention::Database => "database",
-        }
-    }
-
-    /// Parses `class` or `database`.
-    pub fn parse(name: &str) -> Option<Convention> {
-        match name {
-            "class" => Some(Convention::Class),
-            "database" => Some(Convention::Database),
-            _ => None,
-        }
-    }
-}
+pub use crate::convention::Convention;
 
 /// One piece of an entry key computed from the call's arguments ([`AttrUse::Entries`]).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

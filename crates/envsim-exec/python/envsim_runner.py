@@ -11,11 +11,19 @@ Requests (one JSON object per line, answered by one line with the same "id"):
   {"op": "hello"}                                  -> interpreter and sandbox facts
   {"op": "construct", "env", "seed", "clock"} + a line with the state
                                                    -> {"state": the constructed instance's state}
-  {"op": "load", "env": K, "code": S, "class_name": C}
-  {"op": "describe", "env": K}                     -> public methods and their signatures
+  {"op": "load", "env": K, "code": S, "class_name": C, "convention": "class" | "database"}
+  {"op": "describe", "env": K}                     -> the tools and their signatures
   {"op": "call", "env": K, "tool": T, "args": {...},
    "seed": int, "clock": float, "alias_init_config": bool, "trace": bool}
   followed by one line holding the state JSON
+
+Conventions (the manifest's "convention"; "class" when absent):
+  class     the code defines a class; a call constructs it from the state EnvScaler-style and
+            calls the public method; the state is the instance's public attributes.
+  database  the tools are the module's public functions (defined in the code itself, not
+            imported); a call decodes the state into one dict, the database, and calls
+            `tool(database, **args)`; the state after is that dict as the function left it
+            (mutated in place). "class_name" is ignored.
 
 Every reply is {"id", "ok": true, ...} or {"id", "ok": false, "error": {"kind", "message"}}.
 Error kinds: load_error, invalid_call, exception, memory, output_too_large, bad_request.
@@ -703,20 +711,57 @@ if _WORKDIR is not None and not os.path.basename(os.path.normpath(_WORKDIR)).sta
     _WORKDIR = None
 
 
+class _Database:
+    """An environment of the database convention: its tool functions by name."""
+
+    def __init__(self, name, tools):
+        self.__name__ = name
+        self.tools = tools
+
+
 def _load(req):
-    key, code, class_name = req["env"], req["code"], req["class_name"]
+    key, code, class_name = req["env"], req["code"], req.get("class_name") or ""
+    convention = req.get("convention", "class")
+    if convention not in ("class", "database"):
+        return _fail("bad_request", "unknown convention %r" % (convention,))
     module = types.ModuleType("envsim_env_" + str(len(_ENVS)))
     module.__dict__["__builtins__"] = builtins
+    label = class_name if convention == "class" else "database"
     try:
-        exec(compile(code, "<env %s>" % class_name, "exec"), module.__dict__)
+        exec(compile(code, "<env %s>" % label, "exec"), module.__dict__)
     except MemoryError:
         return _fail("memory", "out of memory while loading the environment")
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: env code is untrusted
         return _fail("load_error", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
+    if convention == "database":
+        return _load_database(key, module)
     cls = module.__dict__.get(class_name)
     if not isinstance(cls, type):
         return _fail("load_error", "the code defines no class named %r" % class_name)
     _ENVS[key] = cls
+    return {"ok": True}
+
+
+def _load_database(key, module):
+    """The module's public functions defined in the code itself (not imported ones) are the
+    tools; each takes the database as its first positional parameter."""
+    tools = {}
+    for name, member in module.__dict__.items():
+        if name.startswith("_") or not inspect.isfunction(member):
+            continue
+        if member.__module__ != module.__name__:
+            continue
+        try:
+            params = list(inspect.signature(member).parameters.values())
+        except (TypeError, ValueError) as exc:
+            return _fail("load_error", "tool function %s(): no signature: %s" % (name, exc))
+        if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+            return _fail("load_error", "tool function %s() takes no database parameter: a tool of the "
+                         "database convention is def %s(data, ...); private helpers start with _" % (name, name))
+        tools[name] = member
+    if not tools:
+        return _fail("load_error", "the code defines no public function (the database convention's tools)")
+    _ENVS[key] = _Database(module.__name__, tools)
     return {"ok": True}
 
 
@@ -735,7 +780,12 @@ def _describe(req):
     if cls is None:
         return _fail("bad_request", "environment %r is not loaded" % req["env"])
     methods = []
-    for name, member in inspect.getmembers(cls, inspect.isfunction):
+    if isinstance(cls, _Database):
+        # The first parameter (self, or the database) is not one of the call's arguments.
+        members = sorted(cls.tools.items())
+    else:
+        members = inspect.getmembers(cls, inspect.isfunction)
+    for name, member in members:
         if name.startswith("_"):
             continue
         params = []
@@ -898,6 +948,8 @@ def _call(req, state_text):
     cls = _ENVS.get(req.get("env"))
     if cls is None:
         return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
+    if isinstance(cls, _Database):
+        return _call_database(cls, req, state_text)
     tool, args = req.get("tool"), req.get("args")
     if not isinstance(args, dict):
         return _fail("invalid_call", "the arguments must be an object")
@@ -963,13 +1015,120 @@ def _call(req, state_text):
     )
 
 
+def _decode_database(state_text):
+    try:
+        data = json.loads(state_text)
+    except ValueError as exc:
+        raise _InvalidCall("the state is not valid JSON: %s" % exc)
+    if not isinstance(data, dict):
+        raise _InvalidCall("the state must be an object")
+    return data
+
+
+def _call_database(env, req, state_text):
+    """A call of the database convention: `tool(database, **args)` on the decoded state; the
+    state after is the database as the function left it (keys added or removed included)."""
+    tool, args = req.get("tool"), req.get("args")
+    if not isinstance(args, dict):
+        return _fail("invalid_call", "the arguments must be an object")
+    function = env.tools.get(tool) if isinstance(tool, str) else None
+    if function is None:
+        return _fail("invalid_call", "unknown tool %r" % (tool,))
+    _CLOCK[0] = float(req.get("clock", 1735689600.0))
+    _RNG.seed(int(req.get("seed", 0)))
+    _reset_workdir()
+    reads = _Reads() if req.get("trace") else None
+    started = time.perf_counter()
+    reusable = reads is None
+    state_text = state_text.rstrip("\n")
+    data = None
+    try:
+        try:
+            data, previous_texts = _take_live(req.get("env"), state_text) if reusable else (None, None)
+            if data is None:
+                data = _decode_database(state_text)
+        except _InvalidCall as exc:
+            return _fail("invalid_call", str(exc))
+        try:
+            key = (env, tool)
+            signature = _SIGNATURES.get(key)
+            if signature is None:
+                signature = _SIGNATURES[key] = inspect.signature(function)
+            signature.bind(None, **args)
+        except TypeError as exc:
+            return _fail("invalid_call", "%s(): %s" % (tool, exc))
+        if reads is not None:
+            data = _wrap(data, "", reads)
+        try:
+            result = function(data, **args)
+        except MemoryError:
+            raise
+        except BaseException as exc:  # env code is untrusted: SystemExit etc. are its failures too
+            return _raised_database(exc, data, reads)
+    except MemoryError:
+        return _fail("memory", "out of memory in %s()" % tool)
+    except BaseException as exc:
+        return _fail("exception", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
+    duration = time.perf_counter() - started
+    try:
+        if reads is not None:
+            data = _unwrap(data)
+            result = _unwrap(result)
+        if all(isinstance(k, str) for k in data):
+            state_json, texts, converted = _dump_state(data, state_text, previous_texts)
+        else:  # a top-level key that is not a string: converted (and reported) as a whole
+            state_json, converted = _convert(data, "")
+        observation_json, converted_obs = _dump(result, "#observation")
+        observation = str(result)
+        if reusable and not converted:
+            _LIVE[:] = [req.get("env"), state_json, data, texts]
+    except MemoryError:
+        return _fail("memory", "out of memory while reading the state")
+    except BaseException as exc:
+        return _fail("exception", "cannot read the result: %s: %s" % (type(exc).__name__, exc))
+    extra = {"converted": converted + converted_obs, "duration_ms": duration * 1000.0}
+    if reads is not None:
+        extra["reads"] = sorted(reads.paths)
+    return _Raw(
+        '"ok": true, "observation": %s, "observation_json": %s, "state_after": %s, %s'
+        % (_STRING(observation), observation_json, state_json, json.dumps(extra)[1:-1])
+    )
+
+
+def _raised_database(exc, data, reads):
+    """As `_raised`, for the database convention: the database as the function left it."""
+    detail = traceback.format_exc(limit=8)
+    error = {"kind": "exception", "message": "%s: %s" % (type(exc).__name__, exc), "traceback": detail}
+    try:
+        if reads is not None:
+            data = _unwrap(data)
+        if all(isinstance(k, str) for k in data):
+            state_json, _texts, _converted = _dump_state(data, None, None)
+        else:
+            state_json, _converted = _convert(data, "")
+    except BaseException:  # the state cannot be read: report the exception alone
+        return {"ok": False, "error": error}
+    return _Raw('"ok": false, "error": %s, "state_after": %s' % (json.dumps(error), state_json))
+
+
 def _construct_op(req, state_text):
     """The state of the instance built from `state_text` with no call: what the constructor
     adds (attributes the file lacks) and the file's own keys. A transition's state before is
-    this state; the file is only the constructor's input."""
+    this state; the file is only the constructor's input. For the database convention there is
+    no constructor: the state is the database as decoded."""
     cls = _ENVS.get(req.get("env"))
     if cls is None:
         return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
+    if isinstance(cls, _Database):
+        try:
+            data = _decode_database(state_text.rstrip("\n"))
+        except _InvalidCall as exc:
+            return _fail("invalid_call", str(exc))
+        try:
+            state_json, _texts, converted = _dump_state(data, None, None)
+        except MemoryError:
+            return _fail("memory", "out of memory while reading the state")
+        return _Raw('"ok": true, "state": %s, %s' % (state_json, json.dumps({"converted": converted})[1:-1]))
     _CLOCK[0] = float(req.get("clock", 1735689600.0))
     _RNG.seed(int(req.get("seed", 0)))
     _reset_workdir()

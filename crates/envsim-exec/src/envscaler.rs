@@ -6,7 +6,7 @@
 //! JSON Lines of `{env_id, env_class_name, init_config, task, ...}`) whose `init_config`s become
 //! the package's initial states.
 
-use crate::package::Manifest;
+use crate::package::{Convention, Manifest};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -211,6 +211,8 @@ pub fn import(
             domain: "envscaler".into(),
             description,
             class_name,
+            convention: Convention::Class,
+            outcome: None,
             rules,
             tools,
         };

@@ -3,11 +3,14 @@
 //! Executes Python environment code — the source of envsim's ground truth — in a pool of
 //! sandboxed, deterministic worker processes driven over JSON lines.
 //!
-//! - **Convention** (EnvScaler-compatible): the code defines a class; a call constructs it from
-//!   the state (`Class(config)`, then every top-level key set as an attribute), calls the tool
-//!   method with keyword arguments, and returns the observation (`str()` of the return value and
-//!   its JSON form) and the state after (public instance attributes). Non-JSON values (sets,
-//!   tuples, non-string keys, objects) are converted and every conversion is reported.
+//! - **Conventions** ([`Convention`]): `class` (EnvScaler-compatible): the code defines a class;
+//!   a call constructs it from the state (`Class(config)`, then every top-level key set as an
+//!   attribute), calls the tool method with keyword arguments, and returns the observation
+//!   (`str()` of the return value and its JSON form) and the state after (public instance
+//!   attributes). `database`: the tools are the module's public functions `tool(data, **args)`;
+//!   a call decodes the state into one dict, passes it as `data`, and returns the dict as the
+//!   function left it (mutated in place) as the state after. Non-JSON values (sets, tuples,
+//!   non-string keys, objects) are converted and every conversion is reported.
 //! - **Isolation** (Linux; docs/executor.md says exactly what holds and on which kernel
 //!   features): each worker runs in its own process group, user and network namespace and empty
 //!   working directory, with limits it cannot raise (address space, a per-call CPU-time budget
@@ -101,27 +104,48 @@ impl Limits {
     }
 }
 
-/// Environment code, identified by a hash of its source and class name.
+/// How an environment's code is written (`envs/README.md`, "Conventions").
+pub use envsim_core::convention::Convention;
+
+/// Environment code, identified by a hash of its source, class name and convention.
 #[derive(Clone, Debug)]
 pub struct EnvCode {
     key: u64,
     /// Python source.
     pub code: Arc<str>,
-    /// Name of the environment class.
+    /// Name of the environment class (empty for the database convention).
     pub class_name: Arc<str>,
+    /// How the code is written.
+    pub convention: Convention,
 }
 
 impl EnvCode {
-    /// Wraps source code and the class to instantiate.
+    /// Wraps source code and the class to instantiate (the class convention).
     pub fn new(code: impl Into<Arc<str>>, class_name: impl Into<Arc<str>>) -> Self {
+        Self::with_convention(code, class_name, Convention::Class)
+    }
+
+    /// Wraps source code whose tools are module-level functions over one JSON database.
+    pub fn database(code: impl Into<Arc<str>>) -> Self {
+        Self::with_convention(code, "", Convention::Database)
+    }
+
+    /// Wraps source code of either convention (`class_name` is ignored for `database`).
+    pub fn with_convention(
+        code: impl Into<Arc<str>>,
+        class_name: impl Into<Arc<str>>,
+        convention: Convention,
+    ) -> Self {
         let (code, class_name) = (code.into(), class_name.into());
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         code.hash(&mut hasher);
         class_name.hash(&mut hasher);
+        convention.hash(&mut hasher);
         EnvCode {
             key: hasher.finish(),
             code,
             class_name,
+            convention,
         }
     }
 }
@@ -423,6 +447,7 @@ impl Executor {
             "class_name".into(),
             Value::String(env.class_name.to_string()),
         );
+        header.insert("convention".into(), env.convention.as_str().into());
         w.request(header, None, limits.wall, limits).await?;
         w.loaded.insert(env.key);
         Ok(())

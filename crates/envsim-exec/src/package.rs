@@ -4,8 +4,10 @@
 //! ([`EnvPackage::load`], [`EnvPackage::load_all`]) or from files held in memory
 //! ([`MemoryCorpus`], e.g. a corpus embedded in a binary), with the same checks and messages.
 
+pub use crate::Convention;
 use crate::{Call, EnvCode, ExecError, Executor};
 use envsim_core::diff::reference_change_count;
+pub use envsim_core::outcome::OutcomeRule;
 use envsim_core::pointer::JsonPointer;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -39,8 +41,16 @@ pub struct Manifest {
     pub domain: String,
     /// What the system is.
     pub description: String,
-    /// Class to instantiate.
+    /// Class to instantiate (convention `class`; absent for `database`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub class_name: String,
+    /// How the code is written (`class`, the default, or `database`).
+    #[serde(default, skip_serializing_if = "Convention::is_class")]
+    pub convention: Convention,
+    /// How observations say success or failure; the convention's default when absent (see
+    /// [`Manifest::outcome_rule`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<OutcomeRule>,
     /// Business rules in plain language.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -49,6 +59,13 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The effective outcome rule: the manifest's own, or its convention's default.
+    pub fn outcome_rule(&self) -> OutcomeRule {
+        self.outcome
+            .clone()
+            .unwrap_or_else(|| self.convention.default_outcome())
+    }
+
     /// Tool names in manifest order.
     pub fn tool_names(&self) -> Vec<String> {
         self.tools
@@ -79,8 +96,10 @@ pub struct TestStep {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Expectation {
-    /// The `success` field of the observation.
-    pub success: bool,
+    /// The outcome under the package's outcome rule (`true` success, `false` failure; a raised
+    /// exception is a failure). When absent, the outcome is not asserted.
+    #[serde(default)]
+    pub success: Option<bool>,
     /// The exact return value.
     #[serde(default)]
     pub observation: Option<Value>,
@@ -126,6 +145,8 @@ pub struct EnvPackage {
     pub states: Vec<(String, Value)>,
     /// Scripted tests (empty when there is no `tests.json`).
     pub tests: Vec<TestCase>,
+    /// The effective outcome rule ([`Manifest::outcome_rule`]).
+    pub outcome: OutcomeRule,
 }
 
 /// Where package files are read from: the file system, or a [`MemoryCorpus`].
@@ -325,6 +346,21 @@ impl EnvPackage {
                 ),
             ));
         }
+        match (manifest.convention, manifest.class_name.is_empty()) {
+            (Convention::Class, true) => {
+                return Err(err(
+                    &dir.join("manifest.json"),
+                    "field `class_name` is missing (convention `class` needs the class to instantiate)",
+                ))
+            }
+            (Convention::Database, false) => {
+                return Err(err(
+                    &dir.join("manifest.json"),
+                    "field `class_name` must be absent: convention `database` has no class (its tools are the module's functions)",
+                ))
+            }
+            _ => {}
+        }
         for (i, tool) in manifest.tools.iter().enumerate() {
             if tool
                 .pointer("/function/name")
@@ -387,7 +423,8 @@ impl EnvPackage {
         };
         Ok(EnvPackage {
             dir: dir.to_owned(),
-            code: EnvCode::new(code, manifest.class_name.clone()),
+            outcome: manifest.outcome_rule(),
+            code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention),
             manifest,
             states,
             tests,
@@ -410,6 +447,12 @@ impl EnvPackage {
     /// same required and optional parameters, and every tool has a method. Returns the problems.
     pub async fn check(&self, executor: &Executor) -> Result<Vec<String>, ExecError> {
         let methods = executor.describe(&self.code).await?;
+        // What a tool is in the code: a method of the class, or a function over the database
+        // (whose database parameter `describe` leaves out).
+        let kind = match self.manifest.convention {
+            Convention::Class => "method",
+            Convention::Database => "function",
+        };
         let mut problems = Vec::new();
         let methods = methods.as_array().cloned().unwrap_or_default();
         let tools: Vec<&Value> = self.manifest.tools.iter().collect();
@@ -423,7 +466,7 @@ impl EnvPackage {
                 .filter(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(name))
                 .collect();
             let Some(tool) = matching.first() else {
-                problems.push(format!("method `{name}` has no tool in the manifest"));
+                problems.push(format!("{kind} `{name}` has no tool in the manifest"));
                 continue;
             };
             if matching.len() > 1 {
@@ -497,13 +540,19 @@ impl EnvPackage {
                 .iter()
                 .any(|m| m.get("name").and_then(Value::as_str) == Some(tool.as_str()))
             {
-                problems.push(format!("tool `{tool}` has no public method in the code"));
+                problems.push(format!("tool `{tool}` has no public {kind} in the code"));
             }
         }
         Ok(problems)
     }
 
     /// Runs the scripted tests; returns one message per failed assertion (empty: all passed).
+    ///
+    /// `expect.success`, when given, is checked with the package's outcome rule ([`Self::outcome`]):
+    /// a step whose observation the rule leaves undetermined fails it either way. A step that
+    /// raises passes only with `"success": false`; its other assertions then apply to the state
+    /// the code left (an `observation` cannot match), and the chain continues from that state.
+    /// Any other execution error ends the case.
     pub async fn run_tests(&self, executor: &Executor) -> Vec<String> {
         let mut failures = Vec::new();
         for case in &self.tests {
@@ -518,35 +567,52 @@ impl EnvPackage {
                     seed: crate::default_seed(&state, &step.tool, &step.args),
                     ..Call::new(&self.code, &step.tool, &step.args, &state)
                 };
-                let outcome = match executor.call(&call).await {
-                    Ok(o) => o,
+                let expect = &step.expect;
+                // (observation as JSON, its str(), the state after); `None` for an exception.
+                let (observation, state_after) = match executor.call(&call).await {
+                    Ok(o) => (Some((o.observation_json, o.observation)), o.state_after),
+                    Err(e @ ExecError::Exception { .. }) if expect.success == Some(false) => {
+                        let after = e.state_after().cloned().unwrap_or_else(|| state.clone());
+                        (None, after)
+                    }
                     Err(e) => {
                         failures.push(format!("{at}: {e}"));
                         break;
                     }
                 };
-                let expect = &step.expect;
-                let success = outcome
-                    .observation_json
-                    .get("success")
-                    .and_then(Value::as_bool);
-                if success != Some(expect.success) {
-                    failures.push(format!(
-                        "{at}: success is {success:?}, expected {}: {}",
-                        expect.success, outcome.observation
-                    ));
+                if let Some(expected) = expect.success {
+                    let actual = match &observation {
+                        Some((json, _)) => self.outcome.classify(json),
+                        None => self.outcome.classify_raised(),
+                    };
+                    if actual != Some(expected) {
+                        let shown = observation.as_ref().map_or("", |(_, text)| text.as_str());
+                        failures.push(format!(
+                            "{at}: outcome is {} under the {}, expected {}: {shown}",
+                            match actual {
+                                Some(true) => "success",
+                                Some(false) => "failure",
+                                None => "undetermined",
+                            },
+                            self.outcome.describe(),
+                            if expected { "success" } else { "failure" },
+                        ));
+                    }
                 }
                 if let Some(obs) = &expect.observation {
-                    if *obs != outcome.observation_json {
-                        failures.push(format!(
-                            "{at}: observation {} != expected {obs}",
-                            outcome.observation_json
-                        ));
+                    match &observation {
+                        Some((json, _)) if json == obs => {}
+                        Some((json, _)) => {
+                            failures.push(format!("{at}: observation {json} != expected {obs}"))
+                        }
+                        None => failures.push(format!(
+                            "{at}: the tool raised, so there is no observation to be {obs}"
+                        )),
                     }
                 }
                 for (pointer, expected) in &expect.state {
                     match JsonPointer::parse(pointer) {
-                        Ok(p) => match p.get(&outcome.state_after) {
+                        Ok(p) => match p.get(&state_after) {
                             Some(actual) if actual == expected => {}
                             actual => failures.push(format!(
                                 "{at}: state {pointer} is {actual:?}, expected {expected}"
@@ -558,19 +624,19 @@ impl EnvPackage {
                 for pointer in &expect.absent {
                     if JsonPointer::parse(pointer)
                         .ok()
-                        .and_then(|p| p.get(&outcome.state_after).cloned())
+                        .and_then(|p| p.get(&state_after).cloned())
                         .is_some()
                     {
                         failures.push(format!("{at}: {pointer} should not exist"));
                     }
                 }
                 if let Some(expected) = expect.delta_count {
-                    let actual = reference_change_count(&state, &outcome.state_after);
+                    let actual = reference_change_count(&state, &state_after);
                     if actual != expected {
                         failures.push(format!("{at}: |Δ| is {actual}, expected {expected}"));
                     }
                 }
-                state = outcome.state_after;
+                state = state_after;
             }
         }
         failures
@@ -674,6 +740,105 @@ mod tests {
         assert_eq!(
             memory.load_all().unwrap_err().path,
             Path::new("<test corpus>/b_env/states/02.json")
+        );
+    }
+
+    /// A one-package corpus whose manifest has `extra` fields (a JSON object's members).
+    fn with_manifest(extra: &str) -> MemoryCorpus {
+        let mut memory = MemoryCorpus::new("<test corpus>");
+        memory.insert(
+            "p/manifest.json",
+            format!(
+                r#"{{"name": "p", "domain": "test", "description": "d", {extra}
+                    "tools": [{{"type": "function", "function": {{"name": "get"}}}}]}}"#
+            )
+            .into_bytes(),
+        );
+        memory.insert("p/env.py", b"def get(data):\n    return 'ok'\n".to_vec());
+        memory.insert("p/states/0.json", b"{}".to_vec());
+        memory
+    }
+
+    #[test]
+    fn the_outcome_rule_is_the_manifests_or_the_conventions_default() {
+        use super::{Convention, OutcomeRule};
+        use serde_json::json;
+        let class = with_manifest(r#""class_name": "C","#).load("p").unwrap();
+        assert_eq!(class.manifest.convention, Convention::Class);
+        assert_eq!(class.manifest.outcome, None);
+        assert_eq!(class.outcome, OutcomeRule::success_key());
+        let database = with_manifest(r#""convention": "database","#)
+            .load("p")
+            .unwrap();
+        assert_eq!(database.manifest.convention, Convention::Database);
+        assert_eq!(database.outcome, OutcomeRule::error_prefix());
+        assert_eq!(database.outcome.classify(&json!("Error: no")), Some(false));
+        let explicit = with_manifest(
+            r#""convention": "database", "outcome": {"rule": "pattern", "failure": "^(Error|Fail)"},"#,
+        )
+        .load("p")
+        .unwrap();
+        assert_eq!(explicit.outcome.classify(&json!("Failed: no")), Some(false));
+        assert_eq!(explicit.outcome.classify(&json!("Done")), Some(true));
+        let status = with_manifest(
+            r#""class_name": "C", "outcome": {"rule": "status_field", "field": "status", "success": ["ok"]},"#,
+        )
+        .load("p")
+        .unwrap();
+        assert_eq!(
+            status.outcome.classify(&json!({"status": "ok"})),
+            Some(true)
+        );
+        assert_eq!(status.outcome.classify(&json!({"success": true})), None);
+        // Written manifests leave the defaults out and keep what was given.
+        let written = serde_json::to_value(&class.manifest).unwrap();
+        assert_eq!(written.get("convention"), None);
+        assert_eq!(written.get("outcome"), None);
+        let written = serde_json::to_value(&explicit.manifest).unwrap();
+        assert_eq!(written["convention"], "database");
+        assert_eq!(
+            written["outcome"],
+            json!({"rule": "pattern", "failure": "^(Error|Fail)"})
+        );
+        assert_eq!(written.get("class_name"), None);
+    }
+
+    #[test]
+    fn bad_outcome_rules_and_conventions_are_located_manifest_errors() {
+        let error = |extra: &str| with_manifest(extra).load("p").unwrap_err().to_string();
+        let bad_regex =
+            error(r#""class_name": "C", "outcome": {"rule": "pattern", "failure": "Error ("},"#);
+        assert!(
+            bad_regex.starts_with(
+                "<test corpus>/p/manifest.json: invalid failure pattern \"Error (\": regex parse error"
+            ),
+            "{bad_regex}"
+        );
+        assert!(bad_regex.ends_with("at line 1 column 123"), "{bad_regex}");
+        assert_eq!(
+            error(r#""class_name": "C", "outcome": {"rule": "error_prefix"},"#),
+            "<test corpus>/p/manifest.json: missing field `prefix` at line 1 column 106"
+        );
+        assert_eq!(
+            error(r#""convention": "functions","#),
+            "<test corpus>/p/manifest.json: unknown variant `functions`, expected `class` or \
+             `database` at line 1 column 77"
+        );
+        assert_eq!(
+            error(r#""convention": "class","#),
+            "<test corpus>/p/manifest.json: field `class_name` is missing (convention `class` \
+             needs the class to instantiate)"
+        );
+        assert_eq!(
+            error(r#""convention": "database", "class_name": "C","#),
+            "<test corpus>/p/manifest.json: field `class_name` must be absent: convention \
+             `database` has no class (its tools are the module's functions)"
+        );
+        assert_eq!(
+            error(r#""class_name": "C", "outcomes": null,"#),
+            "<test corpus>/p/manifest.json: unknown field `outcomes`, expected one of `name`, \
+             `domain`, `description`, `class_name`, `convention`, `outcome`, `rules`, `tools` \
+             at line 1 column 81"
         );
     }
 

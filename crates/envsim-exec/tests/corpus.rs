@@ -94,10 +94,10 @@ async fn corpus_exercises_big_changes_and_nondeterminism() {
                     break;
                 };
                 let count = envsim_core::diff::reference_change_count(&state, &outcome.state_after);
-                if step.expect.success && (7..=12).contains(&count) {
+                if step.expect.success == Some(true) && (7..=12).contains(&count) {
                     big.insert(package.manifest.name.clone());
                 }
-                if step.expect.success
+                if step.expect.success == Some(true)
                     && count > 0
                     && !nondeterministic.contains(&package.manifest.name)
                 {

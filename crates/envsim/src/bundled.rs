@@ -184,7 +184,7 @@ mod tests {
         };
         let embedded = super::corpus().expect("bundled").load_all().expect("loads");
         let on_disk = EnvPackage::load_all(&envs_dir()).expect("loads");
-        assert_eq!(embedded.len(), 40);
+        assert_eq!(embedded.len(), 42);
         assert_eq!(
             embedded.iter().map(summary).collect::<Vec<_>>(),
             on_disk.iter().map(summary).collect::<Vec<_>>()

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, WalkPlan};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Call, Executor, Limits};
+use envsim_exec::{Call, ExecError, Executor, Limits};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -192,8 +192,8 @@ struct CallArgs {
     /// Record the state paths the call reads.
     #[arg(long)]
     trace: bool,
-    /// Print {"observation", "seed", "state_before", "state_after", "delta", "delta_count",
-    /// "error", ...} as JSON.
+    /// Print {"observation", "outcome" (under the package's outcome rule), "seed",
+    /// "state_before", "state_after", "delta", "delta_count", "error", ...} as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -411,8 +411,23 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         },
     };
     if a.json {
+        // Under the package's outcome rule; a raised exception is a failure; a call that
+        // did not run (invalid, timeout, ...) has none.
+        let word = |verdict: Option<bool>| match verdict {
+            Some(true) => "success",
+            Some(false) => "failure",
+            None => "undetermined",
+        };
+        let verdict = match &result {
+            Ok(outcome) => Value::from(word(package.outcome.classify(&outcome.observation_json))),
+            Err(ExecError::Exception { .. }) => {
+                Value::from(word(package.outcome.classify_raised()))
+            }
+            Err(_) => Value::Null,
+        };
         let mut out = json!({
             "observation": observation,
+            "outcome": verdict,
             "seed": seed,
             "state_before": before,
             "state_after": state_after,
@@ -541,7 +556,12 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
                     ));
                     match next {
                         Ok(outcome) => state = outcome.state_after,
-                        Err(_) => break,
+                        // A step that raised after changing the state: the chain continues
+                        // from the state it left, as `env test` does.
+                        Err(e) => match e.state_after() {
+                            Some(after) => state = after.clone(),
+                            None => break,
+                        },
                     }
                 }
             }

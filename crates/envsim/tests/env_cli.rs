@@ -332,7 +332,7 @@ fn schema_disagreements_warn_and_failures_fail() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "error: counter / case \"wrong\" / step 0 (get): success is Some(true), expected false"
+            "error: counter / case \"wrong\" / step 0 (get): outcome is success under the boolean `success` key, expected failure"
         ),
         "{text}"
     );

@@ -1,0 +1,211 @@
+//! `bench build` over packages of the database convention: string observations are classified
+//! by the package's outcome rule (default: an `Error` prefix is a failure), so their
+//! transitions are sampled, and the benchmark replays from its own file.
+
+use envsim_bench::collect::{collect, WalkPlan};
+use envsim_bench::output::{render, write_reference_json};
+use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
+use envsim_bench::slice_check::jobs;
+use envsim_bench::verify::verify_all;
+use envsim_core::formats::{parse_benchmark, records};
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// One package per tool, so that every call of a package ends the same way: `adder` changes
+/// one key and says so, `refuser` refuses with an `Error:` string, `crasher` changes a key and
+/// raises, `reporter` reads and answers with a dict (a success under the default rule), and
+/// `status` answers `{"status": ...}` under a `status_field` rule.
+fn write_packages(root: &std::path::Path) -> Vec<EnvPackage> {
+    let fixtures: [(&str, &str, Option<Value>); 5] = [
+        (
+            "adder",
+            "def add(data):\n    data['n'] += 1\n    return 'Added, n = %d' % data['n']\n",
+            None,
+        ),
+        (
+            "refuser",
+            "def refuse(data):\n    return 'Error: closed today'\n",
+            None,
+        ),
+        (
+            "crasher",
+            "def crash(data):\n    data['n'] += 1\n    raise ValueError('broken after the change')\n",
+            None,
+        ),
+        (
+            "reporter",
+            "def report(data):\n    return {'n': data['n']}\n",
+            None,
+        ),
+        (
+            "status",
+            "def check(data):\n    data['n'] += 1\n    return {'status': 'ok' if data['n'] % 2 else 'busy'}\n",
+            Some(json!({"rule": "status_field", "field": "status", "success": ["ok"]})),
+        ),
+    ];
+    fixtures
+        .iter()
+        .map(|(name, code, outcome)| {
+            let dir = root.join(name);
+            std::fs::create_dir_all(dir.join("states")).unwrap();
+            std::fs::write(dir.join("env.py"), code).unwrap();
+            std::fs::write(dir.join("states/0.json"), r#"{"n": 0}"#).unwrap();
+            let tool = code[4..].split('(').next().unwrap();
+            let mut manifest = json!({"name": name, "domain": "test", "description": "d",
+                "convention": "database",
+                "tools": [{"type": "function", "function": {"name": tool, "description": tool,
+                    "parameters": {"type": "object", "properties": {}, "required": []}}}]});
+            if let Some(rule) = outcome {
+                manifest["outcome"] = rule.clone();
+            }
+            std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+            EnvPackage::load(&dir).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_packages_are_classified_sampled_and_replayable() {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = write_packages(dir.path());
+    let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
+    let plan = WalkPlan {
+        walks: 2,
+        steps: 3,
+        valid_share: 1.0,
+        seed: 5,
+        trace: false,
+    };
+    let transitions = collect(
+        Arc::clone(&executor),
+        Arc::new(packages.clone()),
+        plan,
+        2,
+        |_, _| {},
+    )
+    .await
+    .expect("collects");
+    assert_eq!(transitions.len(), 5 * 2 * 3);
+    let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    for t in &transitions {
+        *counts
+            .entry((t.env.as_str(), format!("{:?}", t.outcome)))
+            .or_default() += 1;
+    }
+    assert_eq!(
+        counts.into_iter().collect::<Vec<_>>(),
+        [
+            (("adder", "Success".into()), 6),
+            (("crasher", "Exception".into()), 6),
+            (("refuser", "Failure".into()), 6),
+            (("reporter", "Success".into()), 6),
+            // n = 1, 2, 3 along each walk: ok, busy, ok.
+            (("status", "Failure".into()), 2),
+            (("status", "Success".into()), 4),
+        ]
+    );
+    let adder: Vec<(&str, usize)> = transitions
+        .iter()
+        .filter(|t| t.env == "adder")
+        .map(|t| (t.observation.as_str(), t.change_count))
+        .collect();
+    assert_eq!(
+        adder,
+        [
+            ("Added, n = 1", 1),
+            ("Added, n = 2", 1),
+            ("Added, n = 3", 1),
+            ("Added, n = 1", 1),
+            ("Added, n = 2", 1),
+            ("Added, n = 3", 1)
+        ]
+    );
+    // The exception's partial change is kept and the walk continues from it.
+    let crashes: Vec<String> = transitions
+        .iter()
+        .filter(|t| t.env == "crasher")
+        .map(|t| t.config_after.identity().into_owned())
+        .collect();
+    assert_eq!(&crashes[..3], [r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
+
+    let composition = Composition {
+        buckets: vec![
+            Bucket {
+                name: "failure".into(),
+                outcome: BucketOutcome::Failure,
+                delta: None,
+                args: None,
+                // The refusal (one distinct call: it changes nothing) and `busy`.
+                count: 2,
+            },
+            Bucket {
+                name: "no_change".into(),
+                outcome: BucketOutcome::Success,
+                delta: Some([0, 0]),
+                args: None,
+                count: 1,
+            },
+            Bucket {
+                name: "changed".into(),
+                outcome: BucketOutcome::Success,
+                delta: Some([1, 1]),
+                args: None,
+                count: 4,
+            },
+        ],
+    };
+    let options = SampleOptions {
+        seed: 5,
+        allow_unpredictable: false,
+        allow_underfill: false,
+        max_env_share: 1.0,
+    };
+    let sampled = sample(&transitions, &composition, &options).expect("fills");
+    let codes: BTreeMap<String, String> = packages
+        .iter()
+        .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
+        .collect();
+    let files = render(&transitions, &sampled, &composition, 5);
+    assert_eq!(files.datasheet_json["samples"], 7);
+    let mut reference_json = Vec::new();
+    write_reference_json(&mut reference_json, &transitions, &sampled, &codes).unwrap();
+    let reference: Value = serde_json::from_slice(&reference_json).unwrap();
+    let reference = reference.as_array().unwrap();
+    assert_eq!(reference.len(), 7);
+    assert!(reference.iter().all(|r| r["convention"] == "database"));
+    let failures: Vec<&str> = reference
+        .iter()
+        .filter_map(|r| r["step_detail"]["observation"]["content"].as_str())
+        .filter(|o| o.starts_with("Error"))
+        .collect();
+    assert_eq!(failures, ["Error: closed today"]);
+    let busy = reference
+        .iter()
+        .filter(|r| r["step_detail"]["observation"]["content"] == "{'status': 'busy'}")
+        .count();
+    assert_eq!(busy, 1);
+
+    // The benchmark replays from its own file, with the packages and without them (the
+    // records carry the code and name the convention).
+    let bytes = &reference_json[..];
+    for known in [true, false] {
+        let by_name: HashMap<String, EnvPackage> = if known {
+            packages
+                .iter()
+                .map(|p| (p.manifest.name.clone(), p.clone()))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let transitions = parse_benchmark(bytes, "benchmark.json").unwrap();
+        let recs = records(bytes, "benchmark.json").unwrap();
+        let jobs = jobs(transitions, &recs, &by_name).unwrap();
+        let report = verify_all(Arc::clone(&executor), jobs, |_, _| {})
+            .await
+            .unwrap();
+        assert_eq!((report.checked, report.identical), (7, 7), "{report:?}");
+    }
+}
