@@ -89,34 +89,98 @@ def as_json(value):
         return None
 
 
+def bound_names(tree):
+    """Names the top level of a module binds."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def definitions(name, wanted):
+    """The top-level statements of module `name` that define the names `wanted` (and what
+    they refer to), as source text, with every name they bind; None when the module is not a
+    plain list of definitions (imports, other statements, a name bound twice)."""
+    module = importlib.import_module(name)
+    with open(inspect.getsourcefile(module), encoding="utf-8") as f:
+        source = f.read()
+    tree = ast.parse(source)
+    defined = {}
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            targets = [t.id for t in node.targets]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            targets = [node.target.id]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            targets = [node.name]
+        else:
+            return None
+        for target in targets:
+            if target in defined:
+                return None
+            defined[target] = i
+    chosen, stack = set(), list(wanted)
+    while stack:
+        target = stack.pop()
+        if target not in defined:
+            return None
+        if defined[target] in chosen:
+            continue
+        chosen.add(defined[target])
+        stack.extend(n.id for n in ast.walk(tree.body[defined[target]]) if isinstance(n, ast.Name) and n.id in defined)
+    binds = {t for t, i in defined.items() if i in chosen}
+    text = "".join(ast.get_source_segment(source, tree.body[i]) + "\n" for i in sorted(chosen))
+    return text, binds
+
+
 def module_source(name, modules, order):
-    """The source of module `name` with every `from bfcl_eval... import` replaced by assignments
-    from the inlined module; inlined modules are collected in `order`."""
+    """The source of module `name` with every `from bfcl_eval... import` replaced: by the
+    imported definitions themselves where the imported module is a plain list of definitions
+    and nothing collides, else by assignments from the inlined module (collected in `order`)."""
     module = importlib.import_module(name)
     path = inspect.getsourcefile(module)
     with open(path, encoding="utf-8") as f:
         source = f.read()
     tree = ast.parse(source, filename=path)
     lines = source.splitlines(keepends=True)
+    own = bound_names(tree)
     replacements = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "bfcl_eval" for a in node.names):
             raise ValueError("%s:%d: `import bfcl_eval...` cannot be inlined" % (path, node.lineno))
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "bfcl_eval":
-            if node.col_offset != 0:
-                raise ValueError("%s:%d: a nested bfcl_eval import cannot be inlined" % (path, node.lineno))
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            raise ValueError("%s:%d: a relative import cannot be inlined" % (path, node.lineno))
+        if not (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "bfcl_eval"):
+            continue
+        if node.col_offset != 0:
+            raise ValueError("%s:%d: a nested bfcl_eval import cannot be inlined" % (path, node.lineno))
+        if any(alias.name == "*" for alias in node.names):
+            raise ValueError("%s:%d: `import *` cannot be inlined" % (path, node.lineno))
+        wanted = [alias.name for alias in node.names]
+        plain = all(alias.asname in (None, alias.name) for alias in node.names)
+        found = definitions(node.module, wanted) if plain else None
+        imported = set(wanted)
+        if found is not None and not ((found[1] - imported) & own):
+            text = "# from %s (inlined by envsim: the definitions of %s)\n%s" % (node.module, ", ".join(wanted), found[0])
+        else:
             if node.module not in modules:
                 modules[node.module] = None
                 modules[node.module] = module_source(node.module, modules, order)
                 order.append(node.module)
-            assigns = []
-            for alias in node.names:
-                if alias.name == "*":
-                    raise ValueError("%s:%d: `import *` cannot be inlined" % (path, node.lineno))
-                assigns.append("%s = _envsim_modules[%r].%s\n" % (alias.asname or alias.name, node.module, alias.name))
-            replacements.append((node.lineno, node.end_lineno, "".join(assigns)))
-        if isinstance(node, ast.ImportFrom) and node.level > 0:
-            raise ValueError("%s:%d: a relative import cannot be inlined" % (path, node.lineno))
+            text = "".join(
+                "%s = _envsim_modules[%r].%s\n" % (alias.asname or alias.name, node.module, alias.name)
+                for alias in node.names
+            )
+        replacements.append((node.lineno, node.end_lineno, text))
     for start, end, text in sorted(replacements, reverse=True):
         lines[start - 1:end] = [text]
     return "".join(lines)
@@ -127,11 +191,11 @@ def env_code(module_name, class_name, adapter_class, adapter_text, default_state
     body = module_source(module_name, modules, order)
     head = [
         "# Generated by `envsim env import-bfcl` from the installed bfcl-eval package: the source of\n",
-        "# %s (BFCL's code, unchanged but for its bfcl_eval imports, which load\n" % module_name,
-        "# the inlined modules below), then envsim's JSON state adapter and the envsim class.\n",
-        "import types as _envsim_types\n",
-        "_envsim_modules = {}\n",
+        "# %s (BFCL's code, unchanged but for its bfcl_eval imports, replaced by\n" % module_name,
+        "# the definitions they import), then envsim's JSON state adapter and the envsim class.\n",
     ]
+    if order:
+        head += ["import types as _envsim_types\n", "_envsim_modules = {}\n"]
     for name in order:
         head.append("_envsim_modules[%r] = _envsim_types.ModuleType(%r)\n" % (name, name))
         head.append("exec(compile(%r, %r, 'exec'), _envsim_modules[%r].__dict__)\n" % (modules[name], name, name))

@@ -878,7 +878,9 @@ pub fn import(options: &BfclImport) -> Result<BfclSummary, ImportError> {
         steps: tasks.iter().flat_map(|t| &t.turns).map(Vec::len).sum(),
         ..BfclSummary::default()
     };
-    let packages = packages(options, &reply, &mut summary)?;
+    let mut packages = packages(options, &reply, &mut summary)?;
+    packages.sort_by(|a, b| a.0.cmp(&b.0));
+    summary.envs.sort_by(|a, b| a.name.cmp(&b.name));
     for (name, files) in &packages {
         write_package(&options.out, name, files)?;
     }
@@ -1124,6 +1126,26 @@ mod tests {
             "no data/BFCL_v4_multi_turn_nope.json with data/possible_answer/BFCL_v4_multi_turn_nope.json; categories found: base, long_context"
         );
         assert!(category_files(dir.path(), "base").is_ok());
+    }
+
+    #[test]
+    fn a_python_without_bfcl_eval_names_the_pip_command() {
+        // An interpreter that sees no site-packages at all.
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = dir.path().join("python-without-site");
+        let python = std::env::var("ENVSIM_PYTHON").unwrap_or_else(|_| "python3".into());
+        std::fs::write(&wrapper, format!("#!/bin/sh\nexec {python} -S \"$@\"\n")).unwrap();
+        let mut permissions = std::fs::metadata(&wrapper).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&wrapper, permissions).unwrap();
+        let err = locate_source(&wrapper).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "bfcl_eval: package: {} cannot import bfcl_eval: install it (pip install bfcl-eval==2026.3.23 --no-deps && pip install mpmath) or pass --source",
+                wrapper.display()
+            )
+        );
     }
 
     #[test]

@@ -22,7 +22,8 @@ fn installed() -> Option<(PathBuf, PathBuf)> {
         }
         Err(_) => {
             eprintln!(
-                "SKIPPED: bfcl-eval is not importable by python3; to run these tests: {PIP_HINT} (ENVSIM_REQUIRE_BFCL=1 makes this a failure)"
+                "SKIPPED: bfcl-eval is not importable by {}; to run these tests: {PIP_HINT} (ENVSIM_REQUIRE_BFCL=1 makes this a failure)",
+                python.display()
             );
             None
         }
@@ -177,5 +178,225 @@ async fn base_ground_truth_replays_identically_from_json_states() {
         "{} problems:\n{}",
         problems.len(),
         problems.join("\n")
+    );
+}
+
+/// Writes `files` (relative path, text) under `root`.
+fn write_tree(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// A small hand-written package in bfcl_eval's layout (no BFCL needed): an API class with a
+/// set, integer keys and a seeded generator, an aliased import of a helper module (inlined as
+/// a module object), a tool that fails by an `error` key, one that raises, a call no class
+/// has and positional arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_written_bfcl_layout_imports_end_to_end() {
+    let root = tempfile::tempdir().unwrap();
+    let source = root.path().join("bfcl_eval");
+    write_tree(
+        &source,
+        &[
+            ("__init__.py", ""),
+            ("constants/__init__.py", ""),
+            (
+                "constants/executable_backend_config.py",
+                "CLASS_FILE_PATH_MAPPING = {'CounterAPI': 'bfcl_eval.apis.counter'}\n\
+                 MULTI_TURN_FUNC_DOC_FILE_MAPPING = {'CounterAPI': 'counter.json'}\n\
+                 STATELESS_CLASSES = []\n",
+            ),
+            ("apis/__init__.py", ""),
+            ("apis/helpers.py", "import os\nSTART = 5\n"),
+            (
+                "apis/counter.py",
+                "import random\n\
+                 from bfcl_eval.apis.helpers import START as BEGIN\n\
+                 \n\
+                 class CounterAPI:\n\
+                 \x20   def __init__(self):\n\
+                 \x20       self._api_description = 'Counts.'\n\
+                 \n\
+                 \x20   def _load_scenario(self, scenario, long_context=False):\n\
+                 \x20       self.count = scenario.get('count', BEGIN)\n\
+                 \x20       self.seen = set()\n\
+                 \x20       self.by_count = {}\n\
+                 \x20       self._random = random.Random(scenario.get('seed', 7))\n\
+                 \n\
+                 \x20   def add(self, n: int = 1) -> dict:\n\
+                 \x20       self.count += n\n\
+                 \x20       self.seen.add(n)\n\
+                 \x20       self.by_count[self.count] = n\n\
+                 \x20       return {'count': self.count}\n\
+                 \n\
+                 \x20   def roll(self) -> dict:\n\
+                 \x20       return {'roll': self._random.randint(1, 6)}\n\
+                 \n\
+                 \x20   def fail(self) -> dict:\n\
+                 \x20       return {'error': 'nope'}\n\
+                 \n\
+                 \x20   def boom(self) -> dict:\n\
+                 \x20       raise ValueError('boom')\n",
+            ),
+            (
+                "data/BFCL_v4_multi_turn_base.json",
+                "{\"id\": \"multi_turn_base_0\", \"question\": [], \"initial_config\": {\"CounterAPI\": {\"count\": 1, \"seed\": 3}}, \"involved_classes\": [\"CounterAPI\"]}\n\
+                 {\"id\": \"multi_turn_base_1\", \"question\": [], \"initial_config\": {}, \"involved_classes\": [\"CounterAPI\"]}\n",
+            ),
+            (
+                "data/possible_answer/BFCL_v4_multi_turn_base.json",
+                "{\"id\": \"multi_turn_base_0\", \"ground_truth\": [[\"add(2)\", \"roll()\"], [\"fail()\", \"add(n=3)\", \"nowhere(x=1)\"]]}\n\
+                 {\"id\": \"multi_turn_base_1\", \"ground_truth\": [[\"roll()\", \"boom()\", \"add()\"]]}\n",
+            ),
+            (
+                "data/multi_turn_func_doc/counter.json",
+                "{\"name\": \"add\", \"description\": \"Add n.\", \"parameters\": {\"type\": \"dict\", \"properties\": {\"n\": {\"type\": \"integer\", \"description\": \"How much.\", \"default\": 1}}, \"required\": []}}\n\
+                 {\"name\": \"roll\", \"description\": \"Roll a die.\", \"parameters\": {\"type\": \"dict\", \"properties\": {}, \"required\": []}}\n\
+                 {\"name\": \"fail\", \"description\": \"Fail.\", \"parameters\": {\"type\": \"dict\", \"properties\": {}, \"required\": []}}\n\
+                 {\"name\": \"boom\", \"description\": \"Raise.\", \"parameters\": {\"type\": \"dict\", \"properties\": {}, \"required\": []}}\n",
+            ),
+        ],
+    );
+    let python =
+        std::env::var_os("ENVSIM_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
+    let out = root.path().join("out");
+    let summary = bfcl::import(&BfclImport {
+        source: source.clone(),
+        category: "base".into(),
+        python,
+        out: out.clone(),
+    })
+    .expect("the import succeeds");
+    assert_eq!((summary.tasks, summary.steps), (2, 8));
+    assert_eq!(summary.envs.len(), 1);
+    let env = &summary.envs[0];
+    assert_eq!(
+        (
+            env.name.as_str(),
+            env.class.as_str(),
+            env.tools,
+            env.states,
+            env.steps
+        ),
+        ("bfcl_counter", "CounterAPI", 4, 2, 5)
+    );
+    assert_eq!(
+        summary.skipped,
+        [
+            "multi_turn_base_1: boom(): BFCL raised ValueError: boom (this and the class's later calls in the task are not scripted)",
+            "multi_turn_base_0: nowhere(x=1): no involved class has the function 'nowhere'",
+        ]
+    );
+    let package = EnvPackage::load(&out.join("bfcl_counter")).unwrap();
+    assert_eq!(package.manifest.class_name, "EnvsimCounterAPI");
+    assert_eq!(package.manifest.description, "Counts.");
+    assert_eq!(
+        serde_json::to_value(&package.outcome).unwrap(),
+        serde_json::json!({"rule": "error_key", "key": "error"})
+    );
+    assert!(
+        package
+            .code
+            .code
+            .contains("_envsim_modules['bfcl_eval.apis.helpers']"),
+        "an aliased import keeps its module"
+    );
+    let states: Vec<(&str, &Value)> = package
+        .states
+        .iter()
+        .map(|(n, s)| (n.as_str(), s))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (
+                "multi_turn_base_0.json",
+                &serde_json::json!({"count": 1, "seen": [], "by_count": {},
+                    "private_random": {"seed": 3, "words_drawn": 0},
+                    "json_types": {"/private_random": "random", "/seen": "set"}})
+            ),
+            (
+                "multi_turn_base_1.json",
+                &serde_json::json!({"count": 5, "seen": [], "by_count": {},
+                    "private_random": {"seed": 7, "words_drawn": 0},
+                    "json_types": {"/private_random": "random", "/seen": "set"}})
+            ),
+        ]
+    );
+    let trajectories =
+        std::fs::read_to_string(out.join("bfcl_counter/trajectories.jsonl")).unwrap();
+    let lines: Vec<Value> = trajectories
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let steps: Vec<(String, String)> = lines[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["action"].to_string(),
+                s["observation"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (
+                r#"{"name":"add","arguments":{"n":2}}"#.to_owned(),
+                "{'count': 3}".to_owned()
+            ),
+            (
+                r#"{"name":"roll","arguments":{}}"#.to_owned(),
+                "{'roll': 2}".to_owned()
+            ),
+            (
+                r#"{"name":"fail","arguments":{}}"#.to_owned(),
+                "{'error': 'nope'}".to_owned()
+            ),
+            (
+                r#"{"name":"add","arguments":{"n":3}}"#.to_owned(),
+                "{'count': 6}".to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        lines[1]["steps"].as_array().unwrap().len(),
+        1,
+        "the case stops at the raising call"
+    );
+    let last = &package.tests[0].steps[3].expect;
+    assert_eq!(last.success, Some(true));
+    assert_eq!(package.tests[0].steps[2].expect.success, Some(false));
+    assert_eq!(
+        last.state[""],
+        serde_json::json!({"count": 6, "seen": [2, 3], "by_count": {"3": 2, "6": 3},
+            "private_random": {"seed": 3, "words_drawn": 1},
+            "json_types": {"/by_count": "int_keys", "/private_random": "random", "/seen": "set"}})
+    );
+    // The scripted tests pass through the executor (observations, outcomes, whole states).
+    let executor = Executor::new(1, Limits::default()).await.expect("python3");
+    assert_eq!(
+        package.check(&executor).await.unwrap(),
+        Vec::<String>::new()
+    );
+    assert_eq!(package.run_tests(&executor).await, Vec::<String>::new());
+
+    // A missing category names the ones there.
+    let err = bfcl::import(&BfclImport {
+        source,
+        category: "miss_param".into(),
+        python: PathBuf::from("python3"),
+        out,
+    })
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "no data/BFCL_v4_multi_turn_miss_param.json with data/possible_answer/BFCL_v4_multi_turn_miss_param.json; categories found: base"
     );
 }
