@@ -570,19 +570,22 @@ fn run_helper(options: &BfclImport, tasks: &[Task]) -> Result<Value, ImportError
     let output = child
         .wait_with_output()
         .map_err(|e| helper_error(format!("cannot read its reply: {e}")))?;
-    if let Ok(Some(Err(e))) = writer.join() {
-        return Err(helper_error(format!(
-            "cannot send the request: {e}; {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    let reply: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
-        helper_error(format!(
-            "no reply ({e}); exit {}; stderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    })?;
+    let sent = writer.join();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reply: Value = match serde_json::from_slice(&output.stdout) {
+        Ok(reply) => reply,
+        Err(e) => {
+            let unsent = match sent {
+                Ok(Some(Err(e))) => format!("; the request was not read whole: {e}"),
+                _ => String::new(),
+            };
+            return Err(helper_error(format!(
+                "no reply ({e}); exit {}{unsent}; stderr: {}",
+                output.status,
+                stderr.trim()
+            )));
+        }
+    };
     if reply.get("ok") != Some(&Value::Bool(true)) {
         return Err(helper_error(
             reply

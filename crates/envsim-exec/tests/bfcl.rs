@@ -387,16 +387,40 @@ async fn a_hand_written_bfcl_layout_imports_end_to_end() {
     );
     assert_eq!(package.run_tests(&executor).await, Vec::<String>::new());
 
-    // A missing category names the ones there.
-    let err = bfcl::import(&BfclImport {
-        source,
-        category: "miss_param".into(),
-        python: PathBuf::from("python3"),
-        out,
-    })
-    .unwrap_err();
+    // A class the package does not map is named with its task, by the helper.
+    write_tree(
+        &source,
+        &[
+            (
+                "data/BFCL_v4_multi_turn_odd.json",
+                "{\"id\": \"odd_0\", \"initial_config\": {}, \"involved_classes\": [\"NopeAPI\"]}\n",
+            ),
+            (
+                "data/possible_answer/BFCL_v4_multi_turn_odd.json",
+                "{\"id\": \"odd_0\", \"ground_truth\": [[\"add()\"]]}\n",
+            ),
+        ],
+    );
+    let import = |category: &str| {
+        bfcl::import(&BfclImport {
+            source: source.clone(),
+            category: category.into(),
+            python: PathBuf::from("python3"),
+            out: out.clone(),
+        })
+        .unwrap_err()
+        .to_string()
+    };
     assert_eq!(
-        err.message,
-        "no data/BFCL_v4_multi_turn_miss_param.json with data/possible_answer/BFCL_v4_multi_turn_miss_param.json; categories found: base"
+        import("odd"),
+        "bfcl_import.py: helper: task odd_0: involved class 'NopeAPI' is not in bfcl_eval's CLASS_FILE_PATH_MAPPING"
+    );
+    // A missing category names the ones there.
+    assert_eq!(
+        import("miss_param"),
+        format!(
+            "{}: category \"miss_param\": no data/BFCL_v4_multi_turn_miss_param.json with data/possible_answer/BFCL_v4_multi_turn_miss_param.json; categories found: base, odd",
+            source.display()
+        )
     );
 }
