@@ -164,6 +164,26 @@ enum EnvCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Import the BFCL v4 multi-turn API classes of an installed bfcl-eval package (pip install
+    /// bfcl-eval --no-deps; pip install mpmath) as packages: one per class, with one state per
+    /// task, the ground truth as scripted tests and as call-only trajectories.
+    ImportBfcl(ImportBfclArgs),
+}
+
+#[derive(Debug, Args)]
+struct ImportBfclArgs {
+    /// Output folder (refused when it is not empty, unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The bfcl_eval package folder (default: the one `python3` imports).
+    #[arg(long, value_name = "PATH")]
+    source: Option<PathBuf>,
+    /// The multi-turn category (data/BFCL_v4_multi_turn_<CATEGORY>.json).
+    #[arg(long, default_value = envsim_exec::bfcl::DEFAULT_CATEGORY)]
+    category: String,
+    /// Write into a non-empty folder: each imported package folder is replaced whole.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -226,6 +246,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
                 out,
                 force,
             } => import(&file, &tasks, &state_field, &out, force),
+            EnvCommand::ImportBfcl(bfcl) => import_bfcl(bfcl).await,
         }
     })
 }
@@ -666,6 +687,52 @@ async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
     if failed > 0 {
         bail!("{failed} of {} environments failed", packages.len());
     }
+    Ok(())
+}
+
+async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
+    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
+        bail!(
+            "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
+            args.out.display()
+        );
+    }
+    let python = envsim_exec::resolve_python().await?;
+    let source = match args.source {
+        Some(source) => source,
+        None => envsim_exec::bfcl::locate_source(&python)?,
+    };
+    let summary = envsim_exec::bfcl::import(&envsim_exec::bfcl::BfclImport {
+        source: source.clone(),
+        category: args.category,
+        python,
+        out: args.out.clone(),
+    })?;
+    for env in &summary.envs {
+        println!(
+            "{}  ({}) {} tools, {} states, {} scripted steps",
+            env.name, env.class, env.tools, env.states, env.steps
+        );
+    }
+    for skipped in &summary.skipped {
+        eprintln!("not scripted: {skipped}");
+    }
+    for module in &summary.missing_modules {
+        eprintln!(
+            "warning: the generated code imports `{module}`, which the executor's isolated interpreter (python3 -I) cannot import: install it outside the user site (pip install {module})"
+        );
+    }
+    println!(
+        "imported {} environments from bfcl-eval {} ({}), category {}: {} tasks, {} ground-truth steps, {} scripted, into {}",
+        summary.envs.len(),
+        summary.version.as_deref().unwrap_or("(version unknown)"),
+        source.display(),
+        summary.category,
+        summary.tasks,
+        summary.steps,
+        summary.envs.iter().map(|e| e.steps).sum::<usize>(),
+        args.out.display()
+    );
     Ok(())
 }
 

@@ -733,5 +733,46 @@ fn replay_reexecutes_recorded_calls_and_compares_each_observation() {
             .contains("--state \"9\": not an index of tickets's 1 states"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+
+#[test]
+fn import_bfcl_refuses_a_non_empty_out_and_names_a_missing_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("keep.txt"), "mine").unwrap();
+    let source = dir.path().join("bfcl_eval");
+    std::fs::create_dir_all(source.join("data/possible_answer")).unwrap();
+    let run = |force: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_envsim"));
+        cmd.args(["env", "import-bfcl", "--source"])
+            .arg(&source)
+            .arg("--out")
+            .arg(&out_dir);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.output().unwrap()
+    };
+    let refused = run(false);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        format!(
+            "error: {} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
+            out_dir.display()
+        )
+    );
+    let missing = run(true);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        format!(
+            "error: {}: category \"base\": no data/BFCL_v4_multi_turn_base.json with data/possible_answer/BFCL_v4_multi_turn_base.json; categories found: none",
+            source.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("keep.txt")).unwrap(),
+        "mine"
     );
 }
