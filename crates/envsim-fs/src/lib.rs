@@ -76,9 +76,20 @@ impl AtomicFile {
         std::fs::create_dir_all(dir).map_err(|e| fail(Step::CreateDir, e))?;
         let mut name = std::ffi::OsString::from(".");
         name.push(dest.file_name().unwrap_or_default());
-        let tmp = tempfile::Builder::new()
-            .prefix(&name)
-            .suffix(".tmp")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&name).suffix(".tmp");
+        // The file gets the mode a plain `File::create` would give it: the destination's own
+        // when it exists, else 0o666 narrowed by the umask (a temporary file alone would be
+        // 0o600, readable by nobody else once renamed into place).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dest)
+                .map(|m| m.permissions())
+                .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o666));
+            builder.permissions(mode);
+        }
+        let tmp = builder
             .tempfile_in(dir)
             .map_err(|e| fail(Step::CreateFile, e))?;
         Ok(AtomicFile {
@@ -162,6 +173,26 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_get_the_mode_a_plain_create_gives() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"x").unwrap();
+        let fresh = dir.path().join("fresh");
+        write_atomic(&fresh, b"y").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode(&fresh),
+            mode(&plain),
+            "umask applies as to File::create"
+        );
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&fresh, b"z").unwrap();
+        assert_eq!(mode(&fresh), 0o640, "an existing file keeps its mode");
     }
 
     #[test]

@@ -733,6 +733,8 @@ fn replay_reexecutes_recorded_calls_and_compares_each_observation() {
             .contains("--state \"9\": not an index of tickets's 1 states"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 #[test]
 fn import_bfcl_refuses_a_non_empty_out_and_names_a_missing_category() {
