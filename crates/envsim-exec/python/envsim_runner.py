@@ -1005,14 +1005,7 @@ def _call(req, state_text):
         return _fail("memory", "out of memory while reading the state")
     except BaseException as exc:
         return _fail("exception", "cannot read the result: %s: %s" % (type(exc).__name__, exc))
-    extra = {"converted": converted + converted_obs, "duration_ms": duration * 1000.0}
-    if reads is not None:
-        extra["reads"] = sorted(reads.paths)
-    # Assembled as text so the (possibly large) state is encoded once.
-    return _Raw(
-        '"ok": true, "observation": %s, "observation_json": %s, "state_after": %s, %s'
-        % (_STRING(observation), observation_json, state_json, json.dumps(extra)[1:-1])
-    )
+    return _call_reply(observation, observation_json, state_json, converted + converted_obs, duration, reads)
 
 
 def _decode_database(state_text):
@@ -1086,13 +1079,7 @@ def _call_database(env, req, state_text):
         return _fail("memory", "out of memory while reading the state")
     except BaseException as exc:
         return _fail("exception", "cannot read the result: %s: %s" % (type(exc).__name__, exc))
-    extra = {"converted": converted + converted_obs, "duration_ms": duration * 1000.0}
-    if reads is not None:
-        extra["reads"] = sorted(reads.paths)
-    return _Raw(
-        '"ok": true, "observation": %s, "observation_json": %s, "state_after": %s, %s'
-        % (_STRING(observation), observation_json, state_json, json.dumps(extra)[1:-1])
-    )
+    return _call_reply(observation, observation_json, state_json, converted + converted_obs, duration, reads)
 
 
 def _raised_database(exc, data, reads):
@@ -1109,6 +1096,18 @@ def _raised_database(exc, data, reads):
     except BaseException:  # the state cannot be read: report the exception alone
         return {"ok": False, "error": error}
     return _Raw('"ok": false, "error": %s, "state_after": %s' % (json.dumps(error), state_json))
+
+
+def _call_reply(observation, observation_json, state_json, converted, duration, reads):
+    """A successful call's reply, assembled as text so the (possibly large) state, already
+    encoded, is not encoded again."""
+    extra = {"converted": converted, "duration_ms": duration * 1000.0}
+    if reads is not None:
+        extra["reads"] = sorted(reads.paths)
+    return _Raw(
+        '"ok": true, "observation": %s, "observation_json": %s, "state_after": %s, %s'
+        % (_STRING(observation), observation_json, state_json, json.dumps(extra)[1:-1])
+    )
 
 
 def _construct_op(req, state_text):

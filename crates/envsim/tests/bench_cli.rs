@@ -238,6 +238,23 @@ fn build_is_reproducible_and_export_holds_out_benchmark_environments() {
     assert!(String::from_utf8_lossy(&none.stderr).contains("--holdout task"));
 }
 
+/// A composition of one failure, one read with one argument and one change of |Δ| 2, written
+/// under `dir`.
+fn one_of_each(dir: &Path) -> std::path::PathBuf {
+    let composition = dir.join("c.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [
+            {"name": "failure", "outcome": "failure", "count": 1},
+            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
+            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    composition
+}
+
 #[test]
 fn build_from_recorded_trajectories() {
     let dir = tempfile::tempdir().unwrap();
@@ -251,17 +268,7 @@ fn build_from_recorded_trajectories() {
     ]});
     let file = dir.path().join("runs.jsonl");
     std::fs::write(&file, format!("{trajectory}\n")).unwrap();
-    let composition = dir.path().join("c.json");
-    std::fs::write(
-        &composition,
-        json!({"buckets": [
-            {"name": "failure", "outcome": "failure", "count": 1},
-            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
-            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    let composition = one_of_each(dir.path());
     let out = dir.path().join("bench");
     ok(&envsim(&[
         "bench",
@@ -336,30 +343,14 @@ fn build_from_call_only_transcripts_reexecutes_the_calls() {
     ]});
     let file = dir.path().join("chats.jsonl");
     std::fs::write(&file, format!("{transcript}\n")).unwrap();
-    let composition = dir.path().join("c.json");
-    std::fs::write(
-        &composition,
-        json!({"buckets": [
-            {"name": "failure", "outcome": "failure", "count": 1},
-            {"name": "query", "outcome": "success", "delta": [0, 0], "args": 1, "count": 1},
-            {"name": "restock", "outcome": "success", "delta": [2, 2], "count": 1}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    let composition = one_of_each(dir.path());
     let out = dir.path().join("bench");
-    let built = envsim(&[
-        "bench",
-        "build",
-        "--envs",
-        envs.to_str().unwrap(),
-        "--trajectories",
-        file.to_str().unwrap(),
-        "--composition",
-        composition.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let built = bench_build(
+        &envs,
+        &composition,
+        &["--trajectories", file.to_str().unwrap()],
+        &out,
+    );
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(built.status.success(), "{stderr}");
     assert!(stderr.contains("1 call-only runs re-executed"), "{stderr}");

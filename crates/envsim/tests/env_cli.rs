@@ -403,21 +403,9 @@ class Tickets:
 #[test]
 fn chained_calls_draw_distinct_seeds_and_start_from_the_constructed_state() {
     let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("tickets");
-    std::fs::create_dir_all(pkg.join("states")).unwrap();
-    std::fs::write(pkg.join("env.py"), TICKETS).unwrap();
-    let tool = |name: &str, props: Value, required: Value| {
-        json!({"type": "function", "function": {"name": name, "description": name,
-               "parameters": {"type": "object", "properties": props, "required": required}}})
-    };
-    let manifest = json!({"name": "tickets", "domain": "test", "description": "Tickets.",
-    "class_name": "Tickets", "tools": [
-        tool("open_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
-        tool("count", json!({}), json!([])),
-    ]});
-    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
     // The state file lacks `log`, which the constructor creates.
-    std::fs::write(pkg.join("states/00.json"), r#"{"tickets": {}}"#).unwrap();
+    write_tickets(dir.path());
+    let pkg = dir.path().join("tickets");
 
     // A read-only call changes nothing: the constructor's `log` is part of the state before.
     let count = json_out(&envsim(dir.path(), &["call", "tickets", "count", "--json"]));
@@ -429,7 +417,7 @@ fn chained_calls_draw_distinct_seeds_and_start_from_the_constructed_state() {
     assert_eq!(count["delta_count"], 0, "{count}");
 
     // Two creations in a chain get two ids (each step its own seed)...
-    let mut state_file = pkg.join("states/00.json");
+    let mut state_file = pkg.join("states/00_first.json");
     let mut ids = Vec::new();
     let mut seeds = Vec::new();
     for step in 0..2 {
