@@ -289,10 +289,12 @@ fn list(root: &Corpus, as_json: bool) -> Result<()> {
 
 fn show(p: &EnvPackage) -> Result<()> {
     let m = &p.manifest;
-    println!(
-        "{} ({}) — class {}\n\n{}\n",
-        m.name, m.domain, m.class_name, m.description
-    );
+    let code = if m.convention.is_class() {
+        format!("class {}", m.class_name)
+    } else {
+        "tool functions over one JSON database".to_owned()
+    };
+    println!("{} ({}) — {code}\n\n{}\n", m.name, m.domain, m.description);
     if !m.rules.is_empty() {
         println!("Rules:");
         for rule in &m.rules {
