@@ -109,6 +109,12 @@ enum EnvCommand {
     /// Show one environment: description, rules, tools, states.
     Show { name: String },
     /// Execute one tool call and print the observation, the change and the state after.
+    ///
+    /// Exit status: 0 when the call ran — also when the environment answered with an error or
+    /// its code raised (that is data: the observation or the exception, with the changes made
+    /// before it, are printed); 2 for a call that does not fit the environment (unknown tool,
+    /// arguments its signature refuses; with --json the JSON is printed first); 1 when the
+    /// call could not be made (bad --args or state file, no interpreter, a crash or timeout).
     Call(CallArgs),
     /// Report which outputs depend on the clock or the random seed, for every scripted step
     /// (or, with --walk, for the steps of seeded random walks).
@@ -216,6 +222,32 @@ struct CallArgs {
     /// "state_before", "state_after", "delta", "delta_count", "error", ...} as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// A call that does not fit the environment (unknown tool, arguments its signature refuses): a
+/// usage error, exit status 2.
+#[derive(Debug)]
+pub struct InvalidCall(pub String);
+
+impl std::fmt::Display for InvalidCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid call: {}", self.0)
+    }
+}
+
+impl std::error::Error for InvalidCall {}
+
+/// The reference's change list, one line per change.
+fn print_delta(delta: &Value) {
+    for change in delta.as_array().into_iter().flatten() {
+        println!(
+            "  {} {}: {} -> {}",
+            change["type"].as_str().unwrap_or_default(),
+            change["path"].as_str().unwrap_or_default(),
+            change["before"],
+            change["after"]
+        );
+    }
 }
 
 /// The executor's limits: the defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB`.
@@ -466,22 +498,34 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             }
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        return match result {
+            Err(ExecError::InvalidCall(message)) => Err(InvalidCall(message).into()),
+            _ => Ok(()),
+        };
     }
     match result {
+        Err(ExecError::InvalidCall(message)) => Err(InvalidCall(message).into()),
+        // The environment's own failure is data: its changes before the exception, then it.
+        Err(e @ ExecError::Exception { .. }) => {
+            println!(
+                "exception: {}",
+                e.to_string().trim_start_matches("exception: ")
+            );
+            println!("|Δ| = {count}");
+            print_delta(&delta);
+            if !state_after.is_null() {
+                println!(
+                    "state after:\n{}",
+                    serde_json::to_string_pretty(&state_after)?
+                );
+            }
+            Ok(())
+        }
         Err(e) => bail!("{e}"),
         Ok(outcome) => {
             println!("observation: {}", outcome.observation);
             println!("|Δ| = {count}");
-            for change in delta.as_array().into_iter().flatten() {
-                println!(
-                    "  {} {}: {} -> {}",
-                    change["type"].as_str().unwrap_or_default(),
-                    change["path"].as_str().unwrap_or_default(),
-                    change["before"],
-                    change["after"]
-                );
-            }
+            print_delta(&delta);
             for c in &outcome.converted {
                 println!("converted: {} ({} -> {})", c.path, c.from, c.to);
             }

@@ -81,6 +81,11 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::from(3)
         }
+        // A usage error, like the ones clap reports.
+        Err(error) if error.is::<env_cmd::InvalidCall>() => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE

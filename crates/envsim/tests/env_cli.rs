@@ -148,7 +148,17 @@ fn list_show_call_test() {
     );
     assert_eq!(over["delta_count"], 0);
 
-    let bad = json_out(&envsim(
+    // An invalid call is a usage error (exit 2); with --json its JSON still comes first.
+    let usage_error = |out: Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON output")
+    };
+    let bad = usage_error(envsim(
         dir.path(),
         &[
             "call",
@@ -160,11 +170,17 @@ fn list_show_call_test() {
         ],
     ));
     assert_eq!(bad["error"]["kind"], "invalid_call");
-    let missing = json_out(&envsim(
+    let missing = usage_error(envsim(
         dir.path(),
         &["call", "counter", "nothing", "--json"],
     ));
     assert_eq!(missing["error"]["kind"], "invalid_call");
+    let plain = envsim(dir.path(), &["call", "counter", "nothing"]);
+    assert_eq!(plain.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stderr).trim(),
+        "error: invalid call: unknown tool 'nothing'"
+    );
 
     let tested = envsim(dir.path(), &["test"]);
     assert!(
@@ -765,4 +781,40 @@ fn import_bfcl_refuses_a_non_empty_out_and_names_a_missing_category() {
         std::fs::read_to_string(out_dir.join("keep.txt")).unwrap(),
         "mine"
     );
+}
+
+#[test]
+fn an_exception_in_the_environment_is_data_not_a_cli_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("raiser");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(
+        pkg.join("env.py"),
+        "class Raiser:\n    def __init__(self, init_config):\n        self.n = 0\n\n    def boom(self) -> dict:\n        \"\"\"Count, then fail.\"\"\"\n        self.n += 1\n        raise KeyError('gone')\n",
+    )
+    .unwrap();
+    let manifest = json!({"name": "raiser", "domain": "test", "description": "Raises.",
+        "class_name": "Raiser", "tools": [{"type": "function", "function": {"name": "boom",
+        "description": "boom", "parameters": {"type": "object", "properties": {}, "required": []}}}]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(pkg.join("states/00.json"), r#"{"n": 0}"#).unwrap();
+    let out = envsim(dir.path(), &["call", "raiser", "boom"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("exception: KeyError: 'gone'\n|Δ| = 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"n\": 1"),
+        "the change before the exception stays: {text}"
+    );
+    let json = json_out(&envsim(dir.path(), &["call", "raiser", "boom", "--json"]));
+    assert_eq!(json["error"]["kind"], "exception");
+    assert_eq!(json["state_after"], json!({"n": 1}));
+    assert_eq!(json["outcome"], "failure");
 }
