@@ -375,7 +375,43 @@ pub fn datasheet(
         "delta_histogram": histogram.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),
         "per_environment": per_env.iter().map(|(k, v)| ((*k).to_owned(), json!(v))).collect::<Map<_, _>>(),
         "samples_reference_scorer_cannot_credit": reference_blind,
+        "intents": intents(transitions, sampled),
     })
+}
+
+/// The sampled calls by the driver's intent, and how many of each break their tool's argument
+/// schema: deliberately invalid calls are labelled as such (`invalid` with a schema mismatch is
+/// the driver's doing, on purpose), and a valid-intent call that breaks its schema would be a
+/// driver defect.
+fn intents(transitions: &[TransitionRecord], sampled: &Sampled) -> Value {
+    let mut schemas: BTreeMap<String, envsim_exec::arguments::ArgumentSchemas> = BTreeMap::new();
+    let mut counts = [[0usize; 2]; 2];
+    for (_, i) in &sampled.picks {
+        let t = &transitions[*i];
+        let tool = t
+            .action
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let args = t
+            .action
+            .get("arguments")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let schema = schemas
+            .entry(format!("{}\u{0}{tool}", t.env))
+            .or_insert_with(|| {
+                envsim_exec::arguments::ArgumentSchemas::compile(std::slice::from_ref(
+                    &t.tool_schema,
+                ))
+            });
+        let intent = usize::from(t.intent == crate::driver::Intent::Invalid);
+        let mismatch = usize::from(!schema.check(tool, &args).is_empty());
+        counts[intent][mismatch] += 1;
+    }
+    let cell = |c: [usize; 2]| json!({"samples": c[0] + c[1], "schema_mismatch": c[1]});
+    json!({"valid": cell(counts[0]), "invalid": cell(counts[1])})
 }
 
 fn datasheet_markdown(sheet: &Value) -> String {
@@ -412,9 +448,78 @@ fn datasheet_markdown(sheet: &Value) -> String {
     for (k, v) in sheet["delta_histogram"].as_object().into_iter().flatten() {
         md.push_str(&format!("| {k} | {v} |\n"));
     }
+    let intents = &sheet["intents"];
+    let (invalid, invalid_schema) = (
+        intents["invalid"]["samples"].as_u64().unwrap_or(0),
+        intents["invalid"]["schema_mismatch"].as_u64().unwrap_or(0),
+    );
+    md.push_str(&format!(
+        "\n## Calls\n\nThe driver makes some calls invalid on purpose (intent `invalid`): {invalid} samples, {invalid_schema} of them with arguments that break the tool's schema (wrong type, missing or unknown argument) and {} that fit the schema but break the environment's rules. Valid-intent samples: {}, {} of them breaking the schema (a driver defect unless 0).\n",
+        invalid.saturating_sub(invalid_schema),
+        intents["valid"]["samples"],
+        intents["valid"]["schema_mismatch"],
+    ));
     md.push_str("\n## Environments\n\n| environment | samples |\n|---|---:|\n");
     for (k, v) in sheet["per_environment"].as_object().into_iter().flatten() {
         md.push_str(&format!("| {k} | {v} |\n"));
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::Outcome;
+    use crate::driver::Intent;
+
+    fn call(intent: Intent, args: Value) -> TransitionRecord {
+        let state = StateText::from_value(&json!({"reports": {}}));
+        TransitionRecord {
+            env: "office".into(),
+            class_name: "Office".into(),
+            convention: Default::default(),
+            tool_schema: json!({"type": "function", "function": {"name": "get_report",
+                "parameters": {"type": "object", "properties": {"report_id": {"type": "string"}},
+                               "required": ["report_id"]}}}),
+            initial_state: "00.json".into(),
+            walk: 0,
+            step: 0,
+            intent,
+            action: json!({"name": "get_report", "arguments": args}),
+            config_before: state.clone(),
+            config_after: state,
+            observation: "{'success': False}".into(),
+            observation_json: json!({"success": false}),
+            outcome: Outcome::Failure,
+            change_count: 0,
+            fine_change_count: 0,
+            args_count: 1,
+            unpredictable: Vec::new(),
+            reads: None,
+            seed: 0,
+            clock: 0.0,
+        }
+    }
+
+    #[test]
+    fn intents_label_deliberately_invalid_calls() {
+        let transitions = vec![
+            call(Intent::Valid, json!({"report_id": "R1"})),
+            call(Intent::Invalid, json!({"report_id": 2001})),
+            call(Intent::Invalid, json!({"report_id": "R404"})),
+            call(Intent::Invalid, json!({})),
+        ];
+        let sampled = Sampled {
+            picks: (0..4).map(|i| ("b".to_owned(), i)).collect(),
+            shortfalls: Vec::new(),
+            duplicates: 0,
+            unpredictable: 0,
+            max_env_share: 1.0,
+        };
+        assert_eq!(
+            intents(&transitions, &sampled),
+            json!({"valid": {"samples": 1, "schema_mismatch": 0},
+                   "invalid": {"samples": 3, "schema_mismatch": 2}})
+        );
+    }
 }

@@ -83,6 +83,15 @@ async fn builds_are_reproducible_and_the_oracle_is_exact() {
     assert!(first.envsim_jsonl == second.envsim_jsonl);
     assert!(first_reference == second_reference);
     assert_eq!(first.datasheet_json["samples"], 14);
+    // Every sample is counted under its intent; valid-intent calls fit their schemas.
+    let intents = &first.datasheet_json["intents"];
+    assert_eq!(
+        intents["valid"]["samples"].as_u64().unwrap()
+            + intents["invalid"]["samples"].as_u64().unwrap(),
+        14
+    );
+    assert_eq!(intents["valid"]["schema_mismatch"], 0, "{intents}");
+    assert!(first.datasheet_md.contains("## Calls"));
     assert_eq!(
         first.datasheet_json["environments"], 3,
         "coverage comes first"

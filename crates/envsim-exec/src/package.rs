@@ -147,6 +147,8 @@ pub struct EnvPackage {
     pub tests: Vec<TestCase>,
     /// The effective outcome rule ([`Manifest::outcome_rule`]).
     pub outcome: OutcomeRule,
+    /// The tools' argument schemas, compiled.
+    pub arguments: crate::arguments::ArgumentSchemas,
 }
 
 /// Where package files are read from: the file system, or a [`MemoryCorpus`].
@@ -424,6 +426,7 @@ impl EnvPackage {
         Ok(EnvPackage {
             dir: dir.to_owned(),
             outcome: manifest.outcome_rule(),
+            arguments: crate::arguments::ArgumentSchemas::compile(&manifest.tools),
             code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention),
             manifest,
             states,
@@ -453,7 +456,15 @@ impl EnvPackage {
             Convention::Class => "method",
             Convention::Database => "function",
         };
-        let mut problems = Vec::new();
+        // A tool whose parameters are not a JSON Schema: its calls go unchecked.
+        let mut problems: Vec<String> = self
+            .arguments
+            .problems()
+            .into_iter()
+            .map(|(tool, why)| {
+                format!("tool {tool}: its parameters are {why}; its arguments are not checked")
+            })
+            .collect();
         let methods = methods.as_array().cloned().unwrap_or_default();
         let tools: Vec<&Value> = self.manifest.tools.iter().collect();
         for method in &methods {

@@ -218,6 +218,11 @@ struct CallArgs {
     /// Record the state paths the call reads.
     #[arg(long)]
     trace: bool,
+    /// Refuse (exit 2, nothing executed) arguments that do not match the tool's JSON Schema;
+    /// without it the mismatches are reported (`schema_warnings`, or `schema:` lines on
+    /// stderr) and the call runs, as the environment would receive it.
+    #[arg(long)]
+    strict_args: bool,
     /// Print {"observation", "outcome" (under the package's outcome rule), "seed",
     /// "state_before", "state_after", "delta", "delta_count", "error", ...} as JSON.
     #[arg(long)]
@@ -407,6 +412,28 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         Ok(_) => bail!("--args must be a JSON object"),
         Err(e) => bail!("--args is not valid JSON: {e}"),
     };
+    // The arguments against the tool's schema, before any code runs.
+    let schema_warnings = package.arguments.check(&a.tool, &args);
+    if a.strict_args && !schema_warnings.is_empty() {
+        let message = format!(
+            "{}() arguments do not match its schema: {}",
+            a.tool,
+            schema_warnings.join("; ")
+        );
+        if a.json {
+            let out = json!({
+                "schema_warnings": schema_warnings,
+                "error": {"kind": "invalid_arguments", "message": message},
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+        }
+        return Err(InvalidCall(format!("{message} (--strict-args)")).into());
+    }
+    if !a.json {
+        for warning in &schema_warnings {
+            eprintln!("schema: {}(): {warning}", a.tool);
+        }
+    }
     let executor = Executor::new(1, crate::env_cmd::exec_limits()?).await?;
     let seed = a
         .seed
@@ -489,6 +516,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             "delta": delta,
             "delta_count": count,
             "error": error,
+            "schema_warnings": schema_warnings,
         });
         if let Ok(outcome) = &result {
             out["observation_json"] = outcome.observation_json.clone();

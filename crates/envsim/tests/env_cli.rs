@@ -818,3 +818,49 @@ fn an_exception_in_the_environment_is_data_not_a_cli_failure() {
     assert_eq!(json["state_after"], json!({"n": 1}));
     assert_eq!(json["outcome"], "failure");
 }
+
+#[test]
+fn arguments_are_checked_against_the_tool_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path());
+    let args = ["call", "counter", "bump", "--args", r#"{"name": 7}"#];
+    // Reported, and the call runs as the environment would receive it.
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let out = json_out(&envsim(dir.path(), &with_json));
+    assert_eq!(
+        out["schema_warnings"],
+        json!(["name: 7 is not of type \"string\""])
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let text = envsim(dir.path(), &args);
+    assert!(text.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&text.stderr).trim(),
+        "schema: bump(): name: 7 is not of type \"string\""
+    );
+    // --strict-args refuses it: a usage error, nothing executed.
+    let mut strict = args.to_vec();
+    strict.push("--strict-args");
+    let refused = envsim(dir.path(), &strict);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(refused.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "error: invalid call: bump() arguments do not match its schema: name: 7 is not of type \"string\" (--strict-args)"
+    );
+    // Fitting arguments pass silently.
+    let fine = json_out(&envsim(
+        dir.path(),
+        &[
+            "call",
+            "counter",
+            "bump",
+            "--args",
+            r#"{"name": "a"}"#,
+            "--json",
+            "--strict-args",
+        ],
+    ));
+    assert_eq!(fine["schema_warnings"], json!([]));
+}
