@@ -1071,9 +1071,10 @@ def _call_database(env, req, state_text):
             state_json, texts, converted = _dump_state(data, state_text, previous_texts)
         else:  # a top-level key that is not a string: converted (and reported) as a whole
             state_json, converted = _convert(data, "")
+            texts = None
         observation_json, converted_obs = _dump(result, "#observation")
         observation = str(result)
-        if reusable and not converted:
+        if reusable and not converted and texts is not None:
             _LIVE[:] = [req.get("env"), state_json, data, texts]
     except MemoryError:
         return _fail("memory", "out of memory while reading the state")

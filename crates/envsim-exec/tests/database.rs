@@ -468,3 +468,28 @@ async fn scripted_tests_check_success_with_the_packages_rule_and_may_leave_it_ou
         ]
     );
 }
+
+#[tokio::test]
+async fn a_top_level_key_that_is_not_a_string_is_converted_and_reported() {
+    let ex = executor().await;
+    let env = EnvCode::database(
+        "def tag_year(data, year: int):\n    data[year] = 'tagged'\n    return 'tagged %d' % year\n\ndef get(data):\n    return len(data)\n",
+    );
+    let before = state();
+    let a = args(json!({"year": 2025}));
+    let out = ex
+        .call(&Call::new(&env, "tag_year", &a, &before))
+        .await
+        .unwrap();
+    assert_eq!(out.observation, "tagged 2025");
+    assert_eq!(out.state_after["2025"], "tagged");
+    assert_eq!(out.converted.len(), 1, "{:?}", out.converted);
+    // The next step of the chain runs from the converted state, decoded afresh.
+    let none = Map::new();
+    let next = ex
+        .call(&Call::new(&env, "get", &none, &out.state_after))
+        .await
+        .unwrap();
+    assert_eq!(next.observation, "3");
+    assert_eq!(next.state_after, out.state_after);
+}
