@@ -127,7 +127,7 @@ impl StateText {
         match &self.0 {
             Repr::Full(text) => std::borrow::Cow::Borrowed(text),
             Repr::Patched { base, patch } => {
-                std::borrow::Cow::Owned(format!("{}+{patch}", base.id))
+                std::borrow::Cow::Owned(patched_identity(&base.id, patch))
             }
         }
     }
@@ -153,16 +153,27 @@ impl StateText {
     pub fn value(&self) -> Value {
         match &self.0 {
             Repr::Full(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-            Repr::Patched { base, patch } => {
-                let mut state: Value = serde_json::from_str(&base.text).unwrap_or(Value::Null);
-                let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
-                match envsim_core::state_patch::apply_patch(&mut state, &patch) {
-                    Ok(()) => state,
-                    Err(_) => Value::Null,
-                }
-            }
+            Repr::Patched { base, patch } => patched(
+                serde_json::from_str(&base.text).unwrap_or(Value::Null),
+                patch,
+            ),
         }
     }
+}
+
+/// `base` with the patch text applied (envsim's own patches: they always apply).
+fn patched(mut base: Value, patch: &str) -> Value {
+    let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
+    match envsim_core::state_patch::apply_patch(&mut base, &patch) {
+        Ok(()) => base,
+        Err(_) => Value::Null,
+    }
+}
+
+/// The identity ([`StateText::identity`]) of the state that `patch` (its compact JSON text)
+/// makes of the base state `base_id`; compact benchmark records give the same two parts.
+pub fn patched_identity(base_id: &str, patch: &str) -> String {
+    format!("{base_id}+{patch}")
 }
 
 /// Parsed base states, so that materialising many patched states parses each base once.
@@ -180,12 +191,7 @@ impl StateCache {
                 let parsed = self.bases.entry(base.id.clone()).or_insert_with(|| {
                     Arc::new(serde_json::from_str(&base.text).unwrap_or(Value::Null))
                 });
-                let mut value = (**parsed).clone();
-                let patch: Value = serde_json::from_str(patch).unwrap_or(Value::Null);
-                match envsim_core::state_patch::apply_patch(&mut value, &patch) {
-                    Ok(()) => value,
-                    Err(_) => Value::Null,
-                }
+                patched((**parsed).clone(), patch)
             }
         }
     }

@@ -106,10 +106,9 @@ impl BenchmarkIndex {
             // The state's identity as `StateText::identity` gives it: the compact JSON of a
             // whole state, or the stored base's id and the patch from it.
             let before = match record.get("config_before_ref") {
-                Some(r) => format!(
-                    "{}+{}",
+                Some(r) => crate::collect::patched_identity(
                     r.get("state").and_then(Value::as_str).unwrap_or_default(),
-                    r.get("patch").unwrap_or(&Value::Null)
+                    &r.get("patch").unwrap_or(&Value::Null).to_string(),
                 ),
                 None => field("config_before")?.to_string(),
             };

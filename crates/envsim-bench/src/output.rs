@@ -22,13 +22,7 @@ pub struct BenchmarkFiles {
 }
 
 /// A sample in the reference format (`task_info`, `step_detail`, `env_code`), with its id.
-pub fn reference_record(id: usize, t: &TransitionRecord, env_code: &str) -> Value {
-    let (before, after) = (t.config_before.value(), t.config_after.value());
-    reference_record_of(id, t, before, after, env_code)
-}
-
-/// [`reference_record`] with the states already at hand.
-fn reference_record_of(
+fn reference_record(
     id: usize,
     t: &TransitionRecord,
     before: Value,
@@ -205,7 +199,7 @@ pub fn write_reference_json(
         if id > 0 {
             out.write_all(b",")?;
         }
-        serde_json::to_writer(&mut *out, &reference_record_of(id, t, before, after, code))?;
+        serde_json::to_writer(&mut *out, &reference_record(id, t, before, after, code))?;
     }
     out.write_all(b"]\n")
 }

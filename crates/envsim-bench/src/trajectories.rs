@@ -52,15 +52,6 @@ impl TrajectoryFormat {
             _ => None,
         }
     }
-
-    /// The name users write (`--format`).
-    pub fn name(self) -> &'static str {
-        match self {
-            TrajectoryFormat::Reference => "reference",
-            TrajectoryFormat::Envsim => "envsim",
-            TrajectoryFormat::OpenAi => "openai",
-        }
-    }
 }
 
 /// A located import error.

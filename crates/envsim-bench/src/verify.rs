@@ -138,45 +138,6 @@ pub async fn verify_one(executor: &Executor, job: &SliceJob) -> Result<Option<Fi
     Ok(None)
 }
 
-/// Replays every job on the executor's workers, concurrently; `progress(done, total)` after
-/// each. Findings come back in job order.
-pub async fn verify_all(
-    executor: Arc<Executor>,
-    jobs: Vec<SliceJob>,
-    progress: impl Fn(usize, usize) + Send + Sync + 'static,
-) -> Result<VerifyReport, ExecError> {
-    let total = jobs.len();
-    let progress = Arc::new(progress);
-    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let handles: Vec<_> = jobs
-        .into_iter()
-        .map(|job| {
-            let executor = Arc::clone(&executor);
-            let (progress, done) = (Arc::clone(&progress), Arc::clone(&done));
-            tokio::spawn(async move {
-                let result = verify_one(&executor, &job).await;
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(n, total);
-                result
-            })
-        })
-        .collect();
-    let mut report = VerifyReport {
-        checked: total,
-        ..VerifyReport::default()
-    };
-    for handle in handles {
-        let result = handle
-            .await
-            .map_err(|e| ExecError::Protocol(format!("a replay task failed: {e}")))?;
-        match result? {
-            None => report.identical += 1,
-            Some(finding) => report.findings.push(finding),
-        }
-    }
-    Ok(report)
-}
-
 /// Replays a benchmark's records as they are read, at most `window` samples in flight: only
 /// those samples' states are held parsed, however large the states and the file (a compact
 /// file stores each large state once; its samples are materialised one at a time).
@@ -226,14 +187,7 @@ pub async fn verify_records(
     while let Some(handle) = in_flight.pop_front() {
         settle(handle, &mut report).await?;
     }
-    if report.checked == 0 {
-        return Err(VerifyError::Format(FormatError {
-            source: source.to_owned(),
-            location: envsim_core::formats::Location::File,
-            field: None,
-            message: "the benchmark holds no samples".into(),
-        }));
-    }
+    reader.finish()?;
     Ok(report)
 }
 

@@ -5,9 +5,8 @@
 use envsim_bench::collect::{collect, WalkPlan};
 use envsim_bench::output::{render, write_reference_json};
 use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
-use envsim_bench::slice_check::jobs;
-use envsim_bench::verify::verify_all;
-use envsim_core::formats::{parse_benchmark, records};
+use envsim_bench::verify::verify_records;
+use envsim_core::formats::records;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
 use serde_json::{json, Value};
@@ -200,10 +199,8 @@ async fn database_packages_are_classified_sampled_and_replayable() {
         } else {
             HashMap::new()
         };
-        let transitions = parse_benchmark(bytes, "benchmark.json").unwrap();
         let recs = records(bytes, "benchmark.json").unwrap();
-        let jobs = jobs(transitions, &recs, &by_name).unwrap();
-        let report = verify_all(Arc::clone(&executor), jobs, |_, _| {})
+        let report = verify_records(Arc::clone(&executor), "benchmark.json", recs, &by_name, 4)
             .await
             .unwrap();
         assert_eq!((report.checked, report.identical), (7, 7), "{report:?}");

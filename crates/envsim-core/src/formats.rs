@@ -249,9 +249,7 @@ pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, Fo
     for record in records(bytes, source)? {
         transitions.extend(reader.read(record)?);
     }
-    if transitions.is_empty() {
-        return Err(file_error(source, "the benchmark holds no samples"));
-    }
+    reader.finish()?;
     Ok(transitions)
 }
 
@@ -301,19 +299,38 @@ impl<'s> RecordReader<'s> {
         }
         resolve_state_refs(&mut value, &self.states, &fields)?;
         let transitions = record_transitions(value, index, &fields)?;
-        for transition in &transitions {
-            if let Some(first) = self.seen.insert(transition.id.clone(), location.clone()) {
-                return Err(fields.error(
-                    "sample_id",
-                    format!(
-                        "duplicate sample id {:?} (first seen at {first:?})",
-                        transition.id
-                    ),
-                ));
-            }
-        }
+        note_ids(&mut self.seen, &fields, &transitions)?;
         Ok(transitions)
     }
+
+    /// Ends the file: an error when it held no samples.
+    pub fn finish(self) -> Result<(), FormatError> {
+        if self.seen.is_empty() {
+            return Err(file_error(self.source, "the benchmark holds no samples"));
+        }
+        Ok(())
+    }
+}
+
+/// Records the ids of a record's transitions in `seen`; a duplicate is an error at the record
+/// (`fields`) naming where the id was first seen.
+fn note_ids(
+    seen: &mut HashMap<String, Location>,
+    fields: &Fields<'_>,
+    transitions: &[Transition],
+) -> Result<(), FormatError> {
+    for transition in transitions {
+        if let Some(first) = seen.insert(transition.id.clone(), fields.location.clone()) {
+            return Err(fields.error(
+                "sample_id",
+                format!(
+                    "duplicate sample id {:?} (first seen at {first:?})",
+                    transition.id
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `Some((id, state))` when the record is a state record (`state_id` and `state`, no sample
@@ -594,22 +611,12 @@ impl<'s> Collector<'s> {
         location: &Location,
         transitions: Vec<Transition>,
     ) -> Result<(), FormatError> {
-        for transition in transitions {
-            if let Some(first) = self.seen.insert(transition.id.clone(), location.clone()) {
-                let fields = Fields {
-                    source: self.source,
-                    location,
-                };
-                return Err(fields.error(
-                    "sample_id",
-                    format!(
-                        "duplicate sample id {:?} (first seen at {first:?})",
-                        transition.id
-                    ),
-                ));
-            }
-            self.transitions.push(transition);
-        }
+        let fields = Fields {
+            source: self.source,
+            location,
+        };
+        note_ids(&mut self.seen, &fields, &transitions)?;
+        self.transitions.extend(transitions);
         Ok(())
     }
 

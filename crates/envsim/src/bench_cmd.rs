@@ -406,11 +406,7 @@ fn replay_call_only(
     source: &str,
     a: &BuildArgs,
 ) -> Result<Vec<envsim_bench::replay::ReplayedRun>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::env_cmd::exec_runtime()?;
     let limits = crate::env_cmd::exec_limits()?;
     let workers = a.walk.workers;
     let replayed = runtime.block_on(async {
@@ -444,11 +440,7 @@ fn verify_benchmark(
     workers: usize,
 ) -> Result<VerifyReport> {
     let records = envsim_core::formats::records(bytes, name)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::env_cmd::exec_runtime()?;
     let workers = workers.max(1);
     let report = runtime.block_on(async move {
         let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
@@ -520,11 +512,7 @@ pub fn walk_transitions(
     seed: u64,
 ) -> Result<Vec<TransitionRecord>> {
     let (walks, steps, workers, trace) = (walk.walks, walk.steps, walk.workers, walk.trace);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::env_cmd::exec_runtime()?;
     let plan = WalkPlan {
         walks,
         steps,

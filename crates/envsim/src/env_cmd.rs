@@ -255,6 +255,16 @@ fn print_delta(delta: &Value) {
     }
 }
 
+/// The runtime the commands that drive the executor run on: two threads (the work is in the
+/// Python workers).
+pub fn exec_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 /// The executor's limits: the defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB`.
 pub fn exec_limits() -> Result<Limits> {
     Limits::from_env().map_err(anyhow::Error::msg)
@@ -262,11 +272,7 @@ pub fn exec_limits() -> Result<Limits> {
 
 pub fn run(args: EnvArgs) -> Result<()> {
     let root = Corpus::choose(args.envs);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = exec_runtime()?;
     runtime.block_on(async move {
         match args.command {
             EnvCommand::List { json } => list(&root, json),

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
-use envsim_bench::replay::{replay_run, ReplayCounts, ReplayedRun};
+use envsim_bench::replay::{replay_run, Comparison, ReplayCounts, ReplayedRun};
 use envsim_bench::trajectories::{read_runs, RecordedRun, TrajectoryFormat};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
@@ -257,7 +257,7 @@ pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
             run.steps
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.comparison.label() == "differs")
+                .filter(|(_, s)| matches!(s.comparison, Comparison::Differs(_)))
                 .map(move |(k, s)| {
                     format!(
                         "  {} task {} step {} {}: {}",

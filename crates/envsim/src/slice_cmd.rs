@@ -6,7 +6,7 @@
 //!
 //! Exit status 1 when any sample violates the oracle or cannot be executed.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, Table};
@@ -86,11 +86,7 @@ pub fn run(args: SliceCheckArgs) -> Result<()> {
         SliceCheckError::NoCode { .. } => anyhow!("{e} in {}", root.display()),
         other => anyhow!(other),
     })?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::env_cmd::exec_runtime()?;
     let workers = args.workers.max(1);
     let checked = runtime.block_on(async move {
         let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
