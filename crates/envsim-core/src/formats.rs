@@ -428,20 +428,10 @@ pub fn parse_benchmark_with(
     source: &str,
     run: impl RecordRunner,
 ) -> Result<Vec<Transition>, FormatError> {
-    // Compact files resolve states across records: read in order.
-    let compact = bytes.windows(18).any(|w| w == b"\"config_before_ref");
-    let Some(spans) = record_spans(bytes).filter(|_| !compact) else {
+    let Some(spans) = independent_record_spans(bytes) else {
         return parse_benchmark(bytes, source);
     };
-    let read = |i: usize| -> Option<Vec<Transition>> {
-        let span = spans.get(i)?;
-        let value: Value = serde_json::from_slice(bytes.get(span.range.clone())?).ok()?;
-        let fields = Fields {
-            source,
-            location: &span.location,
-        };
-        record_transitions(value, span.index, &fields).ok()
-    };
+    let read = |i: usize| read_record(bytes, spans.get(i)?);
     let results = run(spans.len(), &read);
     if results.len() != spans.len() {
         return parse_benchmark(bytes, source);
@@ -456,6 +446,32 @@ pub fn parse_benchmark_with(
     collector
         .finish()
         .or_else(|_| parse_benchmark(bytes, source))
+}
+
+/// The records of a file that can each be read on their own ([`read_record`]), in file order:
+/// `None` when the quick scan cannot split the file, or when it is a compact file (whose records
+/// refer to states stored in earlier ones).
+pub fn independent_record_spans(bytes: &[u8]) -> Option<Vec<RecordSpan>> {
+    record_spans(bytes).filter(|_| !is_compact(bytes))
+}
+
+/// Whether a file is compact envsim JSONL (its samples refer to states stored in earlier
+/// records, so its records cannot be read on their own).
+pub fn is_compact(bytes: &[u8]) -> bool {
+    memchr::memmem::find(bytes, b"\"config_before_ref").is_some()
+}
+
+/// The transitions of one record of [`independent_record_spans`], read on its own; `None` when
+/// the record is not valid (read the whole file with [`parse_benchmark`] for the located
+/// error). Duplicate ids across records are not checked here.
+pub fn read_record(bytes: &[u8], span: &RecordSpan) -> Option<Vec<Transition>> {
+    let value: Value = serde_json::from_slice(bytes.get(span.range.clone())?).ok()?;
+    let fields = Fields {
+        // Errors are discarded, so no file name is needed for them.
+        source: "",
+        location: &span.location,
+    };
+    record_transitions(value, span.index, &fields).ok()
 }
 
 /// Where one record of a file lies, as found by [`record_spans`].
@@ -498,96 +514,176 @@ fn trim_json_whitespace(bytes: &[u8], mut range: std::ops::Range<usize>) -> std:
 /// deeper than 100 levels: the whole-file readers then report what is wrong. A span that is not
 /// valid JSON by itself means the file is not valid either.
 pub fn record_spans(bytes: &[u8]) -> Option<Vec<RecordSpan>> {
-    let offset = bytes.len() - strip_bom(bytes).len();
-    let first = offset
-        + bytes[offset..]
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())?;
-    if bytes[first] != b'[' {
-        return Some(line_spans(bytes, offset));
-    }
-    if !bytes[offset..first].iter().all(|&b| is_json_whitespace(b)) {
-        return None;
-    }
-    let mut spans = Vec::new();
-    let mut depth = 1;
-    let mut start = first + 1;
-    let mut i = first + 1;
-    let push = |spans: &mut Vec<RecordSpan>, range: std::ops::Range<usize>| -> Option<()> {
-        let range = trim_json_whitespace(bytes, range);
-        if range.is_empty() {
-            return None;
-        }
-        let index = spans.len();
-        spans.push(RecordSpan {
-            range,
-            location: Location::Record(index),
-            index,
-        });
-        Some(())
-    };
-    loop {
-        match *bytes.get(i)? {
-            b'"' => {
-                // Skip the string: find its closing quote, stepping over escapes.
-                i += 1;
-                loop {
-                    i += memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
-                    if bytes[i] == b'"' {
-                        break;
-                    }
-                    i += 2;
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > SPAN_MAX_DEPTH {
-                    return None;
-                }
-            }
-            b'}' => depth -= 1,
-            b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    push(&mut spans, start..i)?;
-                    break;
-                }
-            }
-            b',' if depth == 1 => {
-                push(&mut spans, start..i)?;
-                start = i + 1;
-            }
-            _ => {}
-        }
-        if depth == 0 {
-            // A `}` closed the array.
-            return None;
-        }
-        i += 1;
-    }
-    bytes[i + 1..]
-        .iter()
-        .all(|&b| is_json_whitespace(b))
-        .then_some(spans)
+    RecordSpans::new(bytes).collect::<Option<Vec<_>>>()
 }
 
-fn line_spans(bytes: &[u8], offset: usize) -> Vec<RecordSpan> {
-    let mut spans = Vec::new();
-    let mut start = offset;
-    for (line_index, line) in bytes[offset..].split(|&b| b == b'\n').enumerate() {
-        let range = start..start + line.len();
-        start = range.end + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+/// [`record_spans`] one record at a time, so a reader can start on the first records before the
+/// scan reaches the end of the file. Each item is a span, or `None` when the scan finds that
+/// the file cannot be split (then nothing follows); the spans before it were right as far as
+/// they go but the file as a whole is not valid for [`record_spans`].
+#[derive(Debug)]
+pub struct RecordSpans<'b> {
+    bytes: &'b [u8],
+    scan: SpanScan,
+    index: usize,
+}
+
+#[derive(Debug)]
+enum SpanScan {
+    /// JSON Lines: the next line starts at `start`; `line` is its 1-based number.
+    Lines { start: usize, line: usize },
+    /// A JSON array: the next record starts at `start`.
+    Array { start: usize },
+    /// The file cannot be split: the next item is `None`.
+    Invalid,
+    /// Ended (after the last span, or after a `None`).
+    Done,
+}
+
+impl<'b> RecordSpans<'b> {
+    /// Starts scanning `bytes`.
+    pub fn new(bytes: &'b [u8]) -> Self {
+        let offset = bytes.len() - strip_bom(bytes).len();
+        let first = bytes[offset..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .map(|p| p + offset);
+        let scan = match first {
+            Some(first) if bytes[first] != b'[' => SpanScan::Lines {
+                start: offset,
+                line: 1,
+            },
+            // JSON allows fewer kinds of whitespace before `[` than the check above.
+            Some(first) if bytes[offset..first].iter().all(|&b| is_json_whitespace(b)) => {
+                SpanScan::Array { start: first + 1 }
+            }
+            // Nothing but whitespace, or whitespace JSON does not allow.
+            _ => SpanScan::Invalid,
+        };
+        RecordSpans {
+            bytes,
+            scan,
+            index: 0,
         }
-        let index = spans.len();
-        spans.push(RecordSpan {
-            range,
-            location: Location::Line(line_index + 1),
-            index,
-        });
     }
-    spans
+
+    fn span(&mut self, range: std::ops::Range<usize>, location: Location) -> RecordSpan {
+        let index = self.index;
+        self.index += 1;
+        RecordSpan {
+            range,
+            location,
+            index,
+        }
+    }
+
+    /// The next line with content, as a span.
+    fn next_line(&mut self, mut start: usize, mut line: usize) -> Option<RecordSpan> {
+        let bytes = self.bytes;
+        while start <= bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |p| start + p);
+            let (range, number) = (start..end, line);
+            start = end + 1;
+            line += 1;
+            if bytes[range.clone()].iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.scan = SpanScan::Lines { start, line };
+            return Some(self.span(range, Location::Line(number)));
+        }
+        self.scan = SpanScan::Done;
+        None
+    }
+
+    /// The next element of the array starting at `start`: `Some(Some(span))`, `Some(None)` when
+    /// the file cannot be split, `None` after the last.
+    fn next_element(&mut self, start: usize) -> Option<Option<RecordSpan>> {
+        let bytes = self.bytes;
+        self.scan = SpanScan::Done;
+        let mut depth = 1;
+        let mut i = start;
+        let trimmed = |range| {
+            let range = trim_json_whitespace(bytes, range);
+            (!range.is_empty()).then_some(range)
+        };
+        loop {
+            let Some(&b) = bytes.get(i) else {
+                return Some(None);
+            };
+            match b {
+                b'"' => {
+                    // Skip the string: find its closing quote, stepping over escapes.
+                    i += 1;
+                    loop {
+                        let Some(p) = bytes
+                            .get(i..)
+                            .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                        else {
+                            return Some(None);
+                        };
+                        i += p;
+                        if bytes[i] == b'"' {
+                            break;
+                        }
+                        i += 2;
+                    }
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > SPAN_MAX_DEPTH {
+                        return Some(None);
+                    }
+                }
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        // A `}` closed the array.
+                        return Some(None);
+                    }
+                }
+                b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        // The last element: valid only with nothing but whitespace after `]`.
+                        let Some(range) = trimmed(start..i) else {
+                            return Some(None);
+                        };
+                        if !bytes[i + 1..].iter().all(|&b| is_json_whitespace(b)) {
+                            return Some(None);
+                        }
+                        let index = self.index;
+                        return Some(Some(self.span(range, Location::Record(index))));
+                    }
+                }
+                b',' if depth == 1 => {
+                    let Some(range) = trimmed(start..i) else {
+                        return Some(None);
+                    };
+                    self.scan = SpanScan::Array { start: i + 1 };
+                    let index = self.index;
+                    return Some(Some(self.span(range, Location::Record(index))));
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+}
+
+impl Iterator for RecordSpans<'_> {
+    type Item = Option<RecordSpan>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.scan {
+            SpanScan::Done => None,
+            SpanScan::Invalid => {
+                self.scan = SpanScan::Done;
+                Some(None)
+            }
+            SpanScan::Lines { start, line } => self.next_line(start, line).map(Some),
+            SpanScan::Array { start } => self.next_element(start),
+        }
+    }
 }
 
 /// Gathers the transitions of a file's records in order, rejecting duplicate ids.

@@ -41,6 +41,12 @@ impl Rng {
         (self.next_u64() % n as u64) as usize
     }
 
+    /// `below(n)` for many draws with the same `n`: the same numbers, without a division per
+    /// draw (see [`Below`]).
+    pub fn below_with(&mut self, below: &Below) -> usize {
+        below.reduce(self.next_u64())
+    }
+
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
@@ -60,9 +66,88 @@ impl Rng {
     }
 }
 
+/// `x % n` for a fixed `n` by multiplication (Lemire, Kaser and Kurz, "Faster remainder by
+/// direct computation", 2019): exact for every 64-bit `x` when `n < 2^32`, which covers any
+/// sample count; larger `n` use the division. The bootstrap draws millions of indices below the
+/// same `n`, and the division was most of its time.
+#[derive(Clone, Copy, Debug)]
+pub struct Below {
+    n: u64,
+    /// `⌈2^128 / n⌉` (0 when the division is used instead).
+    magic: u128,
+}
+
+impl Below {
+    /// Prepares draws below `n` (`0` draws `0`, like [`Rng::below`]).
+    pub fn new(n: usize) -> Self {
+        let n = n as u64;
+        let magic = if n > 1 && n < (1 << 32) {
+            (u128::MAX / u128::from(n)).wrapping_add(1)
+        } else {
+            0
+        };
+        Below { n, magic }
+    }
+
+    /// `x % n` (`0` when `n` is 0).
+    fn reduce(&self, x: u64) -> usize {
+        if self.magic == 0 {
+            return x.checked_rem(self.n).unwrap_or(0) as usize;
+        }
+        // (lowbits · n) >> 128, with lowbits = magic · x mod 2^128, in 64-bit halves.
+        let low = self.magic.wrapping_mul(u128::from(x));
+        let n = u128::from(self.n);
+        let hi = (low >> 64) * n;
+        let lo = ((low & u128::from(u64::MAX)) * n) >> 64;
+        ((hi + lo) >> 64) as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn below_with_draws_exactly_what_below_draws() {
+        let mut bits = Rng::new(99);
+        for n in [
+            0usize,
+            1,
+            2,
+            3,
+            7,
+            10,
+            400,
+            1000,
+            65_537,
+            (1 << 31) + 11,
+            (1 << 32) - 1,
+        ]
+        .into_iter()
+        .chain((0..200).map(|_| bits.below(1 << 32)))
+        .chain([1 << 32, (1 << 40) + 3, usize::MAX])
+        {
+            let below = Below::new(n);
+            let (mut a, mut b) = (Rng::new(n as u64), Rng::new(n as u64));
+            for _ in 0..2000 {
+                assert_eq!(a.below(n), b.below_with(&below), "n = {n}");
+            }
+            for x in [
+                0,
+                1,
+                u64::MAX,
+                u64::MAX - 1,
+                1 << 63,
+                (1 << 32) - 1,
+                1 << 32,
+            ] {
+                assert_eq!(
+                    below.reduce(x),
+                    x.checked_rem(n as u64).unwrap_or(0) as usize
+                );
+            }
+        }
+    }
 
     #[test]
     fn sequence_is_fixed() {

@@ -11,7 +11,7 @@
 //! exactly the constant — a plain `Σxᵢ / n` is not (three copies of `0.1` average to
 //! `0.10000000000000002`), which would make intervals of constant data look uncertain.
 
-use crate::rng::Rng;
+use crate::rng::{Below, Rng};
 use serde::Serialize;
 
 /// A closed interval `[lo, hi]`, e.g. a confidence interval.
@@ -108,10 +108,9 @@ pub fn bootstrap_mean_ci(
     means.try_reserve_exact(resamples).ok()?;
     let mut rng = Rng::new(seed);
     let mut indices = vec![0; values.len()];
+    let below = Below::new(values.len());
     for _ in 0..resamples {
-        indices
-            .iter_mut()
-            .for_each(|i| *i = rng.below(values.len()));
+        indices.iter_mut().for_each(|i| *i = rng.below_with(&below));
         means.push(sample.mean_of(indices.iter().copied()));
     }
     interval_of(means, lower_q, upper_q)
@@ -181,8 +180,9 @@ pub fn paired_bootstrap(
     diffs.try_reserve_exact(resamples).ok()?;
     let mut rng = Rng::new(seed);
     let mut indices = vec![0; n];
+    let below = Below::new(n);
     for _ in 0..resamples {
-        indices.iter_mut().for_each(|i| *i = rng.below(n));
+        indices.iter_mut().for_each(|i| *i = rng.below_with(&below));
         let resampled_b = sample_b.mean_of(indices.iter().copied());
         diffs.push(resampled_b - sample_a.mean_of(indices.iter().copied()));
     }

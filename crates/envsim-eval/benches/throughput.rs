@@ -705,7 +705,7 @@ fn measure(
         system: job.label.to_owned(),
         config,
         bench_path: "synthetic".to_owned(),
-        samples: job.samples,
+        samples: job.samples.into(),
         simulator,
         options: RunnerOptions {
             concurrency: job.in_flight,

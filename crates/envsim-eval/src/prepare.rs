@@ -89,6 +89,129 @@ pub fn parse_benchmark(bytes: &[u8], source: &str) -> Result<Vec<Transition>, Fo
     })
 }
 
+/// One item of a [`SampleStream`].
+#[derive(Debug)]
+pub enum StreamItem {
+    /// The next sample in file order, with the score JSON of a missing prediction for it (what
+    /// its row holds until it is answered).
+    Sample {
+        /// The prepared sample.
+        sample: Box<PreparedSample>,
+        /// `serde_json::to_string(&sample.score(&Prediction::Missing, None))`.
+        missing_score: String,
+    },
+    /// The file is not a valid benchmark: the located error of [`formats::parse_benchmark`].
+    /// Nothing follows.
+    Failed(FormatError),
+}
+
+/// A benchmark's samples, read and prepared in file order on a background thread while the
+/// caller already works on the first ones (the evaluation runner sends their requests). The
+/// channel closes after the last sample, or right after a [`StreamItem::Failed`]; a stream
+/// that closes without either ended because its thread failed.
+pub struct SampleStream {
+    /// Where the items arrive.
+    pub items: tokio::sync::mpsc::Receiver<StreamItem>,
+}
+
+/// Records read and prepared together before their samples are handed on: small, so the first
+/// samples are ready after a few milliseconds, and enough to keep every core busy.
+const STREAM_CHUNK: usize = 8;
+
+/// Starts reading `bytes` (a benchmark file named `source`) into a [`SampleStream`]. The items
+/// are exactly those of [`parse_benchmark`] + [`prepare_samples`] (same samples, same order,
+/// same located error), but the first ones arrive long before the file is read. An error
+/// found late comes after the samples before it: callers that must not act on a file with an
+/// error anywhere read the whole stream first.
+pub fn stream_samples(bytes: Vec<u8>, source: String) -> std::io::Result<SampleStream> {
+    let (tx, items) = tokio::sync::mpsc::channel(1024);
+    std::thread::Builder::new()
+        .name("envsim-read-bench".into())
+        .spawn(move || produce_samples(&bytes, &source, &tx))?;
+    Ok(SampleStream { items })
+}
+
+fn produce_samples(bytes: &[u8], source: &str, tx: &tokio::sync::mpsc::Sender<StreamItem>) {
+    let send = |sample: PreparedSample| {
+        let mut sample = Box::new(sample);
+        let missing_score =
+            serde_json::to_string(&sample.score(&envsim_core::sample::Prediction::Missing, None))
+                .unwrap_or_default();
+        tx.blocking_send(StreamItem::Sample {
+            sample,
+            missing_score,
+        })
+        .is_ok()
+    };
+    let fail = |error: FormatError| {
+        let _ = tx.blocking_send(StreamItem::Failed(error));
+    };
+    // The whole file at once when its records cannot be read on their own.
+    if formats::is_compact(bytes) {
+        match parse_benchmark(bytes, source) {
+            Ok(transitions) => {
+                for sample in prepare_samples(transitions) {
+                    if !send(sample) {
+                        return;
+                    }
+                }
+            }
+            Err(error) => fail(error),
+        }
+        return;
+    }
+    // Any failure (a bad record, a duplicate id, no samples) is settled by the whole-file
+    // reader: its located error, the same as without streaming, or (should the quick scan have
+    // split the file wrongly) the samples not sent yet.
+    let settle = |sent: usize| match parse_benchmark(bytes, source) {
+        Err(error) => fail(error),
+        Ok(transitions) => {
+            let rest = transitions.into_iter().skip(sent).collect();
+            for sample in prepare_samples(rest) {
+                if !send(sample) {
+                    return;
+                }
+            }
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    // The scan for record boundaries runs ahead of the readers one chunk at a time, so the
+    // first samples are ready long before it reaches the end of the file.
+    let mut spans = formats::RecordSpans::new(bytes);
+    loop {
+        let Some(chunk) = spans
+            .by_ref()
+            .take(STREAM_CHUNK)
+            .collect::<Option<Vec<_>>>()
+        else {
+            return settle(seen.len());
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        let read: Vec<Option<Vec<PreparedSample>>> = parallel_map(chunk.iter().collect(), |span| {
+            formats::read_record(bytes, span)
+                .map(|transitions| transitions.into_iter().map(PreparedSample::new).collect())
+        });
+        for samples in read {
+            let Some(samples) = samples else {
+                return settle(seen.len());
+            };
+            for sample in samples {
+                if !seen.insert(sample.transition().id.clone()) {
+                    return settle(seen.len());
+                }
+                if !send(sample) {
+                    return;
+                }
+            }
+        }
+    }
+    if seen.is_empty() {
+        settle(0);
+    }
+}
+
 /// `transitions.into_iter().map(PreparedSample::new).collect()`, on every core, in order.
 pub fn prepare_samples(transitions: Vec<Transition>) -> Vec<PreparedSample> {
     parallel_map(transitions, PreparedSample::new)
@@ -207,6 +330,117 @@ mod tests {
             let score = p.score(&null.predict(t), None);
             assert_eq!(score.sample_id, t.id);
         }
+    }
+
+    /// Everything a stream gives: the samples (as their debug text, which covers every
+    /// prepared field) with their missing-prediction scores, then the error if any.
+    fn drain(text: &str) -> (Vec<(String, String)>, Option<FormatError>) {
+        let mut stream = stream_samples(text.as_bytes().to_vec(), "f.json".into()).expect("starts");
+        let mut samples = Vec::new();
+        let mut error = None;
+        while let Some(item) = stream.items.blocking_recv() {
+            match item {
+                StreamItem::Sample {
+                    sample,
+                    missing_score,
+                } => {
+                    assert!(error.is_none(), "a sample after the error");
+                    samples.push((format!("{sample:?}"), missing_score));
+                }
+                StreamItem::Failed(e) => error = Some(e),
+            }
+        }
+        (samples, error)
+    }
+
+    /// What the stream must give: the whole-file reader's samples or its error.
+    fn expected(text: &str) -> Result<Vec<(String, String)>, FormatError> {
+        let transitions = formats::parse_benchmark(text.as_bytes(), "f.json")?;
+        Ok(transitions
+            .into_iter()
+            .map(|t| {
+                let mut sample = PreparedSample::new(t);
+                let missing = serde_json::to_string(
+                    &sample.score(&envsim_core::sample::Prediction::Missing, None),
+                )
+                .expect("serialises");
+                (format!("{sample:?}"), missing)
+            })
+            .collect())
+    }
+
+    #[test]
+    fn a_stream_gives_the_samples_of_the_whole_file_reader() {
+        let records = SyntheticBench::records(9, 3, &BenchOptions::default());
+        let array = to_json_array(&records);
+        let lines: String = records.iter().map(|r| format!("{r}\n")).collect();
+        for text in [&array, &lines] {
+            let (samples, error) = drain(text);
+            assert_eq!(error, None);
+            assert_eq!(samples.len(), records.len());
+            assert_eq!(Ok(samples), expected(text));
+        }
+    }
+
+    #[test]
+    fn a_stream_ends_with_the_whole_file_readers_error_after_the_good_samples() {
+        let records = SyntheticBench::records(9, 2, &BenchOptions::default());
+        let text = to_json_array(&records);
+        let good = expected(&text).expect("valid");
+        let n = records.len();
+        // A record without its call, last: every record before it streams first.
+        let mut late = records.clone();
+        late[n - 1]["step_detail"]
+            .as_object_mut()
+            .expect("a step")
+            .remove("action");
+        // The same id twice (records 0 and 1).
+        let mut duplicate = records.clone();
+        duplicate[0]["sample_id"] = "dup".into();
+        duplicate[1]["sample_id"] = "dup".into();
+        let truncated = text[..text.len() - 40].to_owned();
+        for (name, bad, source, at_most) in [
+            ("late", to_json_array(&late), &late, n - 1),
+            ("duplicate", to_json_array(&duplicate), &duplicate, 1),
+            ("truncated", truncated, &records, n - 1),
+            ("empty array", "[]".to_owned(), &records, 0),
+            ("blank", "  \n ".to_owned(), &records, 0),
+        ] {
+            let want = expected(&bad).expect_err(name);
+            let (samples, error) = drain(&bad);
+            assert_eq!(error.as_ref(), Some(&want), "{name}");
+            // At most the samples before the bad record came first (a chunk read together
+            // stops at its first bad record), and they are the file's own.
+            assert!(
+                samples.len() <= at_most,
+                "{name}: {} > {at_most}",
+                samples.len()
+            );
+            if !samples.is_empty() {
+                let before = expected(&to_json_array(&source[..samples.len()])).expect("valid");
+                assert!(samples == before, "{name}: other samples");
+            }
+        }
+        assert_eq!(good.len(), n);
+        // The late error comes after every chunk before the bad record.
+        let (samples, _) = drain(&to_json_array(&late));
+        assert!(samples.len() >= (n - 1) / STREAM_CHUNK * STREAM_CHUNK);
+    }
+
+    #[test]
+    fn a_compact_file_streams_in_order() {
+        // A state record, then two samples that refer to it.
+        let state = serde_json::json!({"items": {"a": 1}});
+        let lines = [
+            serde_json::json!({"state_id": "s0", "state": state}),
+            serde_json::json!({"sample_id": "x", "action": {"name": "get", "arguments": {}}, "observation": "{'success': True}", "config_before_ref": {"state": "s0", "patch": []}, "config_after_ref": {"patch": []}}),
+            serde_json::json!({"sample_id": "y", "action": {"name": "set", "arguments": {"v": 2}}, "observation": "{'success': True}", "config_before_ref": {"state": "s0", "patch": []}, "config_after_ref": {"patch": [{"op": "replace", "path": "/items/a", "value": 2}]}}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let (samples, error) = drain(&text);
+        assert_eq!(error, None);
+        assert_eq!(samples.len(), 2);
+        assert_eq!(Ok(samples), expected(&text));
     }
 
     #[test]

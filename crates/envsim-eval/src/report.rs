@@ -135,8 +135,9 @@ pub struct RunReport {
     pub failed: usize,
     /// Failed samples grouped by cause, most frequent first.
     pub errors: Vec<ErrorGroup>,
-    /// Samples without stored baseline scores (never started); the null and oracle lines
-    /// leave them out.
+    /// Samples without stored baseline scores (a sample's baselines are scored while its
+    /// request is in flight, so these never got one); the null and oracle lines leave them
+    /// out.
     pub baselines_missing: usize,
     /// Per-request latency (HTTP attempts only).
     pub request_latency: Option<Latency>,
@@ -291,20 +292,24 @@ impl RunReport {
 
     /// 95% bootstrap intervals per row and metric.
     pub fn intervals(&self) -> Vec<(String, RowIntervals)> {
-        self.rows()
-            .into_iter()
-            .map(|(key, samples)| {
-                let cells = INTERVAL_METRICS
-                    .iter()
-                    .map(|m| {
-                        let values: Vec<f64> = samples.iter().map(|s| metric(s, m)).collect();
-                        (
-                            *m,
-                            bootstrap_mean_ci(&values, RESAMPLES, LEVEL, seed_for(&key, m)),
-                        )
-                    })
-                    .collect();
-                (key, cells)
+        let rows = self.rows();
+        // Every cell has its own seed, so computing them on every core gives the same numbers.
+        let cells: Vec<(usize, &str)> = (0..rows.len())
+            .flat_map(|row| INTERVAL_METRICS.iter().map(move |m| (row, *m)))
+            .collect();
+        let mut intervals = crate::prepare::parallel_map(cells, |(row, m)| {
+            let (key, samples) = &rows[row];
+            let values: Vec<f64> = samples.iter().map(|s| metric(s, m)).collect();
+            (
+                m,
+                bootstrap_mean_ci(&values, RESAMPLES, LEVEL, seed_for(key, m)),
+            )
+        })
+        .into_iter();
+        rows.iter()
+            .map(|(key, _)| {
+                let row = intervals.by_ref().take(INTERVAL_METRICS.len()).collect();
+                (key.clone(), row)
             })
             .collect()
     }

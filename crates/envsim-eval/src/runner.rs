@@ -13,16 +13,22 @@
 //! - **The caller owns the terminal.** Progress comes out as [`RunEvent`]s and stopping (Ctrl-C)
 //!   comes in as a future; the library prints and draws nothing.
 //!
-//! Each sample's task first scores the null and oracle baselines on its sample (cheap, and
-//! overlapped with other samples' requests), then asks the simulator, scores the answer and
-//! hands the row to the writer.
+//! Each sample's task renders its request (while it waits for a slot), sends it, scores the
+//! null and oracle baselines on its sample while the request is in flight (for simulators
+//! without HTTP requests: after the answer), then scores the answer and hands the rows to the
+//! writer. Nothing but the request itself stands between a free slot and the next request.
+//!
+//! A new run can start before its benchmark is read ([`SampleSource::Stream`]): requests start
+//! with the first samples, the writer holds their rows until the last sample is read and the
+//! run is stored, and a file that turns out to be invalid stops the run with nothing stored.
 
 use crate::batch::BatchAnswer;
 use crate::config::{sha256_hex, Decoding, RunConfig};
 use crate::openai::{elapsed_ms, parse_completion, AttemptError, Completion, OpenAiClient};
+use crate::prepare::{SampleStream, StreamItem};
 use crate::store::{
-    AttemptRow, CacheReader, ResultRow, RunRecord, SampleStatus, Store, StoreError, StoreWriter,
-    WriteOp,
+    AttemptRow, CacheReader, NewRun, ResultRow, RunRecord, SampleStatus, Store, StoreError,
+    StoreWriter, WriteOp,
 };
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
@@ -176,7 +182,7 @@ pub struct RunRequest {
     /// Benchmark path (for the record).
     pub bench_path: String,
     /// The benchmark's samples, in order.
-    pub samples: Vec<PreparedSample>,
+    pub samples: SampleSource,
     /// The simulator.
     pub simulator: Simulator,
     /// Scheduling.
@@ -226,6 +232,29 @@ pub enum RunError {
     /// A worker task failed unexpectedly.
     #[error("evaluation task failed: {0}")]
     Task(String),
+    /// The benchmark file turned out to be invalid after the run had started sending requests
+    /// for its first samples ([`SampleSource::Stream`]); nothing of the run is stored.
+    #[error("{message}")]
+    Benchmark {
+        /// The file's located error.
+        message: String,
+        /// Samples whose requests had been started.
+        started: usize,
+    },
+}
+
+/// The benchmark's samples for a run.
+pub enum SampleSource {
+    /// All samples, read and prepared, in order.
+    Ready(Vec<PreparedSample>),
+    /// Samples still being read, in order: a new run sends the first requests at once.
+    Stream(SampleStream),
+}
+
+impl From<Vec<PreparedSample>> for SampleSource {
+    fn from(samples: Vec<PreparedSample>) -> Self {
+        SampleSource::Ready(samples)
+    }
 }
 
 /// The fail-fast monitor: attempts failed with a configuration error while none succeeded.
@@ -371,7 +400,35 @@ enum TaskEnd {
     Abandoned,
 }
 
+/// Reads a whole [`SampleStream`]: the samples, or the file's located error.
+async fn read_stream(stream: SampleStream) -> Result<Vec<PreparedSample>, RunError> {
+    let SampleStream { mut items } = stream;
+    let mut samples = Vec::new();
+    while let Some(item) = items.recv().await {
+        match item {
+            StreamItem::Sample { sample, .. } => samples.push(*sample),
+            StreamItem::Failed(error) => {
+                return Err(RunError::Benchmark {
+                    message: error.to_string(),
+                    started: 0,
+                })
+            }
+        }
+    }
+    if samples.is_empty() {
+        return Err(RunError::Task(
+            "reading the benchmark stopped before its first sample".into(),
+        ));
+    }
+    Ok(samples)
+}
+
 /// Runs (or resumes) a run and commits every sample as it finishes or fails.
+///
+/// With [`SampleSource::Stream`] and no stored run, requests start with the first samples read;
+/// the run is stored once the last sample is read (the writer holds the rows of samples that
+/// finish earlier). If the file turns out to be invalid, the run stops, nothing of it is stored
+/// and the result is [`RunError::Benchmark`]. A resumed run reads the whole stream first.
 pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let RunRequest {
@@ -379,7 +436,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         system,
         config,
         bench_path,
-        mut samples,
+        samples,
         simulator,
         options,
         fresh,
@@ -397,50 +454,70 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     if fresh {
         store.delete_run(&hash)?;
     }
-    let (record, resumed) = match store.run_by_hash(&hash)? {
-        Some(existing) => {
-            if existing.samples != samples.len() {
-                return Err(StoreError::Corrupt {
-                    path: store_path.clone(),
-                    message: format!(
-                        "run {} has {} samples stored but the benchmark has {}",
-                        existing.run_id,
-                        existing.samples,
-                        samples.len()
-                    ),
-                }
-                .into());
-            }
-            if let Some(prices) = &prices {
-                store.set_prices(&hash, prices)?;
-            }
-            rescore_legacy(&mut store, &hash, &mut samples)?;
-            (existing, true)
-        }
-        None => {
-            // Only the score of a missing prediction up front (it needs no work); baselines
-            // are scored by the sample tasks.
-            let pending: Vec<(String, String)> = samples
-                .iter_mut()
-                .map(|s| {
-                    let score = s.score(&Prediction::Missing, None);
-                    (
-                        s.transition().id.clone(),
-                        serde_json::to_string(&score).unwrap_or_default(),
-                    )
-                })
-                .collect();
-            let created =
-                store.create_run(&system, &config, &bench_path, prices.as_ref(), &pending)?;
-            (created, false)
-        }
+    let existing = store.run_by_hash(&hash)?;
+    // Only a new run can start before its samples are all read.
+    let samples = match (samples, existing.is_some()) {
+        (SampleSource::Stream(stream), true) => SampleSource::Ready(read_stream(stream).await?),
+        (samples, _) => samples,
     };
-    let rows = store.results(&hash)?;
-    let done: std::collections::HashSet<usize> = rows
-        .iter()
-        .filter(|r| r.status == SampleStatus::Done)
-        .map(|r| r.idx)
-        .collect();
+    let mut record = None;
+    let mut resumed = false;
+    let mut done = std::collections::HashSet::new();
+    let (mut pending_samples, mut stream) = match samples {
+        SampleSource::Ready(mut samples) => {
+            let created = match existing {
+                Some(existing) => {
+                    if existing.samples != samples.len() {
+                        return Err(StoreError::Corrupt {
+                            path: store_path.clone(),
+                            message: format!(
+                                "run {} has {} samples stored but the benchmark has {}",
+                                existing.run_id,
+                                existing.samples,
+                                samples.len()
+                            ),
+                        }
+                        .into());
+                    }
+                    if let Some(prices) = &prices {
+                        store.set_prices(&hash, prices)?;
+                    }
+                    rescore_legacy(&mut store, &hash, &mut samples)?;
+                    resumed = true;
+                    existing
+                }
+                None => {
+                    // Only the score of a missing prediction up front (it needs no work);
+                    // baselines are scored by the sample tasks.
+                    let pending: Vec<(String, String)> = samples
+                        .iter_mut()
+                        .map(|s| {
+                            let score = s.score(&Prediction::Missing, None);
+                            (
+                                s.transition().id.clone(),
+                                serde_json::to_string(&score).unwrap_or_default(),
+                            )
+                        })
+                        .collect();
+                    store.create_run(&system, &config, &bench_path, prices.as_ref(), &pending)?
+                }
+            };
+            record = Some(created);
+            done = store
+                .results(&hash)?
+                .into_iter()
+                .filter(|r| r.status == SampleStatus::Done)
+                .map(|r| r.idx)
+                .collect();
+            let pending: Vec<(usize, PreparedSample)> = samples
+                .into_iter()
+                .enumerate()
+                .filter(|(idx, _)| !done.contains(idx))
+                .collect();
+            (pending, None)
+        }
+        SampleSource::Stream(stream) => (Vec::new(), Some(stream)),
+    };
     let already_done = done.len();
     drop(store);
 
@@ -461,6 +538,14 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let Some(writes) = writer.sender() else {
         return Err(RunError::Task("the store writer has no queue".into()));
     };
+    if stream.is_some() {
+        // Sent before any task exists, so every row of the run is held until it is created.
+        let _ = writes
+            .send(WriteOp::HoldRun {
+                run_hash: hash.clone(),
+            })
+            .await;
+    }
     let shared = Arc::new(Shared {
         run_hash: hash.clone(),
         simulator,
@@ -482,17 +567,14 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         health: Mutex::new(Health::default()),
     });
 
-    let mut pending_samples: Vec<(usize, PreparedSample)> = samples
-        .into_iter()
-        .enumerate()
-        .filter(|(idx, _)| !done.contains(idx))
-        .collect();
-    let todo = pending_samples.len();
-    emit(RunEvent::Started {
-        todo,
-        already_done,
-        resumed,
-    });
+    let mut todo = pending_samples.len();
+    if stream.is_none() {
+        emit(RunEvent::Started {
+            todo,
+            already_done,
+            resumed,
+        });
+    }
     if local {
         // One request at a time: group samples of one environment and tool so consecutive
         // prompts share long prefixes (the engine reuses their KV cache).
@@ -518,9 +600,54 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
     let mut interrupted = false;
     let mut stop_signal: StopSignal = stop.unwrap_or_else(|| Box::pin(std::future::pending()));
     let mut stopping = false;
+    // Streaming: the rows of the samples read so far, and the file's error if it has one.
+    let mut streamed: Vec<(String, String)> = Vec::new();
+    let mut invalid: Option<String> = None;
+    let mut spawned = 0usize;
     loop {
         tokio::select! {
-            next = tasks.join_next() => {
+            item = async { stream.as_mut()?.items.recv().await }, if stream.is_some() => {
+                match item {
+                    Some(StreamItem::Sample { sample, missing_score }) => {
+                        let idx = streamed.len();
+                        streamed.push((sample.transition().id.clone(), missing_score));
+                        // A stopping run reads on (the run is stored with every sample) but
+                        // sends nothing more.
+                        if !stopping {
+                            spawned += 1;
+                            let shared = Arc::clone(&shared);
+                            tasks.spawn(async move { run_sample(&shared, idx, *sample).await });
+                        }
+                    }
+                    Some(StreamItem::Failed(error)) => {
+                        invalid = Some(error.to_string());
+                        stream = None;
+                        stopping = true;
+                        shared.request_stop();
+                        emit(RunEvent::Stopping { reason: "the benchmark file is not valid".into() });
+                    }
+                    None => {
+                        stream = None;
+                        if streamed.is_empty() {
+                            invalid = Some("reading the benchmark stopped before its first sample".into());
+                            stopping = true;
+                            shared.request_stop();
+                        } else {
+                            todo = spawned;
+                            shared.send(WriteOp::CreateRun(Box::new(NewRun {
+                                system: system.clone(),
+                                config: config.clone(),
+                                bench_path: bench_path.clone(),
+                                prices: prices.clone(),
+                                pending: std::mem::take(&mut streamed),
+                            }))).await;
+                            emit(RunEvent::Started { todo, already_done, resumed });
+                            emit(RunEvent::Progress { handled, todo, correct, failed, parse_failures });
+                        }
+                    }
+                }
+            }
+            next = tasks.join_next(), if !(stream.is_some() && tasks.is_empty()) => {
                 let Some(joined) = next else { break };
                 let end = joined.map_err(|e| RunError::Task(e.to_string()))?;
                 if let TaskEnd::Handled { cm_strict, failed: f, parse_failure } = end {
@@ -528,7 +655,10 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
                     correct += usize::from(cm_strict);
                     failed += usize::from(f);
                     parse_failures += usize::from(parse_failure);
-                    emit(RunEvent::Progress { handled, todo, correct, failed, parse_failures });
+                    // Until the last sample is read, the number to do is not known.
+                    if stream.is_none() {
+                        emit(RunEvent::Progress { handled, todo, correct, failed, parse_failures });
+                    }
                 }
             }
             _ = &mut stop_signal, if !stopping => {
@@ -568,11 +698,22 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
         .clone();
     drop(shared);
     // Everything handed to the writer is committed (or, if the writer failed, as much as
-    // could be): its error wins over any other outcome.
+    // could be): its error wins over any other outcome. The rows of a run never created are
+    // dropped with the writer.
     writer.finish()?;
-    let record = Store::open(&store_path)?
-        .run_by_hash(&hash)?
-        .unwrap_or(record);
+    if let Some(message) = invalid {
+        return Err(RunError::Benchmark {
+            message,
+            started: spawned,
+        });
+    }
+    let record = match Store::open(&store_path)?.run_by_hash(&hash)? {
+        Some(stored) => stored,
+        None => record.ok_or_else(|| StoreError::Corrupt {
+            path: store_path.clone(),
+            message: format!("run {hash} is missing after it was created"),
+        })?,
+    };
     let stopped = if interrupted {
         Some(Stopped::Interrupted)
     } else {
@@ -608,7 +749,6 @@ async fn store_baselines(shared: &Shared, idx: usize, sample: &mut PreparedSampl
 }
 
 async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> TaskEnd {
-    store_baselines(shared, idx, &mut sample).await;
     if shared.is_stopping() {
         return TaskEnd::Abandoned;
     }
@@ -625,16 +765,42 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
                 return None;
             }
             let start = Instant::now();
-            Some((predict(shared, idx, &sample, request).await, start))
+            let answer = match (&shared.simulator, request) {
+                (Simulator::OpenAi { client, .. }, Some(request)) => {
+                    let sample = &mut sample;
+                    let (answer, ()) = tokio::join!(
+                        predict_http(shared, idx, client, request),
+                        async {
+                            // Yield first, so the request leaves before this CPU work.
+                            tokio::task::yield_now().await;
+                            store_baselines(shared, idx, sample).await;
+                        }
+                    );
+                    (answer, true)
+                }
+                (_, request) => (predict(shared, idx, &sample, request).await, false),
+            };
+            Some((answer, start))
         } => answer,
     };
-    let Some(((prediction, usage, attempts, cached, kind, text), start)) = answer else {
+    let Some((((prediction, usage, attempts, cached, kind, text), baselines_stored), start)) =
+        answer
+    else {
         return TaskEnd::Abandoned;
     };
     // A request that ended in an error is a failed sample, also when the run is stopping
     // (its last attempt failed on its own); only requests cut short by the stop are abandoned.
     let failed = matches!(prediction, Prediction::ApiError(_));
+    // The slot is free: let the task waiting for it send its request before this one scores
+    // (scoring and the baselines are CPU work that can wait; a request that waits for a slot
+    // costs wall time).
+    tokio::task::yield_now().await;
     let score = sample.score(&prediction, usage);
+    // The baselines are scored while the request is in flight (HTTP) or else here, after it,
+    // never before it: the first requests of a run leave at once.
+    if !baselines_stored {
+        store_baselines(shared, idx, &mut sample).await;
+    }
     // The sample is dropped here, in its task, so freeing large states is spread over the
     // runtime's threads instead of the thread driving the run.
     drop(sample);
@@ -784,23 +950,33 @@ async fn predict(
             prediction_of(result, attempts, cached)
         }
         Simulator::OpenAi { client, .. } => {
-            let HttpRequest {
-                body,
-                key,
-                estimate,
-            } = match request {
+            let request = match request {
                 Some(request) => request,
                 None => http_request(shared, sample).unwrap_or_default(),
             };
-            let (result, attempts, cached) =
-                complete(shared, idx, client, &body, &key, estimate).await;
-            let result = result.map_err(|e| {
-                let plural = if attempts == 1 { "" } else { "s" };
-                format!("{e} (after {attempts} attempt{plural})")
-            });
-            prediction_of(result, attempts, cached)
+            predict_http(shared, idx, client, request).await
         }
     }
+}
+
+/// The answer to a rendered HTTP request (see [`predict`]).
+async fn predict_http(
+    shared: &Shared,
+    idx: usize,
+    client: &OpenAiClient,
+    request: HttpRequest,
+) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
+    let HttpRequest {
+        body,
+        key,
+        estimate,
+    } = request;
+    let (result, attempts, cached) = complete(shared, idx, client, &body, &key, estimate).await;
+    let result = result.map_err(|e| {
+        let plural = if attempts == 1 { "" } else { "s" };
+        format!("{e} (after {attempts} attempt{plural})")
+    });
+    prediction_of(result, attempts, cached)
 }
 
 /// Whether a stored score was written before the reference lane was exact (schema v1): such

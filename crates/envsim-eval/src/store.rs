@@ -264,6 +264,43 @@ pub enum WriteOp {
         /// Response body text.
         response: String,
     },
+    /// The run with this hash is not stored yet (its samples are still being read): the
+    /// writer keeps its attempts, results and baselines in memory until [`WriteOp::CreateRun`]
+    /// stores the run, and drops them if its queue closes first (the run is never stored).
+    HoldRun {
+        /// Run hash.
+        run_hash: String,
+    },
+    /// Stores a new run and its samples' rows, then the writes held for it.
+    CreateRun(Box<NewRun>),
+}
+
+/// What [`WriteOp::CreateRun`] stores (the arguments of [`Store::create_run`]).
+#[derive(Debug)]
+pub struct NewRun {
+    /// Display name of the simulator.
+    pub system: String,
+    /// The run's identity.
+    pub config: RunConfig,
+    /// Benchmark path (for the record).
+    pub bench_path: String,
+    /// Price entry.
+    pub prices: Option<Value>,
+    /// Per sample in order: (sample id, score JSON of a missing prediction).
+    pub pending: Vec<(String, String)>,
+}
+
+impl WriteOp {
+    /// The run an attempt, result or baseline row belongs to.
+    fn run_hash(&self) -> Option<&str> {
+        match self {
+            WriteOp::Attempt(row) => Some(&row.run_hash),
+            WriteOp::Result { run_hash, .. } | WriteOp::Baselines { run_hash, .. } => {
+                Some(run_hash)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The store.
@@ -491,29 +528,7 @@ impl Store {
         let hash = config.hash();
         let path = self.path.clone();
         let tx = self.conn.transaction().map_err(sqlite(&path))?;
-        tx.execute(
-            "INSERT INTO runs (hash, run_id, system, config, bench_path, samples, prices) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                hash,
-                config.run_id(),
-                system,
-                serde_json::to_string(config).unwrap_or_default(),
-                bench_path,
-                pending.len() as i64,
-                prices.map(Value::to_string)
-            ],
-        )
-        .map_err(sqlite(&path))?;
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO results (run_hash, idx, sample_id, status, score) VALUES (?1, ?2, ?3, 'pending', ?4)")
-                .map_err(sqlite(&path))?;
-            for (idx, (sample_id, score)) in pending.iter().enumerate() {
-                insert
-                    .execute(params![hash, idx as i64, sample_id, score])
-                    .map_err(sqlite(&path))?;
-            }
-        }
+        insert_run(&tx, system, config, bench_path, prices, pending).map_err(sqlite(&path))?;
         tx.commit().map_err(sqlite(&path))?;
         let record = self
             .run_by_hash(&hash)?
@@ -823,6 +838,38 @@ impl Drop for StoreWriter {
     }
 }
 
+/// Inserts a run and its samples' rows (status `pending`, `pending[idx]` = (sample id, score
+/// JSON of a missing prediction)).
+fn insert_run(
+    tx: &rusqlite::Transaction<'_>,
+    system: &str,
+    config: &RunConfig,
+    bench_path: &str,
+    prices: Option<&Value>,
+    pending: &[(String, String)],
+) -> rusqlite::Result<()> {
+    let hash = config.hash();
+    tx.execute(
+        "INSERT INTO runs (hash, run_id, system, config, bench_path, samples, prices) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            hash,
+            config.run_id(),
+            system,
+            serde_json::to_string(config).unwrap_or_default(),
+            bench_path,
+            pending.len() as i64,
+            prices.map(Value::to_string)
+        ],
+    )?;
+    let mut insert = tx.prepare(
+        "INSERT INTO results (run_hash, idx, sample_id, status, score) VALUES (?1, ?2, ?3, 'pending', ?4)",
+    )?;
+    for (idx, (sample_id, score)) in pending.iter().enumerate() {
+        insert.execute(params![hash, idx as i64, sample_id, score])?;
+    }
+    Ok(())
+}
+
 /// Commits one batch in a transaction.
 fn commit_batch(conn: &mut Connection, batch: &[WriteOp]) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
@@ -852,15 +899,22 @@ fn writer_loop(
 ) -> Result<u64, StoreError> {
     let mut written = 0u64;
     let mut batch = Vec::new();
+    let mut held: Option<(String, Vec<WriteOp>)> = None;
     while let Some(first) = rx.blocking_recv() {
         batch.clear();
-        batch.push(first);
+        let mut queued = vec![first];
         // Bounded batches keep each commit short; whatever is already queued goes in.
-        while batch.len() < 512 {
+        while queued.len() < 512 {
             match rx.try_recv() {
-                Ok(op) => batch.push(op),
+                Ok(op) => queued.push(op),
                 Err(_) => break,
             }
+        }
+        for op in queued {
+            hold_or_queue(op, &mut held, &mut batch);
+        }
+        if batch.is_empty() {
+            continue;
         }
         if commit_batch(&mut conn, &batch).is_ok() {
             written += batch.len() as u64;
@@ -888,8 +942,39 @@ fn writer_loop(
     Ok(written)
 }
 
+/// Routes one received write: held while its run waits to be created, released after the run
+/// on [`WriteOp::CreateRun`], else queued for this batch.
+fn hold_or_queue(op: WriteOp, held: &mut Option<(String, Vec<WriteOp>)>, batch: &mut Vec<WriteOp>) {
+    match op {
+        WriteOp::HoldRun { run_hash } => *held = Some((run_hash, Vec::new())),
+        WriteOp::CreateRun(run) => {
+            let hash = run.config.hash();
+            batch.push(WriteOp::CreateRun(run));
+            if held.as_ref().is_some_and(|(h, _)| *h == hash) {
+                if let Some((_, ops)) = held.take() {
+                    batch.extend(ops);
+                }
+            }
+        }
+        op => match held {
+            Some((hash, ops)) if op.run_hash() == Some(hash.as_str()) => ops.push(op),
+            _ => batch.push(op),
+        },
+    }
+}
+
 fn apply_write(tx: &rusqlite::Transaction<'_>, op: &WriteOp) -> rusqlite::Result<()> {
     match op {
+        WriteOp::CreateRun(run) => insert_run(
+            tx,
+            &run.system,
+            &run.config,
+            &run.bench_path,
+            run.prices.as_ref(),
+            &run.pending,
+        )?,
+        // Routed by `hold_or_queue`, never applied.
+        WriteOp::HoldRun { .. } => {}
         WriteOp::Body { key, body } => {
             tx.prepare_cached("INSERT OR IGNORE INTO bodies (key, body) VALUES (?1, ?2)")?
                 .execute(params![key, body])?;

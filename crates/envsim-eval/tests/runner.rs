@@ -6,9 +6,11 @@ use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use envsim_eval::config::{BackendConfig, Decoding, RunConfig};
 use envsim_eval::openai::{ClientSettings, OpenAiClient};
+use envsim_eval::prepare::stream_samples;
 use envsim_eval::report::RunReport;
 use envsim_eval::runner::{
-    run, RunEvent, RunOutcome, RunRequest, RunnerOptions, Simulator, Stopped,
+    run, RunError, RunEvent, RunOutcome, RunRequest, RunnerOptions, SampleSource, Simulator,
+    Stopped,
 };
 use envsim_eval::store::{SampleStatus, Store};
 use envsim_testkit::openai_double::{DoubleConfig, Fault, OpenAiDouble};
@@ -100,7 +102,12 @@ fn request(
             decoding.clone(),
         ),
         bench_path: "fixture".into(),
-        samples: ts.iter().cloned().map(PreparedSample::new).collect(),
+        samples: ts
+            .iter()
+            .cloned()
+            .map(PreparedSample::new)
+            .collect::<Vec<_>>()
+            .into(),
         simulator: Simulator::OpenAi {
             client,
             model: model.to_owned(),
@@ -509,7 +516,12 @@ fn a_partial_run_reports_over_the_whole_benchmark() {
             Decoding::default(),
         ),
         bench_path: "fixture".into(),
-        samples: ts.iter().cloned().map(PreparedSample::new).collect(),
+        samples: ts
+            .iter()
+            .cloned()
+            .map(PreparedSample::new)
+            .collect::<Vec<_>>()
+            .into(),
         simulator: Simulator::Replay(predictions),
         options: options(),
         fresh: false,
@@ -900,7 +912,207 @@ fn the_callers_stop_signal_interrupts_and_events_report_progress() {
     }));
     let report = load(&db, &outcome);
     assert_eq!(report.finished, 2);
-    // Every sample's task stored its baselines before its request, so the null and oracle
-    // lines are whole even though the run is not.
-    assert_eq!(report.baselines_missing, 0);
+    // Baselines are scored while a request is in flight: the two answered samples have them,
+    // the held third has them if its task got that far before the stop, the rest (never sent)
+    // do not.
+    assert!(
+        (ts.len() - 3..=ts.len() - 2).contains(&report.baselines_missing),
+        "{} of {} without baselines",
+        report.baselines_missing,
+        ts.len()
+    );
+}
+
+/// The fixture's benchmark file, read by a [`SampleStream`] while the run starts.
+fn streamed(records: &[serde_json::Value]) -> SampleSource {
+    let bytes = to_json_array(records).into_bytes();
+    SampleSource::Stream(stream_samples(bytes, "fixture".into()).expect("reader starts"))
+}
+
+fn fixture_records() -> Vec<serde_json::Value> {
+    let options = BenchOptions {
+        users: 12,
+        ..BenchOptions::default()
+    };
+    SyntheticBench::records(3, 1, &options)
+}
+
+#[test]
+fn a_streamed_run_stores_exactly_what_a_prepared_run_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let ts = transitions();
+    let answers = oracle_answers(&ts, Template::Envsim);
+    let server = double(&answers, HashMap::new());
+    let mut stored = Vec::new();
+    for (name, stream) in [("prepared", false), ("streamed", true)] {
+        let db = dir.path().join(format!("{name}.sqlite"));
+        let mut req = request(
+            &db,
+            &ts,
+            &server.base_url(),
+            "oracle-model",
+            Template::Envsim,
+            options(),
+            Duration::from_secs(10),
+        );
+        if stream {
+            req.samples = streamed(&fixture_records());
+        }
+        let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::<RunEvent>::new()));
+        let seen = std::sync::Arc::clone(&events);
+        req.events = Some(Box::new(move |event: &RunEvent| {
+            seen.lock().unwrap().push(event.clone());
+        }));
+        let outcome = execute(req);
+        assert_eq!(outcome.processed, ts.len(), "{name}");
+        let report = load(&db, &outcome);
+        assert!(report.complete(), "{name}");
+        assert_eq!(report.report.overall.cm_strict, Some(1.0), "{name}");
+        assert_eq!(report.baselines_missing, 0, "{name}");
+        // Started comes once with the number to do, before any progress that says it.
+        let events = events.lock().unwrap();
+        let started: Vec<&RunEvent> = events
+            .iter()
+            .filter(|e| matches!(e, RunEvent::Started { .. }))
+            .collect();
+        assert_eq!(
+            started,
+            [&RunEvent::Started {
+                todo: ts.len(),
+                already_done: 0,
+                resumed: false
+            }],
+            "{name}"
+        );
+        assert!(matches!(
+            events.last(),
+            Some(RunEvent::Progress { handled, todo, .. }) if *handled == ts.len() && *todo == ts.len()
+        ));
+        let store = Store::open(&db).unwrap();
+        let rows: Vec<(usize, String, String)> = store
+            .results(&outcome.record.hash)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.idx, r.sample_id, r.score))
+            .collect();
+        let baselines = store.baselines(&outcome.record.hash).unwrap();
+        assert_eq!(
+            store.attempts(&outcome.record.hash).unwrap().len(),
+            ts.len()
+        );
+        stored.push((outcome.record.samples, rows, baselines));
+    }
+    assert_eq!(stored[0], stored[1]);
+}
+
+#[test]
+fn a_streamed_file_with_a_late_error_stops_the_run_and_stores_none_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let answers = oracle_answers(&ts, Template::Envsim);
+    let server = double(&answers, HashMap::new());
+    let mut records = fixture_records();
+    let last = records.len() - 1;
+    records[last]["step_detail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("action");
+    let want = parse_benchmark(to_json_array(&records).as_bytes(), "fixture")
+        .expect_err("invalid")
+        .to_string();
+    let mut req = request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "oracle-model",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    );
+    req.samples = streamed(&records);
+    let error = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(run(req))
+        .expect_err("the file is invalid");
+    let RunError::Benchmark { message, started } = error else {
+        panic!("not a benchmark error: {error}");
+    };
+    assert_eq!(message, want);
+    assert!(started <= last, "{started}");
+    // Neither the run nor any of its rows: the writer held them and dropped them.
+    let store = Store::open(&db).unwrap();
+    assert!(store.list_runs().unwrap().is_empty());
+    let hash = request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "oracle-model",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    )
+    .config
+    .hash();
+    assert!(store.attempts(&hash).unwrap().is_empty());
+    assert!(store.results(&hash).unwrap().is_empty());
+    drop(store);
+
+    // The fixed file then runs from the start, complete.
+    let mut req = request(
+        &db,
+        &ts,
+        &server.base_url(),
+        "oracle-model",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    );
+    req.samples = streamed(&fixture_records());
+    let outcome = execute(req);
+    assert!(!outcome.resumed);
+    assert_eq!(outcome.processed, ts.len());
+    assert!(load(&db, &outcome).complete());
+}
+
+#[test]
+fn a_streamed_resume_reads_the_whole_file_then_sends_only_the_unfinished() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.sqlite");
+    let ts = transitions();
+    let answers = oracle_answers(&ts, Template::Envsim);
+    // Samples 0 and 1 fail once (no retries): the first run leaves them failed.
+    let faults: HashMap<String, Vec<Fault>> = answers[..2]
+        .iter()
+        .map(|(key, _)| (key.clone(), vec![Fault::ServerError]))
+        .collect();
+    let server = double(&answers, faults);
+    let run_once = || {
+        let mut req = request(
+            &db,
+            &ts,
+            &server.base_url(),
+            "m",
+            Template::Envsim,
+            RunnerOptions {
+                max_retries: 0,
+                ..options()
+            },
+            Duration::from_secs(10),
+        );
+        req.samples = streamed(&fixture_records());
+        execute(req)
+    };
+    let first = run_once();
+    assert!(!first.resumed);
+    assert_eq!((first.processed, first.failed), (ts.len(), 2));
+    assert_eq!(first.record.samples, ts.len());
+
+    let second = run_once();
+    assert!(second.resumed);
+    assert_eq!(second.already_done, ts.len() - 2);
+    assert_eq!((second.processed, second.failed), (2, 0));
+    assert_eq!(server.requests(), ts.len() + 2);
+    assert_eq!(server.requests_for(&answers[0].0), 2);
+    assert!(load(&db, &second).complete());
 }

@@ -16,7 +16,7 @@ use envsim_eval::chart::{cliff_svg, CliffMetric};
 use envsim_eval::config::{sha256_hex, BackendConfig, Decoding, RunConfig, Subset};
 use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::report::{compare, Price, RunReport};
-use envsim_eval::runner::{self, RunRequest, RunnerOptions, Simulator};
+use envsim_eval::runner::{self, RunRequest, RunnerOptions, SampleSource, Simulator};
 use envsim_eval::store::{SampleStatus, Store};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -413,10 +413,43 @@ struct LoadedBench {
     display: String,
     sha256: String,
     subset: Option<Subset>,
-    transitions: Vec<Transition>,
+    samples: BenchSamples,
 }
 
-fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBench> {
+/// The samples of a [`LoadedBench`].
+enum BenchSamples {
+    /// Read, in order.
+    Parsed(Vec<Transition>),
+    /// The file itself, to be read while the run starts (see [`SampleSource::Stream`]).
+    Unread(Vec<u8>),
+}
+
+impl LoadedBench {
+    /// The samples for the runner: prepared now, or read and prepared while the run starts.
+    fn source(self) -> Result<SampleSource> {
+        match self.samples {
+            BenchSamples::Parsed(transitions) => {
+                Ok(envsim_eval::prepare::prepare_samples(transitions).into())
+            }
+            BenchSamples::Unread(bytes) => Ok(SampleSource::Stream(
+                envsim_eval::prepare::stream_samples(bytes, self.display)
+                    .context("cannot start reading the benchmark")?,
+            )),
+        }
+    }
+
+    /// The transitions, for commands that need them all up front.
+    fn transitions(&self) -> &[Transition] {
+        match &self.samples {
+            BenchSamples::Parsed(transitions) => transitions,
+            BenchSamples::Unread(_) => &[],
+        }
+    }
+}
+
+/// Loads the selected benchmark. With `stream` and no subset to select, the file is left unread
+/// ([`BenchSamples::Unread`]): the run reads it while it sends the first requests.
+fn load_bench(selection: &BenchSelection, template: Template, stream: bool) -> Result<LoadedBench> {
     // The bundled benchmark's SHA-256 was checked while unpacking it: no second hash.
     let (bytes, display, sha256) = match &selection.bench {
         Some(path) => {
@@ -430,12 +463,20 @@ fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBe
             bundled::fingerprint()?,
         ),
     };
-    let mut transitions = envsim_eval::prepare::parse_benchmark(&bytes, &display)?;
     let subset = Subset::new(
         selection.per_stratum,
         selection.limit,
         selection.max_prompt_chars,
     );
+    if stream && subset.is_none() {
+        return Ok(LoadedBench {
+            display,
+            sha256,
+            subset,
+            samples: BenchSamples::Unread(bytes),
+        });
+    }
+    let mut transitions = envsim_eval::prepare::parse_benchmark(&bytes, &display)?;
     if let Some(subset) = &subset {
         if subset.per_stratum == Some(0)
             || subset.limit == Some(0)
@@ -467,7 +508,7 @@ fn load_bench(selection: &BenchSelection, template: Template) -> Result<LoadedBe
         display,
         sha256,
         subset,
-        transitions,
+        samples: BenchSamples::Parsed(transitions),
     })
 }
 
@@ -509,7 +550,13 @@ impl DecodingArgs {
 
 pub fn eval(args: EvalArgs) -> Result<()> {
     let template = args.decoding.template_for(args.backend);
-    let bench = load_bench(&args.selection, template.template())?;
+    // Backends that need every sample before the first request (replayed predictions are
+    // matched to them; the local model orders them) get the file read up front.
+    let stream = matches!(
+        args.backend,
+        BackendArg::Openai | BackendArg::Null | BackendArg::Oracle
+    );
+    let mut bench = load_bench(&args.selection, template.template(), stream)?;
     let decoding = args.decoding.decoding()?;
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
@@ -536,7 +583,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
             let bytes = read(path)?;
             let name = path.display().to_string();
             let records = parse_predictions(&bytes, &name)?;
-            let matched = match_predictions(&bench.transitions, records, true, &name)?;
+            let matched = match_predictions(bench.transitions(), records, true, &name)?;
             let missing = matched
                 .iter()
                 .filter(|(p, _)| *p == Prediction::Missing)
@@ -604,14 +651,15 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         template.template().name(),
         decoding,
     );
-    config.subset = bench.subset;
+    config.subset = bench.subset.take();
     let price = price_of(args.price_input, args.price_output)?;
+    let bench_path = bench.display.clone();
     let request = RunRequest {
         store: args.store.store.clone(),
         system,
         config,
-        bench_path: bench.display.clone(),
-        samples: envsim_eval::prepare::prepare_samples(bench.transitions),
+        bench_path,
+        samples: bench.source()?,
         simulator,
         options: RunnerOptions {
             concurrency: args.concurrency,
@@ -662,11 +710,17 @@ fn execute(
             std::future::pending::<()>().await;
         }
     }));
-    let result = runtime()?.block_on(runner::run(request));
+    let runtime = runtime()?;
+    let result = runtime.block_on(runner::run(request));
+    // Every task of the run has ended; idle connections and threads need no orderly goodbye.
+    runtime.shutdown_background();
     progress.lock().unwrap_or_else(|p| p.into_inner()).finish();
     let outcome = result.map_err(|e| match e {
         runner::RunError::Store(store) => anyhow::anyhow!(
             "{store}\nthe run stopped sending requests; every sample committed before the failure is kept: fix the store (disk space, permissions) and rerun the same command to resume"
+        ),
+        runner::RunError::Benchmark { message, started } => anyhow::anyhow!(
+            "{message}\nthe file is read while the first requests run: this error was found after {started} samples had been sent; the run was stopped and not stored (fix the file and rerun)"
         ),
         other => other.into(),
     })?;
@@ -977,14 +1031,14 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 .template
                 .unwrap_or(TemplateArg::Envsim)
                 .template();
-            let bench = load_bench(&args.selection, template)?;
+            let bench = load_bench(&args.selection, template, false)?;
             let model = args
                 .decoding
                 .model
                 .clone()
                 .context("batch export needs --model (the model named in every request)")?;
             let text = batch::export_requests(
-                &bench.transitions,
+                bench.transitions(),
                 &model,
                 template,
                 &args.decoding.decoding()?,
@@ -993,7 +1047,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             write_atomic(&args.out, &text)?;
             eprintln!(
                 "wrote {} requests to {} (model {model}, template {})",
-                bench.transitions.len(),
+                bench.transitions().len(),
                 args.out.display(),
                 template.name()
             );
@@ -1002,7 +1056,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
         BatchCommand::Import(args) => {
             // Prompt-size selection uses envsim's template here; import with the same selection
             // flags (and template) as the export.
-            let bench = load_bench(&args.selection, Template::Envsim)?;
+            let bench = load_bench(&args.selection, Template::Envsim, false)?;
             let request_name = args.requests.display().to_string();
             let requests = batch::parse_requests(&read(&args.requests)?, &request_name)
                 .map_err(anyhow::Error::msg)?;
@@ -1019,17 +1073,17 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             let unknown: Vec<&String> = requests
                 .bodies
                 .keys()
-                .filter(|id| !bench.transitions.iter().any(|t| &t.id == *id))
+                .filter(|id| !bench.transitions().iter().any(|t| &t.id == *id))
                 .collect();
             if let Some(id) = unknown.first() {
                 bail!("{request_name}: custom_id {id:?} is not a sample of {} ({} such ids); import with the benchmark and selection used for the export", bench.display, unknown.len());
             }
             let bodies: Vec<Option<String>> = bench
-                .transitions
+                .transitions()
                 .iter()
                 .map(|t| requests.bodies.get(&t.id).cloned())
                 .collect();
-            let ordered = batch::answers_in_order(&bench.transitions, answers);
+            let ordered = batch::answers_in_order(bench.transitions(), answers);
             let missing = ordered.iter().filter(|a| a.is_none()).count();
             if missing > 0 {
                 eprintln!("warning: the batch output has no answer for {missing} of {} samples; they count as wrong", ordered.len());
@@ -1049,7 +1103,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 system: format!("batch:{}", requests.model),
                 config,
                 bench_path: bench.display.clone(),
-                samples: envsim_eval::prepare::prepare_samples(bench.transitions),
+                samples: bench.source()?,
                 simulator: Simulator::Batch(ordered.into_iter().zip(bodies).collect()),
                 options: RunnerOptions::default(),
                 fresh: args.fresh,

@@ -108,7 +108,7 @@ fn footer(report: &RunReport) -> Vec<String> {
     }
     if report.baselines_missing > 0 {
         lines.push(format!(
-            "the null and oracle lines cover {} of {} samples (the rest never started)",
+            "the null and oracle lines cover {} of {} samples (the rest were never sent)",
             report.report.samples.len() - report.baselines_missing,
             report.report.samples.len()
         ));

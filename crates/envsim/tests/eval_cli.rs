@@ -806,3 +806,47 @@ fn report_out_replays_to_identical_scores() {
     assert_eq!(replay["samples"], first["samples"]);
     assert_eq!(replay["overall"], first["overall"]);
 }
+
+#[test]
+fn a_bench_file_with_a_late_error_is_refused_after_its_first_requests_and_stores_no_run() {
+    let f = Fixture::new();
+    let server = f.double(Duration::ZERO);
+    let url = server.base_url();
+    let mut records: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(&f.bench).unwrap()).unwrap();
+    let last = records.len() - 1;
+    records[last]["step_detail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("action");
+    let text = to_json_array(&records);
+    std::fs::write(&f.bench, &text).unwrap();
+    let want = parse_benchmark(text.as_bytes(), f.bench.to_str().unwrap())
+        .expect_err("invalid")
+        .to_string();
+    let out = envsim(&f.eval_args(&url, &["--format", "json"]));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&want), "{err}\nwant: {want}");
+    assert!(
+        err.contains(
+            "samples had been sent; the run was stopped and not stored (fix the file and rerun)"
+        ),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty());
+    let runs = json_of(&envsim(&[
+        "runs",
+        "--store",
+        f.store.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    assert_eq!(runs, json!([]));
+    // A subset selection reads the whole file first: the same error, no request sent.
+    let before = server.requests();
+    let out = envsim(&f.eval_args(&url, &["--limit", "3"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    assert_eq!(server.requests(), before);
+}
