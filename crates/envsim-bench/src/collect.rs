@@ -6,7 +6,7 @@ use crate::driver::{arguments, Intent, StateIndex, ToolSpec};
 use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::rng::Rng;
 use envsim_exec::package::{Convention, EnvPackage};
-use envsim_exec::{Call, ExecError, Executor, DEFAULT_CLOCK};
+use envsim_exec::{Call, ExecError, Executor};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -265,6 +265,9 @@ pub struct WalkPlan {
     pub seed: u64,
     /// Record the state paths each call reads (footprints).
     pub trace: bool,
+    /// Seconds the clock advances between the steps of a walk (step `k` runs at the initial
+    /// state's clock + `k` × this).
+    pub clock_step: f64,
 }
 
 impl Default for WalkPlan {
@@ -275,6 +278,7 @@ impl Default for WalkPlan {
             valid_share: 0.75,
             seed: 42,
             trace: false,
+            clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
         }
     }
 }
@@ -293,13 +297,13 @@ async fn walk_state(
         .filter_map(|t| ToolSpec::from_schema(t).map(|s| (s, t)))
         .collect();
     let (state_name, raw) = &package.states[state_index];
+    // Every walk of a state starts at the state's own clock, so what the tools stamp comes
+    // after what the state already records.
+    let start_clock = package.clock(state_index).seconds;
     // Transitions start from the constructed instance's state, not the raw file (which may
     // lack attributes the constructor creates). When the constructor itself fails on this
     // state, every call fails the same way: the walk records those failures from the file.
-    let initial = match executor
-        .construct(&package.code, raw, 0, DEFAULT_CLOCK)
-        .await
-    {
+    let initial = match executor.construct(&package.code, raw, 0, start_clock).await {
         Ok(state) => state,
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
         Err(_) => raw.clone(),
@@ -325,7 +329,7 @@ async fn walk_state(
             let index = StateIndex::new(&state);
             let args = arguments(tool, &index, &mut rng, intent);
             let seed = rng.next_u64() >> 16;
-            let clock = DEFAULT_CLOCK + (step as f64) * 3600.0;
+            let clock = start_clock + (step as f64) * plan.clock_step;
             let call = Call {
                 seed,
                 clock,

@@ -4,8 +4,8 @@
 //!
 //! Seeds and clocks: a step that records its own (envsim's files do) runs with them, so a replay
 //! of an envsim trajectory is exact; otherwise step `k` of a run with seed `s` gets
-//! [`envsim_exec::step_seed`]`(s, k)` and the clock of step `k` of a `bench build` walk
-//! (`DEFAULT_CLOCK + k` hours).
+//! [`envsim_exec::step_seed`]`(s, k)` and the clock `start + k × step` of [`StepDefaults`]
+//! (by default the initial state's own clock and five-minute steps, as in `bench build` walks).
 
 use crate::collect::{execute, StateForm, TransitionRecord};
 use crate::driver::Intent;
@@ -16,7 +16,7 @@ use envsim_core::equality::py_eq;
 use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{step_seed, Call, ExecError, Executor, DEFAULT_CLOCK};
+use envsim_exec::{step_seed, Call, ExecError, Executor};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -190,8 +190,28 @@ impl ReplayedRun {
     }
 }
 
+/// What the steps of a replayed run get when the record does not say: step `k` runs with seed
+/// [`step_seed`]`(seed, k)` and clock `clock_start + k × clock_step`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepDefaults {
+    /// Run seed.
+    pub seed: u64,
+    /// Clock of the first step (and of the constructor).
+    pub clock_start: f64,
+    /// Seconds between steps.
+    pub clock_step: f64,
+}
+
+impl StepDefaults {
+    /// The clock of step `k`.
+    pub fn clock(&self, k: usize) -> f64 {
+        self.clock_start + (k as f64) * self.clock_step
+    }
+}
+
 /// Re-executes `run`'s calls on `package` from `start` (a raw initial state: the run starts
-/// from the state of the instance constructed from it). `walk` numbers the run among others.
+/// from the state of the instance constructed from it) with the seeds and clocks of `defaults`
+/// where the run records none. `walk` numbers the run among others.
 /// Only infrastructure failures (no worker, protocol) are errors: what the environment does with
 /// each call — an error observation, an exception, an invalid call — is a step of the replay.
 pub async fn replay_run(
@@ -200,11 +220,17 @@ pub async fn replay_run(
     run: &RecordedRun,
     start: &Value,
     start_name: &str,
-    seed: u64,
+    defaults: StepDefaults,
     walk: usize,
 ) -> Result<ReplayedRun, ExecError> {
+    let seed = defaults.seed;
+    let first_clock = run
+        .steps
+        .first()
+        .and_then(|s| s.clock)
+        .unwrap_or(defaults.clock_start);
     let initial = match executor
-        .construct(&package.code, start, 0, DEFAULT_CLOCK)
+        .construct(&package.code, start, 0, first_clock)
         .await
     {
         Ok(state) => state,
@@ -226,9 +252,7 @@ pub async fn replay_run(
             .unwrap_or(Value::Null);
         let call = Call {
             seed: recorded.seed.unwrap_or_else(|| step_seed(seed, index)),
-            clock: recorded
-                .clock
-                .unwrap_or(DEFAULT_CLOCK + (index as f64) * 3600.0),
+            clock: recorded.clock.unwrap_or_else(|| defaults.clock(index)),
             ..Call::new(&package.code, &recorded.tool, &recorded.arguments, &state)
         };
         let (transition, after) = execute(

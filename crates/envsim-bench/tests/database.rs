@@ -77,6 +77,7 @@ async fn database_packages_are_classified_sampled_and_replayable() {
         valid_share: 1.0,
         seed: 5,
         trace: false,
+        ..WalkPlan::default()
     };
     let transitions = collect(
         Arc::clone(&executor),

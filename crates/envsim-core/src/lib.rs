@@ -52,6 +52,7 @@
 
 pub mod apply;
 pub mod baseline;
+pub mod clock;
 pub mod convention;
 pub mod delta;
 pub mod diff;

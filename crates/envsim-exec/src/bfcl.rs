@@ -669,6 +669,7 @@ fn packages(
             class_name: text("adapter_class")?.to_owned(),
             convention: Convention::Class,
             outcome: Some(outcome_rule()),
+            clocks: Default::default(),
             rules: Vec::new(),
             tools,
         };

@@ -213,6 +213,7 @@ pub fn import(
             class_name,
             convention: Convention::Class,
             outcome: None,
+            clocks: Default::default(),
             rules,
             tools,
         };

@@ -6,6 +6,7 @@
 
 pub use crate::Convention;
 use crate::{Call, EnvCode, ExecError, Executor};
+pub use envsim_core::clock::{ClockSource, StateClock};
 use envsim_core::diff::reference_change_count;
 pub use envsim_core::outcome::OutcomeRule;
 use envsim_core::pointer::JsonPointer;
@@ -22,6 +23,49 @@ pub struct PackageError {
     pub path: PathBuf,
     /// What is wrong, with the field when there is one.
     pub message: String,
+}
+
+/// The clock of every state: the manifest's (`clocks`, keyed by file name or its stem), else
+/// derived from the state, else the default. A key that names no state, or a value that is not
+/// a date or date-time, is an error at the manifest.
+fn state_clocks(
+    manifest: &Manifest,
+    states: &[(String, Value)],
+    manifest_path: &Path,
+) -> Result<Vec<StateClock>, PackageError> {
+    let mut explicit = std::collections::HashMap::new();
+    for (key, text) in &manifest.clocks {
+        let Some(index) = states
+            .iter()
+            .position(|(name, _)| name == key || name.strip_suffix(".json") == Some(key))
+        else {
+            let names: Vec<&str> = states.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(err(
+                manifest_path,
+                format!("field `clocks.{key}` names no state (the states are {names:?})"),
+            ));
+        };
+        let seconds = envsim_core::clock::parse_time(text).ok_or_else(|| {
+            err(
+                manifest_path,
+                format!(
+                    "field `clocks.{key}` is {text:?}, not a date-time like \"2025-06-10T09:00:00Z\""
+                ),
+            )
+        })?;
+        explicit.insert(index, seconds);
+    }
+    Ok(states
+        .iter()
+        .enumerate()
+        .map(|(i, (_, state))| match explicit.get(&i) {
+            Some(&seconds) => StateClock {
+                seconds,
+                source: ClockSource::Manifest,
+            },
+            None => StateClock::of_state(state, crate::DEFAULT_CLOCK),
+        })
+        .collect())
 }
 
 fn err(path: &Path, message: impl Into<String>) -> PackageError {
@@ -51,6 +95,11 @@ pub struct Manifest {
     /// [`Manifest::outcome_rule`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<OutcomeRule>,
+    /// The clock of each initial state (file name → date-time, e.g. `"00_small.json":
+    /// "2025-06-10T09:00:00Z"`); a state not listed gets the clock derived from it
+    /// ([`envsim_core::clock::state_clock`]), else [`crate::DEFAULT_CLOCK`].
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub clocks: std::collections::BTreeMap<String, String>,
     /// Business rules in plain language.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -149,6 +198,8 @@ pub struct EnvPackage {
     pub outcome: OutcomeRule,
     /// The tools' argument schemas, compiled.
     pub arguments: crate::arguments::ArgumentSchemas,
+    /// The clock of each initial state (same order as `states`).
+    pub clocks: Vec<StateClock>,
 }
 
 /// Where package files are read from: the file system, or a [`MemoryCorpus`].
@@ -404,6 +455,7 @@ impl EnvPackage {
         if states.is_empty() {
             return Err(err(&states_dir, "no initial states (*.json)"));
         }
+        let clocks = state_clocks(&manifest, &states, &dir.join("manifest.json"))?;
         let tests_path = dir.join("tests.json");
         let tests = if files.is_file(&tests_path) {
             let file: TestFile = read_json(files, &tests_path)?;
@@ -431,6 +483,15 @@ impl EnvPackage {
             manifest,
             states,
             tests,
+            clocks,
+        })
+    }
+
+    /// The clock initial state `index` runs under.
+    pub fn clock(&self, index: usize) -> StateClock {
+        self.clocks.get(index).cloned().unwrap_or(StateClock {
+            seconds: crate::DEFAULT_CLOCK,
+            source: ClockSource::Default,
         })
     }
 
@@ -568,20 +629,32 @@ impl EnvPackage {
         let mut failures = Vec::new();
         for case in &self.tests {
             let mut state = self.states[case.state].1.clone();
+            let start_clock = self.clock(case.state).seconds;
             for (k, step) in case.steps.iter().enumerate() {
                 let at = format!(
                     "{} / case {:?} / step {k} ({})",
                     self.manifest.name, case.name, step.tool
                 );
-                // Each step draws its own seed (distinct across the chain; see `default_seed`).
+                // Each step draws its own seed (distinct across the chain; see `default_seed`)
+                // and runs at the state's clock, five minutes after the step before.
+                let clock = start_clock + (k as f64) * envsim_core::clock::DEFAULT_CLOCK_STEP;
                 let call = Call {
                     seed: crate::default_seed(&state, &step.tool, &step.args),
+                    clock,
                     ..Call::new(&self.code, &step.tool, &step.args, &state)
                 };
                 let expect = &step.expect;
                 // (observation as JSON, its str(), the state after); `None` for an exception.
                 let (observation, state_after) = match executor.call(&call).await {
-                    Ok(o) => (Some((o.observation_json, o.observation)), o.state_after),
+                    Ok(o) => {
+                        failures.extend(
+                            stamps_before_the_past(executor, &call, &o, &state)
+                                .await
+                                .into_iter()
+                                .map(|problem| format!("{at}: {problem}")),
+                        );
+                        (Some((o.observation_json, o.observation)), o.state_after)
+                    }
                     Err(e @ ExecError::Exception { .. }) if expect.success == Some(false) => {
                         let after = e.state_after().cloned().unwrap_or_else(|| state.clone());
                         (None, after)
@@ -651,6 +724,82 @@ impl EnvPackage {
             }
         }
         failures
+    }
+}
+
+/// What a call stamped with its clock that lies before the latest event `state` records up to
+/// that clock: the call runs again under a clock 37 days later, and every time in a field that
+/// changed (`/observation/...`, `/state/...`; see [`envsim_core::clock::stamps_in`]) must not
+/// be earlier than that event. One line per stamp; empty when the twin call cannot run.
+async fn stamps_before_the_past(
+    executor: &Executor,
+    call: &Call<'_>,
+    outcome: &crate::CallOutcome,
+    state: &Value,
+) -> Vec<String> {
+    use envsim_core::clock::{format_time, latest_event_before, stamps_in};
+    // Events the state records after the clock contradict it; `env test` warns about those
+    // states on their own (`EnvPackage::clock_warnings`).
+    let Some(latest) = latest_event_before(state, call.clock + 1e-3) else {
+        return Vec::new();
+    };
+    let Ok(later) = executor
+        .call(&Call {
+            clock: call.clock + 86_400.0 * 37.0 + 3_661.25,
+            ..call.clone()
+        })
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    for path in outcome.differences(&later) {
+        let (root, rest) = match path.strip_prefix("/observation") {
+            Some(rest) => (&outcome.observation_json, rest),
+            None => match path.strip_prefix("/state") {
+                Some(rest) => (&outcome.state_after, rest),
+                None => continue,
+            },
+        };
+        let Some(value) = JsonPointer::parse(rest).ok().and_then(|p| p.get(root)) else {
+            continue;
+        };
+        for (inner, seconds) in stamps_in(value) {
+            // A second of slack for stamps rounded down by the code.
+            if seconds < latest.seconds - 1.0 {
+                problems.push(format!(
+                    "{path}{inner} is stamped {}, before the state's latest event {} at {} (the call ran at {})",
+                    format_time(seconds),
+                    latest.text,
+                    latest.pointer,
+                    format_time(call.clock)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+impl EnvPackage {
+    /// States that record past events after their own clock (they contradict themselves: a
+    /// tool's new records will be older than those), one line each.
+    pub fn clock_warnings(&self) -> Vec<String> {
+        self.states
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (name, state))| {
+                let clock = self.clock(i);
+                let latest = envsim_core::clock::latest_event(state)?;
+                (latest.seconds >= clock.seconds + 1.0).then(|| {
+                    format!(
+                        "state {name} records {} {} after its clock {}",
+                        latest.pointer,
+                        latest.text,
+                        clock.describe()
+                    )
+                })
+            })
+            .collect()
     }
 }
 
@@ -848,7 +997,7 @@ mod tests {
         assert_eq!(
             error(r#""class_name": "C", "outcomes": null,"#),
             "<test corpus>/p/manifest.json: unknown field `outcomes`, expected one of `name`, \
-             `domain`, `description`, `class_name`, `convention`, `outcome`, `rules`, `tools` \
+             `domain`, `description`, `class_name`, `convention`, `outcome`, `clocks`, `rules`, `tools` \
              at line 1 column 81"
         );
     }

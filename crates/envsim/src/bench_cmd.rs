@@ -94,6 +94,10 @@ pub struct WalkArgs {
     /// Record the state paths each call reads (footprints) in benchmark.jsonl.
     #[arg(long)]
     pub trace: bool,
+    /// Seconds the clock advances between the steps of a walk; every walk starts at its initial
+    /// state's own clock (the manifest's `clocks`, else derived from the state).
+    #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = crate::env_cmd::parse_clock_step)]
+    pub clock_step: f64,
 }
 
 #[derive(Debug, Args)]
@@ -256,15 +260,22 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     let mut transitions = transitions;
     let mut round = 0usize;
     let mut usable_before: Option<usize> = None;
+    let mut empty_rounds = 0;
     let sampled = loop {
         let short = match sample(&transitions, &composition, &options) {
             Ok(sampled) => break sampled,
             Err(short) => short,
         };
-        // Candidates the short buckets could use; a round that adds none cannot help (e.g. the
-        // per-environment cap binds and no other environment produces such transitions).
+        // Candidates the short buckets could use. Two rounds in a row that add none mean more
+        // rounds cannot help (e.g. the per-environment cap binds and no other environment
+        // produces such transitions); one empty round of short walks can be bad luck.
         let usable: usize = short.0.iter().map(|s| s.available - s.capped).sum();
-        let stalled = usable_before.is_some_and(|before| usable <= before);
+        if usable_before.is_some_and(|before| usable <= before) {
+            empty_rounds += 1;
+        } else {
+            empty_rounds = 0;
+        }
+        let stalled = empty_rounds >= 2;
         usable_before = Some(usable);
         let next_steps = a.walk.steps * (round + 2);
         let next_size = packages
@@ -285,7 +296,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             }
             if a.trajectories.is_none() {
                 let why = if stalled {
-                    "the last round added no usable candidates".to_owned()
+                    "the last two rounds added no usable candidates".to_owned()
                 } else {
                     format!(
                         "another round of {next_size} would pass --max-transitions {}",
@@ -311,6 +322,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             walks: a.walk.walks,
             workers: a.walk.workers,
             trace: a.walk.trace,
+            clock_step: a.walk.clock_step,
         };
         let seed = envsim_core::rng::Rng::derive(a.seed, &format!("round {round}")).next_u64();
         let offset = round * a.walk.walks;
@@ -414,6 +426,7 @@ fn replay_call_only(
         let choice = crate::replay_cmd::ReplayChoice {
             seed: a.seed,
             workers,
+            clock_step: Some(a.walk.clock_step),
             ..Default::default()
         };
         crate::replay_cmd::replay_runs(executor, packages, runs, source, choice).await
@@ -518,6 +531,7 @@ pub fn walk_transitions(
         steps,
         seed,
         trace,
+        clock_step: walk.clock_step,
         ..WalkPlan::default()
     };
     let limits = crate::env_cmd::exec_limits()?;

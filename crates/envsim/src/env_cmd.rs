@@ -209,9 +209,11 @@ struct CallArgs {
     /// so a call is reproducible and the steps of a chain draw different values).
     #[arg(long)]
     seed: Option<u64>,
-    /// Frozen clock, seconds since the epoch.
-    #[arg(long, default_value_t = envsim_exec::DEFAULT_CLOCK)]
-    clock: f64,
+    /// Frozen clock: a date-time like 2025-06-10T09:00:00Z, or seconds since 1970. Default: the
+    /// state's own clock (the manifest's `clocks` for a package state, else derived from the
+    /// state: what it says the time is, else the hour after its latest recorded event).
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    clock: Option<f64>,
     /// Reproduce the reference's init_config aliasing.
     #[arg(long)]
     alias_init_config: bool,
@@ -380,13 +382,36 @@ fn show(p: &EnvPackage) -> Result<()> {
     println!("\nStates:");
     for (i, (name, state)) in p.states.iter().enumerate() {
         println!("  [{i}] {name} ({} bytes)", state.to_string().len());
+        println!("      clock {}", p.clock(i).describe());
     }
     println!("\nTests: {} cases", p.tests.len());
     Ok(())
 }
 
+/// A clock given on the command line: a date or date-time (ISO 8601), or seconds since 1970.
+pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() {
+            return Ok(seconds);
+        }
+    }
+    envsim_core::clock::parse_time(text).ok_or_else(|| {
+        format!("{text:?} is not a date-time like 2025-06-10T09:00:00Z nor seconds since 1970")
+    })
+}
+
+/// Seconds between steps: a finite number, not negative.
+pub fn parse_clock_step(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
+        _ => Err(format!("{text:?} is not a number of seconds (0 or more)")),
+    }
+}
+
 async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
     let package = root.load(&a.name)?;
+    // The clock the call runs under, unless --clock says: the state's own.
+    let mut state_clock = None;
     let state: Value = match (&a.state, a.state_index) {
         (Some(path), _) => {
             let bytes =
@@ -400,7 +425,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         }
         (None, index) => {
             let index = index.unwrap_or(0);
-            package
+            let state = package
                 .states
                 .get(index)
                 .map(|(_, s)| s.clone())
@@ -410,8 +435,27 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
                         a.name,
                         package.states.len()
                     )
-                })?
+                })?;
+            state_clock = Some(package.clock(index));
+            state
         }
+    };
+    let clock = match a.clock {
+        Some(seconds) => envsim_exec::package::StateClock {
+            seconds,
+            source: envsim_exec::package::ClockSource::Manifest,
+        },
+        None => state_clock.unwrap_or_else(|| {
+            envsim_exec::package::StateClock::of_state(&state, envsim_exec::DEFAULT_CLOCK)
+        }),
+    };
+    let clock_origin = if a.clock.is_some() {
+        format!(
+            "{} (--clock)",
+            envsim_core::clock::format_time(clock.seconds)
+        )
+    } else {
+        clock.describe()
     };
     let args: Map<String, Value> = match serde_json::from_str(&a.args) {
         Ok(Value::Object(map)) => map,
@@ -446,7 +490,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         .unwrap_or_else(|| envsim_exec::default_seed(&state, &a.tool, &args));
     let call = Call {
         seed,
-        clock: a.clock,
+        clock: clock.seconds,
         alias_init_config: a.alias_init_config,
         trace: a.trace,
         ..Call::new(&package.code, &a.tool, &args, &state)
@@ -458,7 +502,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         state.clone()
     } else {
         executor
-            .construct(&package.code, &state, seed, a.clock)
+            .construct(&package.code, &state, seed, clock.seconds)
             .await
             .unwrap_or_else(|_| state.clone())
     };
@@ -517,6 +561,9 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             "observation": observation,
             "outcome": verdict,
             "seed": seed,
+            "clock": clock.seconds,
+            "clock_time": envsim_core::clock::format_time(clock.seconds),
+            "clock_origin": clock_origin,
             "state_before": before,
             "state_after": state_after,
             "delta": delta,
@@ -536,6 +583,9 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             Err(ExecError::InvalidCall(message)) => Err(InvalidCall(message).into()),
             _ => Ok(()),
         };
+    }
+    if !matches!(result, Err(ExecError::InvalidCall(_))) {
+        println!("clock: {clock_origin}");
     }
     match result {
         Err(ExecError::InvalidCall(message)) => Err(InvalidCall(message).into()),
@@ -641,10 +691,14 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
         None => {
             for case in &package.tests {
                 let mut state = package.states[case.state].1.clone();
-                for step in &case.steps {
+                let start_clock = package.clock(case.state).seconds;
+                for (k, step) in case.steps.iter().enumerate() {
+                    // Seeds and clocks as `env test` runs the steps.
                     let step_seed = envsim_exec::default_seed(&state, &step.tool, &step.args);
+                    let clock = start_clock + (k as f64) * envsim_core::clock::DEFAULT_CLOCK_STEP;
                     let call = Call {
                         seed: step_seed,
+                        clock,
                         ..Call::new(&package.code, &step.tool, &step.args, &state)
                     };
                     let next = executor.call(&call).await;
@@ -653,7 +707,7 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
                         state.clone(),
                         step.args.clone(),
                         step_seed,
-                        envsim_exec::DEFAULT_CLOCK,
+                        clock,
                     ));
                     match next {
                         Ok(outcome) => state = outcome.state_after,
@@ -725,13 +779,14 @@ async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
         // Errors: the code does not load (nothing can run), a scripted step fails.
         // Warnings: the manifest's schemas and the code's signatures disagree (common in
         // environments written by others: optional parameters marked required, ...).
-        let (warnings, mut errors) = match p.check(&executor).await {
+        let (mut warnings, mut errors) = match p.check(&executor).await {
             Ok(problems) => (problems, Vec::new()),
             Err(e @ (envsim_exec::ExecError::Spawn(_) | envsim_exec::ExecError::Protocol(_))) => {
                 return Err(e.into())
             }
             Err(e) => (Vec::new(), vec![format!("the code does not load: {e}")]),
         };
+        warnings.extend(p.clock_warnings());
         if errors.is_empty() {
             errors.extend(p.run_tests(&executor).await);
         }

@@ -56,6 +56,14 @@ pub struct ReplayArgs {
     /// Run seed: step k of a run without recorded seeds gets a seed derived from (seed, k).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Clock of the first step of runs that record no clocks (a date-time like
+    /// 2025-06-10T09:00:00Z, or seconds since 1970). Default: the initial state's own clock (the
+    /// manifest's `clocks` for a package state, else derived from the state).
+    #[arg(long, value_name = "TIME", value_parser = crate::env_cmd::parse_clock)]
+    clock: Option<f64>,
+    /// Seconds the clock advances between such steps.
+    #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = crate::env_cmd::parse_clock_step)]
+    clock_step: f64,
     /// Worker processes (runs replay in parallel; the steps of a run in order).
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -178,6 +186,21 @@ pub struct ReplayChoice<'a> {
     pub seed: u64,
     /// Runs replayed at a time.
     pub workers: usize,
+    /// Clock of the first step of runs that record none (else the initial state's clock).
+    pub clock: Option<f64>,
+    /// Seconds between such steps (else the default, five minutes).
+    pub clock_step: Option<f64>,
+}
+
+/// The clock a run starts at when its steps record none: the package state's own clock when
+/// it starts from one, else the clock derived from the state it starts from.
+fn start_clock(package: &EnvPackage, name: &str, state: &Value) -> f64 {
+    match package.states.iter().position(|(n, _)| n == name) {
+        Some(index) => package.clock(index).seconds,
+        None => {
+            envsim_exec::package::StateClock::of_state(state, envsim_exec::DEFAULT_CLOCK).seconds
+        }
+    }
 }
 
 /// Replays `runs` on the executor's workers (runs in parallel, each run's steps in order); the
@@ -189,13 +212,22 @@ pub async fn replay_runs(
     source: &str,
     choice: ReplayChoice<'_>,
 ) -> Result<Vec<ReplayedRun>> {
-    let (seed, workers) = (choice.seed, choice.workers);
+    let workers = choice.workers;
     // Everything that can be wrong with the input is found before anything runs.
     let mut jobs = Vec::with_capacity(runs.len());
     for run in runs {
         let package = package_for(packages, choice.env, run, source)?;
         let (name, state) = start_state(package, choice.state, run, source)?;
-        jobs.push((package.clone(), run.clone(), name, state));
+        let defaults = envsim_bench::replay::StepDefaults {
+            seed: choice.seed,
+            clock_start: choice
+                .clock
+                .unwrap_or_else(|| start_clock(package, &name, &state)),
+            clock_step: choice
+                .clock_step
+                .unwrap_or(envsim_core::clock::DEFAULT_CLOCK_STEP),
+        };
+        jobs.push((package.clone(), run.clone(), name, state, defaults));
     }
     let progress = indicatif::ProgressBar::new(jobs.len() as u64);
     progress.set_style(
@@ -204,7 +236,7 @@ pub async fn replay_runs(
     );
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers.max(1)));
     let mut handles = Vec::with_capacity(jobs.len());
-    for (walk, (package, run, name, state)) in jobs.into_iter().enumerate() {
+    for (walk, (package, run, name, state, defaults)) in jobs.into_iter().enumerate() {
         let (executor, semaphore, bar) = (
             Arc::clone(&executor),
             Arc::clone(&semaphore),
@@ -215,7 +247,7 @@ pub async fn replay_runs(
                 .acquire()
                 .await
                 .map_err(|_| envsim_exec::ExecError::Spawn("the replay was stopped".into()))?;
-            let result = replay_run(&executor, &package, &run, &state, &name, seed, walk).await;
+            let result = replay_run(&executor, &package, &run, &state, &name, defaults, walk).await;
             bar.inc(1);
             result
         }));
@@ -318,6 +350,8 @@ pub async fn run(root: &crate::env_cmd::Corpus, a: ReplayArgs) -> Result<()> {
             state: a.state.as_deref(),
             seed: a.seed,
             workers: a.workers,
+            clock: a.clock,
+            clock_step: Some(a.clock_step),
         },
     )
     .await?;

@@ -679,3 +679,34 @@ fn large_states_are_stored_once_and_the_reference_json_is_an_export() {
     assert!(!out.join("benchmark.json").exists());
     assert!(String::from_utf8_lossy(&skipped.stderr).contains("bench export-reference"));
 }
+
+#[test]
+fn a_bucket_no_walk_can_fill_stops_after_two_empty_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    // No call of the stock package changes five fields.
+    let composition = dir.path().join("composition.json");
+    std::fs::write(
+        &composition,
+        json!({"buckets": [{"name": "five", "outcome": "success", "delta": [5, 5], "count": 1}]})
+            .to_string(),
+    )
+    .unwrap();
+    let extra = [
+        "--walks",
+        "1",
+        "--steps",
+        "2",
+        "--max-transitions",
+        "100000",
+    ];
+    let out = bench_build(&envs, &composition, &extra, &dir.path().join("out"));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bucket \"five\" lacks 1 of 1 (0 available)")
+            && stderr.contains("36 transitions collected in 3 rounds, and the last two rounds added no usable candidates"),
+        "{stderr}"
+    );
+}

@@ -107,7 +107,25 @@ fn env_commands_use_the_bundled_corpus_from_anywhere() {
     assert!(call["delta_count"].as_u64().unwrap() > 0, "{call}");
 
     let test = ok(&envsim_in(cwd, &["env", "test"], &[]));
-    assert_eq!(test.lines().filter(|l| l.starts_with("ok ")).count(), 42);
+    // Every environment passes; six warn about states that record events after their own
+    // clock (corpus data to fix, see docs/formats.md on clocks).
+    assert_eq!(test.lines().filter(|l| l.starts_with("ok ")).count(), 36);
+    let warned: Vec<&str> = test
+        .lines()
+        .filter_map(|l| l.strip_prefix("warn  "))
+        .map(|l| l.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "car_rental",
+            "course_registration",
+            "library_loans",
+            "retail_banking",
+            "smart_home",
+            "telecom_carrier"
+        ]
+    );
 
     let missing = envsim_in(cwd, &["env", "show", "no_such_env"], &[]);
     assert!(!missing.status.success());

@@ -806,7 +806,9 @@ fn an_exception_in_the_environment_is_data_not_a_cli_failure() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        text.starts_with("exception: KeyError: 'gone'\n|Δ| = 1\n"),
+        text.starts_with(
+            "clock: 2025-01-01T00:00:00Z (the default: the state records no time)\nexception: KeyError: 'gone'\n|Δ| = 1\n"
+        ),
         "{text}"
     );
     assert!(
@@ -863,4 +865,143 @@ fn arguments_are_checked_against_the_tool_schema() {
         ],
     ));
     assert_eq!(fine["schema_warnings"], json!([]));
+}
+
+#[test]
+fn a_call_runs_at_its_states_own_clock_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path());
+    std::fs::write(
+        dir.path().join("counter/states/02.json"),
+        json!({"counters": {}, "limit": 10, "settings": {"now": "2024-07-01T08:30:00"}})
+            .to_string(),
+    )
+    .unwrap();
+    let bump = |extra: &[&str]| {
+        let mut args = vec![
+            "call",
+            "counter",
+            "bump",
+            "--state-index",
+            "2",
+            "--args",
+            r#"{"name": "b"}"#,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json_out(&envsim(dir.path(), &args))
+    };
+    // time.time() reads the state's own now.
+    let out = bump(&[]);
+    assert_eq!(out["clock"], json!(1_719_822_600.0));
+    assert_eq!(out["clock_time"], "2024-07-01T08:30:00Z");
+    assert_eq!(
+        out["clock_origin"],
+        "2024-07-01T08:30:00Z (the state's /settings/now 2024-07-01T08:30:00)"
+    );
+    assert_eq!(
+        out["state_after"]["counters"]["b"]["at"],
+        json!(1_719_822_600.0)
+    );
+    // --clock as a date-time or as seconds.
+    let out = bump(&["--clock", "2030-01-01T00:00:00Z"]);
+    assert_eq!(
+        out["state_after"]["counters"]["b"]["at"],
+        json!(1_893_456_000.0)
+    );
+    assert_eq!(out["clock_origin"], "2030-01-01T00:00:00Z (--clock)");
+    let out = bump(&["--clock", "12.5"]);
+    assert_eq!(out["state_after"]["counters"]["b"]["at"], json!(12.5));
+    // A state without any time runs at the default, and says so.
+    let out = envsim(
+        dir.path(),
+        &["call", "counter", "get", "--args", r#"{"name": "a"}"#],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("clock: 2025-01-01T00:00:00Z (the default: the state records no time)"),
+        "{text}"
+    );
+    // `env show` lists each state's clock.
+    let out = envsim(dir.path(), &["show", "counter"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[2] 02.json (")
+            && text.contains(
+                "clock 2024-07-01T08:30:00Z (the state's /settings/now 2024-07-01T08:30:00)"
+            ),
+        "{text}"
+    );
+    // A clock that is neither: a usage error.
+    let out = envsim(
+        dir.path(),
+        &["call", "counter", "get", "--clock", "tomorrow"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "\"tomorrow\" is not a date-time like 2025-06-10T09:00:00Z nor seconds since 1970"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_replay_without_recorded_clocks_starts_at_the_states_clock_and_steps_evenly() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package(dir.path());
+    std::fs::write(
+        dir.path().join("counter/states/02.json"),
+        json!({"counters": {}, "limit": 10, "settings": {"now": "2024-07-01T08:30:00"}})
+            .to_string(),
+    )
+    .unwrap();
+    let call = |id: &str, args: &str| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": "bump", "arguments": args}}]})
+    };
+    let transcript = json!({"task_id": "t", "messages": [
+        {"role": "user", "content": "bump twice"},
+        call("a", r#"{"name": "x"}"#),
+        call("b", r#"{"name": "y"}"#),
+    ]});
+    let file = dir.path().join("chat.jsonl");
+    std::fs::write(&file, format!("{transcript}\n")).unwrap();
+    let replay = |extra: &[&str]| {
+        let out_file = dir.path().join("replayed.jsonl");
+        let mut args = vec![
+            "replay",
+            file.to_str().unwrap(),
+            "--env",
+            "counter",
+            "--state",
+            "02",
+            "--allow-differences",
+            "--out",
+            out_file.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = envsim(dir.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&out_file).unwrap();
+        let run: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["clock"].as_f64().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let start = 1_719_822_600.0;
+    assert_eq!(replay(&[]), [start, start + 300.0]);
+    assert_eq!(replay(&["--clock-step", "60"]), [start, start + 60.0]);
+    assert_eq!(
+        replay(&["--clock", "2030-01-01T00:00:00Z", "--clock-step", "1"]),
+        [1_893_456_000.0, 1_893_456_001.0]
+    );
 }
