@@ -9,6 +9,7 @@
 //! [`verify`] replays a benchmark from its own file (`envsim bench verify`, and the last step
 //! of `envsim bench build`).
 
+pub mod audit_check;
 pub mod collect;
 pub mod driver;
 pub mod export;

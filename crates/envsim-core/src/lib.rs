@@ -51,6 +51,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod apply;
+pub mod audit;
 pub mod baseline;
 pub mod clock;
 pub mod convention;

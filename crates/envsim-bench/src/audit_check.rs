@@ -1,0 +1,251 @@
+//! Proving the audit's detectors on executed ground truth: walks of the corpus become clean
+//! trajectories (every state, observation and outcome really happened), a share of them get one
+//! planted fault each ([`envsim_core::audit::inject`]), and every detector is scored against
+//! the labels: recall per fault kind, precision per violation kind, and the share of clean
+//! trajectories each violation kind flags (the false-positive rate).
+
+use crate::collect::{Outcome, TransitionRecord};
+use envsim_core::audit::{
+    audit, inject, AuditStep, AuditTrajectory, Effects, FaultKind, FaultLabel, ViolationKind,
+};
+use envsim_core::literal::{parse_literal, Dialect};
+use envsim_core::rng::Rng;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Walk transitions as trajectories: one per (environment, initial state, walk), steps in
+/// order, grouped by environment.
+pub fn trajectories_from_walks(
+    records: &[TransitionRecord],
+) -> BTreeMap<String, Vec<AuditTrajectory>> {
+    let mut runs: BTreeMap<(String, String, usize), Vec<&TransitionRecord>> = BTreeMap::new();
+    for r in records {
+        runs.entry((r.env.clone(), r.initial_state.clone(), r.walk))
+            .or_default()
+            .push(r);
+    }
+    let mut out: BTreeMap<String, Vec<AuditTrajectory>> = BTreeMap::new();
+    for ((env, state, walk), mut steps) in runs {
+        steps.sort_by_key(|r| r.step);
+        let Some(first) = steps.first() else { continue };
+        let trajectory = AuditTrajectory {
+            id: format!("{env}/{state}/{walk}"),
+            initial_state: first.config_before.value(),
+            steps: steps
+                .iter()
+                .map(|r| AuditStep {
+                    tool: r.action["name"].as_str().unwrap_or_default().to_owned(),
+                    arguments: r.action["arguments"]
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                    observation: observation_value(&r.observation_json, &r.observation),
+                    success: match r.outcome {
+                        Outcome::Success => Some(true),
+                        Outcome::Failure | Outcome::Exception => Some(false),
+                        Outcome::Undetermined => None,
+                    },
+                    state_after: r.config_after.value(),
+                })
+                .collect(),
+        };
+        out.entry(env).or_default().push(trajectory);
+    }
+    out
+}
+
+/// The observation as a value: its JSON form when the executor gave one, else its text parsed
+/// as JSON or a Python literal, else the text.
+pub fn observation_value(json: &Value, text: &str) -> Value {
+    if !json.is_null() {
+        return json.clone();
+    }
+    parse_literal(text, Dialect::Relaxed).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// Counts of one fault kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FaultCounts {
+    /// Trajectories that got this fault.
+    pub planted: usize,
+    /// Of those, found at the planted step by one of the kinds that find it.
+    pub found: usize,
+}
+
+/// Counts of one violation kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CheckCounts {
+    /// Violations on faulty trajectories at or after the planted step (caused by the fault).
+    pub true_positives: usize,
+    /// Violations on clean trajectories, or before the planted step.
+    pub false_positives: usize,
+    /// Clean trajectories with at least one violation of this kind.
+    pub clean_flagged: usize,
+}
+
+/// The result of [`validate`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Validation {
+    /// Environments.
+    pub environments: usize,
+    /// Trajectories audited.
+    pub trajectories: usize,
+    /// Of those, clean.
+    pub clean: usize,
+    /// Clean trajectories with any violation.
+    pub clean_flagged: usize,
+    /// Steps audited.
+    pub steps: usize,
+    /// Per fault kind.
+    pub faults: BTreeMap<String, FaultCounts>,
+    /// Per violation kind.
+    pub checks: BTreeMap<String, CheckCounts>,
+    /// Mean SCS of clean trajectories.
+    pub mean_scs_clean: f64,
+    /// Mean SCS of faulty trajectories.
+    pub mean_scs_faulty: f64,
+    /// Running sums behind the means, and the next fault kind's turn.
+    #[serde(skip)]
+    sums: (f64, f64, usize, usize),
+}
+
+/// Plants one fault in a `rate` share of each environment's trajectories (kinds in turn, a
+/// trajectory without a place for its kind stays clean), audits every trajectory with the
+/// effects `effects` gives for its environment, and scores the detectors against the labels.
+pub fn validate(
+    trajectories: &BTreeMap<String, Vec<AuditTrajectory>>,
+    effects: &BTreeMap<String, Effects>,
+    rate: f64,
+    seed: u64,
+) -> Validation {
+    let mut v = Validation::default();
+    for (env, runs) in trajectories {
+        let fx = effects.get(env).cloned().unwrap_or_default();
+        v.add(env, runs, &fx, rate, seed);
+    }
+    v
+}
+
+impl Validation {
+    /// Adds one environment's trajectories (see [`validate`]); environments can be walked and
+    /// added one at a time, so memory holds one environment's trajectories.
+    pub fn add(&mut self, env: &str, runs: &[AuditTrajectory], fx: &Effects, rate: f64, seed: u64) {
+        let v = self;
+        if v.faults.is_empty() {
+            for kind in FaultKind::ALL {
+                v.faults.insert(kind.name().into(), FaultCounts::default());
+            }
+            for kind in ViolationKind::ALL {
+                v.checks.insert(kind.name().into(), CheckCounts::default());
+            }
+        }
+        v.environments += 1;
+        let mut rng = Rng::derive(seed, env);
+        for t in runs {
+            let planted: Option<(AuditTrajectory, FaultLabel)> = if rng.chance(rate) {
+                let kind = FaultKind::ALL[v.sums.3 % FaultKind::ALL.len()];
+                v.sums.3 += 1;
+                inject(t, kind, &mut rng)
+            } else {
+                None
+            };
+            let (subject, label) = match &planted {
+                Some((faulty, label)) => (faulty, Some(label)),
+                None => (t, None),
+            };
+            let report = audit(subject, fx);
+            v.trajectories += 1;
+            v.steps += subject.steps.len();
+            match label {
+                None => {
+                    v.clean += 1;
+                    v.sums.0 += report.scs();
+                    v.clean_flagged += usize::from(!report.violations.is_empty());
+                    let mut kinds: Vec<ViolationKind> =
+                        report.violations.iter().map(|x| x.kind).collect();
+                    for x in &report.violations {
+                        if let Some(c) = v.checks.get_mut(x.kind.name()) {
+                            c.false_positives += 1;
+                        }
+                    }
+                    kinds.sort();
+                    kinds.dedup();
+                    for kind in kinds {
+                        if let Some(c) = v.checks.get_mut(kind.name()) {
+                            c.clean_flagged += 1;
+                        }
+                    }
+                }
+                Some(label) => {
+                    v.sums.2 += 1;
+                    v.sums.1 += report.scs();
+                    if let Some(f) = v.faults.get_mut(label.kind.name()) {
+                        f.planted += 1;
+                        f.found += usize::from(report.violations.iter().any(|x| {
+                            x.step == label.step && label.kind.found_by().contains(&x.kind)
+                        }));
+                    }
+                    for x in &report.violations {
+                        if let Some(c) = v.checks.get_mut(x.kind.name()) {
+                            if x.step >= label.step {
+                                c.true_positives += 1;
+                            } else {
+                                c.false_positives += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        v.mean_scs_clean = v.sums.0 / v.clean.max(1) as f64;
+        v.mean_scs_faulty = v.sums.1 / v.sums.2.max(1) as f64;
+    }
+}
+
+impl Validation {
+    /// Markdown tables: recall per fault kind, precision and clean-trajectory flag rate per
+    /// check.
+    pub fn markdown(&self) -> String {
+        let pct = |a: usize, b: usize| {
+            if b == 0 {
+                "—".to_owned()
+            } else {
+                format!("{:.1}%", 100.0 * a as f64 / b as f64)
+            }
+        };
+        let mut out = format!(
+            "{} trajectories ({} steps) from {} environments; {} clean, {} with one planted fault. Clean trajectories flagged by any check: {} of {} ({}). Mean SCS: clean {:.4}, faulty {:.4}.\n\n| planted fault | planted | found at its step | recall |\n|---|---|---|---|\n",
+            self.trajectories,
+            self.steps,
+            self.environments,
+            self.clean,
+            self.trajectories - self.clean,
+            self.clean_flagged,
+            self.clean,
+            pct(self.clean_flagged, self.clean),
+            self.mean_scs_clean,
+            self.mean_scs_faulty,
+        );
+        for (name, f) in &self.faults {
+            out.push_str(&format!(
+                "| {name} | {} | {} | {} |\n",
+                f.planted,
+                f.found,
+                pct(f.found, f.planted)
+            ));
+        }
+        out.push_str("\n| check | violations caused by a fault | other violations | precision | clean trajectories flagged |\n|---|---|---|---|---|\n");
+        for (name, c) in &self.checks {
+            out.push_str(&format!(
+                "| {name} | {} | {} | {} | {} ({}) |\n",
+                c.true_positives,
+                c.false_positives,
+                pct(c.true_positives, c.true_positives + c.false_positives),
+                c.clean_flagged,
+                pct(c.clean_flagged, self.clean)
+            ));
+        }
+        out
+    }
+}

@@ -1,0 +1,1223 @@
+//! Consistency audit of trajectories that carry their states: the state constraint graph (SCG)
+//! and the state consistency score (SCS) of the SIMCON-DATA proposal, for trajectories whose
+//! every step records the state after it (envsim trajectory JSONL, a simulation that applies its
+//! predicted Δ to an explicit state).
+//!
+//! **Resources.** In a state, an object whose values are all objects is a collection; each
+//! entry is a resource, typed by the collection's path with resource ids replaced by `*`
+//! (`tickets`, `tickets/*/messages`) and named by its key. Arrays are not collections here.
+//!
+//! **Effects.** What a tool may do to resources: which types it creates and deletes, whether it
+//! ever changes the state, whether its successes always do and its failures never do. Learned
+//! from executed trajectories of the environment ([`Effects::learn`]: the executor's ground
+//! truth), else guessed from the tool's name ([`ToolEffects::guess`]: `create_*`, `delete_*`,
+//! `get_*`, …); a violation found with a guessed effect says so.
+//!
+//! **Checks** (each its own [`ViolationKind`]), at every step against the state before it:
+//! a resource that appears under a tool that never creates its type (a phantom, or a deleted one
+//! resurrected), one that vanishes under a tool that never deletes its type, a success that
+//! changes nothing from a tool whose successes always change the state, a failure that changes
+//! the state from a tool whose failures never do, a successful read of a deleted resource or of
+//! an id no state ever held, and a read whose returned fields differ from the resource's
+//! current ones (a stale read when the value is one the resource had before).
+//!
+//! SCS of a trajectory = share of its checked constraints that hold.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One step of a trajectory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditStep {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Map<String, Value>,
+    /// The observation, parsed when it is JSON or a Python literal, else as text.
+    pub observation: Value,
+    /// Success or failure, when known.
+    pub success: Option<bool>,
+    /// The state after the step.
+    pub state_after: Value,
+}
+
+/// A trajectory with its states.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditTrajectory {
+    /// Identifier (for reports).
+    pub id: String,
+    /// The state before the first step.
+    pub initial_state: Value,
+    /// The steps.
+    pub steps: Vec<AuditStep>,
+}
+
+/// A resource: its type (collection path pattern) and id.
+pub type ResourceKey = (String, String);
+
+/// The resources of a state, with their values.
+pub fn resources(state: &Value) -> BTreeMap<ResourceKey, &Value> {
+    let mut out = BTreeMap::new();
+    collect_resources(state, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The fields of `value` (the state, a resource, or a plain nested object): a field holding a
+/// non-empty object of objects is a collection whose entries are resources (searched in turn
+/// for collections of their own); a field holding another object is searched as part of this
+/// one.
+fn collect_resources<'v>(
+    value: &'v Value,
+    pattern: &mut Vec<String>,
+    out: &mut BTreeMap<ResourceKey, &'v Value>,
+) {
+    let Value::Object(map) = value else {
+        return;
+    };
+    for (key, child) in map {
+        let Value::Object(entries) = child else {
+            continue;
+        };
+        pattern.push(key.clone());
+        if !entries.is_empty() && entries.values().all(Value::is_object) {
+            let kind = pattern.join("/");
+            for (id, resource) in entries {
+                out.insert((kind.clone(), id.clone()), resource);
+                pattern.push("*".into());
+                collect_resources(resource, pattern, out);
+                pattern.pop();
+            }
+        } else {
+            collect_resources(child, pattern, out);
+        }
+        pattern.pop();
+    }
+}
+
+/// Where what a tool may do came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectSource {
+    /// Learned from executed trajectories.
+    Observed,
+    /// Guessed from the tool's name.
+    Guessed,
+}
+
+/// What a tool may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolEffects {
+    /// Resource types it creates (`"*"`: any).
+    pub creates: BTreeSet<String>,
+    /// Resource types it deletes (`"*"`: any).
+    pub deletes: BTreeSet<String>,
+    /// It never changes the state.
+    pub read_only: bool,
+    /// Every success changes the state.
+    pub success_changes: bool,
+    /// No failure changes the state.
+    pub failure_keeps: bool,
+    /// Every resource it deleted was named by one of its arguments.
+    pub deletes_named_only: bool,
+    /// The most resources it created in one call.
+    pub max_created: usize,
+    /// Where this came from.
+    pub source: EffectSource,
+}
+
+/// Name prefixes of tools that create, delete or only read.
+const CREATE_WORDS: &[&str] = &[
+    "create", "add", "new", "register", "open", "book", "place", "insert", "make", "submit",
+    "issue", "schedule", "enroll", "post", "upload",
+];
+const DELETE_WORDS: &[&str] = &["delete", "remove", "drop", "purge", "destroy", "erase"];
+const READ_WORDS: &[&str] = &[
+    "get", "list", "search", "find", "view", "show", "read", "check", "count", "lookup", "query",
+    "describe", "fetch", "browse", "inspect",
+];
+
+impl ToolEffects {
+    /// The documented guess from a tool's name: its first word (`create_ticket` → creates any
+    /// type; `delete_*`/`remove_*` → deletes any type; `get_*`/`list_*`/… → read-only);
+    /// anything else may change the state but is not assumed to create or delete.
+    pub fn guess(tool: &str) -> ToolEffects {
+        let first = tool
+            .split(|c: char| c == '_' || c == '-' || c.is_uppercase())
+            .find(|w| !w.is_empty())
+            .unwrap_or_default()
+            .to_lowercase();
+        let any = || BTreeSet::from(["*".to_owned()]);
+        let creates = CREATE_WORDS.contains(&first.as_str());
+        let deletes = DELETE_WORDS.contains(&first.as_str());
+        ToolEffects {
+            creates: if creates { any() } else { BTreeSet::new() },
+            deletes: if deletes { any() } else { BTreeSet::new() },
+            read_only: READ_WORDS.contains(&first.as_str()),
+            success_changes: creates || deletes,
+            failure_keeps: true,
+            deletes_named_only: false,
+            max_created: usize::MAX,
+            source: EffectSource::Guessed,
+        }
+    }
+
+    fn may_create(&self, kind: &str) -> bool {
+        self.creates.contains("*") || self.creates.contains(kind)
+    }
+
+    fn may_delete(&self, kind: &str) -> bool {
+        self.deletes.contains("*") || self.deletes.contains(kind)
+    }
+}
+
+/// Calls a learned rule about all successes (or all failures) of a tool needs.
+const MIN_EVIDENCE: usize = 3;
+
+/// What every tool may do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Effects {
+    tools: BTreeMap<String, ToolEffects>,
+}
+
+impl Effects {
+    /// Learns from executed trajectories (consistent by construction): the types each tool
+    /// created and deleted, whether it ever changed the state, whether all its successes
+    /// changed it and whether any failure did.
+    pub fn learn(trajectories: &[AuditTrajectory]) -> Effects {
+        #[derive(Default)]
+        struct Seen {
+            creates: BTreeSet<String>,
+            deletes: BTreeSet<String>,
+            changed: bool,
+            success_unchanged: bool,
+            failure_changed: bool,
+            unnamed_delete: bool,
+            max_created: usize,
+            successes: usize,
+            failures: usize,
+            deleted: usize,
+        }
+        let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+        for t in trajectories {
+            let mut before = &t.initial_state;
+            for step in &t.steps {
+                let s = seen.entry(step.tool.clone()).or_default();
+                let changed = *before != step.state_after;
+                s.changed |= changed;
+                match step.success {
+                    Some(true) => {
+                        s.successes += 1;
+                        s.success_unchanged |= !changed;
+                    }
+                    Some(false) => {
+                        s.failures += 1;
+                        s.failure_changed |= changed;
+                    }
+                    None => {}
+                }
+                if changed {
+                    let (a, b) = (resources(before), resources(&step.state_after));
+                    let created: Vec<&ResourceKey> =
+                        b.keys().filter(|k| !a.contains_key(*k)).collect();
+                    s.max_created = s.max_created.max(created.len());
+                    s.creates.extend(created.into_iter().map(|k| k.0.clone()));
+                    for key in a.keys().filter(|k| !b.contains_key(*k)) {
+                        s.deletes.insert(key.0.clone());
+                        s.deleted += 1;
+                        s.unnamed_delete |= !names(&step.arguments, key);
+                    }
+                }
+                before = &step.state_after;
+            }
+        }
+        Effects {
+            tools: seen
+                .into_iter()
+                .map(|(tool, s)| {
+                    // Claims need evidence: what was never seen falls back to the name's guess,
+                    // and the types the name suggests are added to those seen.
+                    let guess = ToolEffects::guess(&tool);
+                    let mut creates = s.creates;
+                    creates.extend(guess.creates.iter().cloned());
+                    let mut deletes = s.deletes;
+                    deletes.extend(guess.deletes.iter().cloned());
+                    let effects = ToolEffects {
+                        creates,
+                        deletes,
+                        read_only: if s.successes > 0 {
+                            !s.changed
+                        } else {
+                            guess.read_only
+                        },
+                        success_changes: s.successes >= MIN_EVIDENCE && !s.success_unchanged,
+                        failure_keeps: s.failures >= MIN_EVIDENCE && !s.failure_changed,
+                        deletes_named_only: s.deleted > 0 && !s.unnamed_delete,
+                        max_created: if s.max_created > 0 || !guess.creates.contains("*") {
+                            s.max_created
+                        } else {
+                            usize::MAX
+                        },
+                        source: EffectSource::Observed,
+                    };
+                    (tool, effects)
+                })
+                .collect(),
+        }
+    }
+
+    /// The effects of `tool`: learned, else guessed from its name.
+    pub fn of(&self, tool: &str) -> ToolEffects {
+        self.tools
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| ToolEffects::guess(tool))
+    }
+}
+
+/// Whether one of the arguments names the resource (its id as a string value), or, for a
+/// nested resource, a resource it belongs to (any argument value that is one of its ancestors'
+/// ids cannot be told from the key alone, so nested resources always count as named).
+fn names(arguments: &Map<String, Value>, key: &ResourceKey) -> bool {
+    key.0.contains('*')
+        || arguments
+            .values()
+            .any(|v| v.as_str() == Some(key.1.as_str()))
+}
+
+/// Kinds of violations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A resource appeared under a tool that never creates its type.
+    AppearedWithoutCreate,
+    /// A resource vanished under a tool that never deletes its type.
+    VanishedWithoutDelete,
+    /// A success that changed nothing, from a tool whose successes always change the state.
+    SuccessWithoutChange,
+    /// A failure that changed the state, from a tool whose failures never do.
+    FailureWithChange,
+    /// A successful read of a resource deleted earlier.
+    ReadAfterDelete,
+    /// A successful call naming an id that no state ever held.
+    PhantomId,
+    /// A read returned a field value other than the resource's current one.
+    StaleRead,
+}
+
+impl ViolationKind {
+    /// Every kind, in report order.
+    pub const ALL: [ViolationKind; 7] = [
+        ViolationKind::AppearedWithoutCreate,
+        ViolationKind::VanishedWithoutDelete,
+        ViolationKind::SuccessWithoutChange,
+        ViolationKind::FailureWithChange,
+        ViolationKind::ReadAfterDelete,
+        ViolationKind::PhantomId,
+        ViolationKind::StaleRead,
+    ];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ViolationKind::AppearedWithoutCreate => "appeared_without_create",
+            ViolationKind::VanishedWithoutDelete => "vanished_without_delete",
+            ViolationKind::SuccessWithoutChange => "success_without_change",
+            ViolationKind::FailureWithChange => "failure_with_change",
+            ViolationKind::ReadAfterDelete => "read_after_delete",
+            ViolationKind::PhantomId => "phantom_id",
+            ViolationKind::StaleRead => "stale_read",
+        }
+    }
+}
+
+/// One violated constraint.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Violation {
+    /// The trajectory.
+    pub trajectory: String,
+    /// The step (0-based) where it shows.
+    pub step: usize,
+    /// What kind.
+    pub kind: ViolationKind,
+    /// The tool of that step.
+    pub tool: String,
+    /// The resource (`type/id`), when one is involved.
+    pub resource: Option<String>,
+    /// The field, when one is involved.
+    pub field: Option<String>,
+    /// The earlier step it conflicts with (`None`: the initial state, or no single step).
+    pub conflicting_step: Option<usize>,
+    /// Whether the effect it relies on was guessed from the tool's name.
+    pub guessed: bool,
+    /// One line.
+    pub explanation: String,
+}
+
+/// The audit of one trajectory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrajectoryAudit {
+    /// The trajectory.
+    pub trajectory: String,
+    /// Steps.
+    pub steps: usize,
+    /// Constraints checked.
+    pub checked: usize,
+    /// The violations, in step order.
+    pub violations: Vec<Violation>,
+}
+
+impl TrajectoryAudit {
+    /// State consistency score: the share of checked constraints that hold (1 when none).
+    pub fn scs(&self) -> f64 {
+        if self.checked == 0 {
+            return 1.0;
+        }
+        1.0 - (self.violations.len().min(self.checked) as f64 / self.checked as f64)
+    }
+}
+
+fn label((kind, id): &ResourceKey) -> String {
+    if kind.is_empty() {
+        id.clone()
+    } else {
+        format!("{kind}/{id}")
+    }
+}
+
+/// Scalar fields of an object, by key.
+fn scalars(value: &Value) -> BTreeMap<&str, &Value> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .map(|(k, v)| (k.as_str(), v))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether an observation holds a record: an object below its top level.
+fn returns_record(observation: &Value) -> bool {
+    let mut found = Vec::new();
+    objects(observation, &mut found);
+    found.len() > 1 || (!observation.is_object() && !found.is_empty())
+}
+
+/// The objects inside a value (itself included), depth first.
+fn objects<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+    match value {
+        Value::Object(map) => {
+            out.push(value);
+            map.values().for_each(|v| objects(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| objects(v, out)),
+        _ => {}
+    }
+}
+
+/// Per resource and field: the values it had, each with the step that set it (`None`: the
+/// initial state).
+type FieldHistory = HashMap<ResourceKey, HashMap<String, Vec<(Value, Option<usize>)>>>;
+
+/// Audits one trajectory.
+pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit {
+    let mut violations = Vec::new();
+    let mut checked = 0usize;
+    // Per resource: the step that last removed it (for resurrections and reads after delete).
+    let mut removed_at: HashMap<ResourceKey, usize> = HashMap::new();
+    // Per resource and field: the values it had, with the step that set each.
+    let mut history: FieldHistory = HashMap::new();
+    // Every id any state of the trajectory holds, by type.
+    let mut all_ids: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let note_ids = |state: &Value, all_ids: &mut HashMap<String, BTreeSet<String>>| {
+        for (kind, id) in resources(state).into_keys() {
+            all_ids.entry(id).or_default().insert(kind);
+        }
+    };
+    note_ids(&trajectory.initial_state, &mut all_ids);
+    for step in &trajectory.steps {
+        note_ids(&step.state_after, &mut all_ids);
+    }
+    let record = |history: &mut FieldHistory, state: &Value, step: Option<usize>| {
+        for (key, value) in resources(state) {
+            let fields = history.entry(key).or_default();
+            for (field, v) in scalars(value) {
+                let values = fields.entry(field.to_owned()).or_default();
+                if values.last().is_none_or(|(last, _)| last != v) {
+                    values.push((v.clone(), step));
+                }
+            }
+        }
+    };
+    record(&mut history, &trajectory.initial_state, None);
+
+    let mut before = &trajectory.initial_state;
+    for (k, step) in trajectory.steps.iter().enumerate() {
+        let fx = effects.of(&step.tool);
+        let guessed = fx.source == EffectSource::Guessed;
+        let after = &step.state_after;
+        let changed = before != after;
+        let mut violation = |kind: ViolationKind,
+                             resource: Option<String>,
+                             field: Option<String>,
+                             conflicting_step: Option<usize>,
+                             explanation: String| {
+            violations.push(Violation {
+                trajectory: trajectory.id.clone(),
+                step: k,
+                kind,
+                tool: step.tool.clone(),
+                resource,
+                field,
+                conflicting_step,
+                guessed,
+                explanation,
+            });
+        };
+        // Outcome and change.
+        match step.success {
+            Some(true) if fx.success_changes => {
+                checked += 1;
+                if !changed {
+                    violation(
+                        ViolationKind::SuccessWithoutChange,
+                        None,
+                        None,
+                        None,
+                        format!("{} reports success but the state did not change; its successes always change it", step.tool),
+                    );
+                }
+            }
+            Some(false) if fx.failure_keeps => {
+                checked += 1;
+                if changed {
+                    violation(
+                        ViolationKind::FailureWithChange,
+                        None,
+                        None,
+                        None,
+                        format!("{} reports failure but the state changed; its failures never change it", step.tool),
+                    );
+                }
+            }
+            _ => {}
+        }
+        // Resources that appear or vanish.
+        if changed {
+            let (a, b) = (resources(before), resources(after));
+            // Only top-level resources: nested ones come and go with their parents and with
+            // updates of them.
+            let created = b
+                .keys()
+                .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
+                .count();
+            for key in b
+                .keys()
+                .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
+            {
+                checked += 1;
+                if fx.may_create(&key.0) && created > fx.max_created {
+                    violation(
+                        ViolationKind::AppearedWithoutCreate,
+                        Some(label(key)),
+                        None,
+                        None,
+                        format!(
+                            "{created} resources appear under {}, which creates at most {}",
+                            step.tool, fx.max_created
+                        ),
+                    );
+                } else if !fx.may_create(&key.0) {
+                    let earlier = removed_at.get(key).copied();
+                    let why = match earlier {
+                        Some(j) => format!("{} reappears after step {j} removed it, under {} which never creates {}", label(key), step.tool, key.0),
+                        None => format!("{} appears under {} which never creates {}", label(key), step.tool, key.0),
+                    };
+                    violation(
+                        ViolationKind::AppearedWithoutCreate,
+                        Some(label(key)),
+                        None,
+                        earlier,
+                        why,
+                    );
+                }
+            }
+            for key in a.keys().filter(|key| !b.contains_key(*key)) {
+                removed_at.insert(key.clone(), k);
+                if key.0.contains('*') {
+                    continue;
+                }
+                checked += 1;
+                if fx.may_delete(&key.0) && fx.deletes_named_only && !names(&step.arguments, key) {
+                    violation(
+                        ViolationKind::VanishedWithoutDelete,
+                        Some(label(key)),
+                        None,
+                        None,
+                        format!(
+                            "{} vanishes under {}, which deletes only what its arguments name",
+                            label(key),
+                            step.tool
+                        ),
+                    );
+                } else if !fx.may_delete(&key.0) {
+                    violation(
+                        ViolationKind::VanishedWithoutDelete,
+                        Some(label(key)),
+                        None,
+                        None,
+                        format!(
+                            "{} vanishes under {} which never deletes {}",
+                            label(key),
+                            step.tool,
+                            key.0
+                        ),
+                    );
+                }
+            }
+        }
+        // Reads: ids named by the arguments, fields returned by the observation.
+        if step.success == Some(true) && fx.read_only {
+            let current = resources(after);
+            let mut named: Vec<ResourceKey> = Vec::new();
+            for (arg, value) in &step.arguments {
+                let Some(id) = value.as_str() else { continue };
+                let lower = arg.to_lowercase();
+                if !(lower == "id" || lower.ends_with("_id") || lower.ends_with("id")) {
+                    continue;
+                }
+                checked += 1;
+                match all_ids.get(id) {
+                    // A phantom only when the call returned a record for it (a list that finds
+                    // nothing for an unknown id is right).
+                    None if returns_record(&step.observation) => violation(
+                        ViolationKind::PhantomId,
+                        None,
+                        Some(arg.clone()),
+                        None,
+                        format!(
+                            "{} succeeds on {arg} = {id:?}, which no state of the trajectory holds",
+                            step.tool
+                        ),
+                    ),
+                    None => {}
+                    Some(kinds) => {
+                        let keys: Vec<ResourceKey> = kinds
+                            .iter()
+                            .map(|kind| (kind.clone(), id.to_owned()))
+                            .collect();
+                        if keys.iter().all(|key| !current.contains_key(key)) {
+                            let gone = keys
+                                .iter()
+                                .find_map(|key| removed_at.get(key).map(|s| (key, *s)));
+                            if let Some((key, j)) = gone {
+                                violation(
+                                    ViolationKind::ReadAfterDelete,
+                                    Some(label(key)),
+                                    Some(arg.clone()),
+                                    Some(j),
+                                    format!(
+                                        "{} succeeds on {}, which step {j} removed",
+                                        step.tool,
+                                        label(key)
+                                    ),
+                                );
+                            }
+                        }
+                        named.extend(keys.into_iter().filter(|key| current.contains_key(key)));
+                    }
+                }
+            }
+            // The observation object that best matches each named resource, field by field.
+            let mut found = Vec::new();
+            objects(&step.observation, &mut found);
+            for key in &named {
+                let Some(resource) = current.get(key) else {
+                    continue;
+                };
+                let truth = scalars(resource);
+                // An object describes the resource when at least two of its fields equal the
+                // resource's and at least half of its fields are the resource's fields (a
+                // folio that quotes a reservation's id is not the reservation).
+                let best = found
+                    .iter()
+                    .map(|o| {
+                        let seen = scalars(o);
+                        let same = seen
+                            .iter()
+                            .filter(|(f, v)| truth.get(*f) == Some(v))
+                            .count();
+                        let shared = seen.keys().filter(|f| truth.contains_key(*f)).count();
+                        (same, shared, seen)
+                    })
+                    .filter(|(same, shared, seen)| *same >= 2 && 2 * shared >= seen.len())
+                    .max_by_key(|(same, _, _)| *same)
+                    .map(|(_, _, seen)| seen);
+                let Some(seen) = best else { continue };
+                for (field, value) in seen {
+                    let Some(actual) = truth.get(field) else {
+                        continue;
+                    };
+                    checked += 1;
+                    if *actual == value {
+                        continue;
+                    }
+                    let past = history
+                        .get(key)
+                        .and_then(|h| h.get(field))
+                        .and_then(|values| values.iter().rev().skip(1).find(|(v, _)| v == value));
+                    let (conflict, why) = match past {
+                        Some((_, set)) => (
+                            *set,
+                            format!("{} returns {}.{field} = {value}, a value it had before; it is {actual}", step.tool, label(key)),
+                        ),
+                        None => (
+                            None,
+                            format!("{} returns {}.{field} = {value}; the state holds {actual}", step.tool, label(key)),
+                        ),
+                    };
+                    violation(
+                        ViolationKind::StaleRead,
+                        Some(label(key)),
+                        Some(field.to_owned()),
+                        conflict,
+                        why,
+                    );
+                }
+            }
+        }
+        record(&mut history, after, Some(k));
+        before = after;
+    }
+    TrajectoryAudit {
+        trajectory: trajectory.id.clone(),
+        steps: trajectory.steps.len(),
+        checked,
+        violations,
+    }
+}
+
+/// Faults the injector ([`inject`]) plants in a consistent trajectory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// A successful change is lost: its step leaves the state as it was (the trajectory ends
+    /// there, since what followed relied on the change).
+    DroppedUpdate,
+    /// A created resource disappears at a later step that does not delete it.
+    VanishedCreate,
+    /// A deleted resource is back at a later step.
+    ResurrectedDelete,
+    /// A resource nobody created appears at some step.
+    PhantomEntity,
+    /// A read returns a value the resource had earlier.
+    StaleRead,
+    /// A failed call is reported as a success, changing nothing.
+    HappyPathFlip,
+}
+
+impl FaultKind {
+    /// Every kind, in report order.
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::DroppedUpdate,
+        FaultKind::VanishedCreate,
+        FaultKind::ResurrectedDelete,
+        FaultKind::PhantomEntity,
+        FaultKind::StaleRead,
+        FaultKind::HappyPathFlip,
+    ];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::DroppedUpdate => "dropped_update",
+            FaultKind::VanishedCreate => "vanished_create",
+            FaultKind::ResurrectedDelete => "resurrected_delete",
+            FaultKind::PhantomEntity => "phantom_entity",
+            FaultKind::StaleRead => "stale_read",
+            FaultKind::HappyPathFlip => "happy_path_flip",
+        }
+    }
+
+    /// The violation kinds that find this fault at its step.
+    pub fn found_by(self) -> &'static [ViolationKind] {
+        match self {
+            FaultKind::DroppedUpdate => &[ViolationKind::SuccessWithoutChange],
+            FaultKind::VanishedCreate => &[ViolationKind::VanishedWithoutDelete],
+            FaultKind::ResurrectedDelete | FaultKind::PhantomEntity => {
+                &[ViolationKind::AppearedWithoutCreate]
+            }
+            FaultKind::StaleRead => &[ViolationKind::StaleRead],
+            FaultKind::HappyPathFlip => &[
+                ViolationKind::SuccessWithoutChange,
+                ViolationKind::PhantomId,
+                ViolationKind::ReadAfterDelete,
+            ],
+        }
+    }
+}
+
+/// Where a fault was planted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FaultLabel {
+    /// The trajectory.
+    pub trajectory: String,
+    /// The step.
+    pub step: usize,
+    /// What kind.
+    pub kind: FaultKind,
+    /// The resource, when one is involved.
+    pub resource: Option<String>,
+}
+
+/// The state before step `k`.
+fn state_before(t: &AuditTrajectory, k: usize) -> &Value {
+    if k == 0 {
+        &t.initial_state
+    } else {
+        &t.steps[k - 1].state_after
+    }
+}
+
+/// Sets `(kind, id)` to `value` (`None`: removes it) in `state`, creating the collection path
+/// as needed. Only resource types without `*` (top-level collections) are written.
+fn put_resource(state: &mut Value, kind: &str, id: &str, value: Option<&Value>) -> bool {
+    if kind.contains('*') || kind.is_empty() {
+        return false;
+    }
+    let mut node = state;
+    for part in kind.split('/') {
+        let Some(map) = node.as_object_mut() else {
+            return false;
+        };
+        node = map
+            .entry(part.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    let Some(map) = node.as_object_mut() else {
+        return false;
+    };
+    match value {
+        Some(v) => {
+            map.insert(id.to_owned(), v.clone());
+        }
+        None => {
+            map.shift_remove(id);
+        }
+    }
+    true
+}
+
+/// Plants one fault of `kind` in a copy of `t` (a consistent, executed trajectory), at a place
+/// chosen with `rng` among those where it can go; `None` when there is none.
+pub fn inject(
+    t: &AuditTrajectory,
+    kind: FaultKind,
+    rng: &mut crate::rng::Rng,
+) -> Option<(AuditTrajectory, FaultLabel)> {
+    let n = t.steps.len();
+    let mut out = t.clone();
+    let label = |step: usize, resource: Option<String>| FaultLabel {
+        trajectory: t.id.clone(),
+        step,
+        kind,
+        resource,
+    };
+    match kind {
+        FaultKind::DroppedUpdate => {
+            let candidates: Vec<usize> = (0..n)
+                .filter(|&k| {
+                    t.steps[k].success == Some(true)
+                        && *state_before(t, k) != t.steps[k].state_after
+                })
+                .collect();
+            let &k = rng.pick(&candidates)?;
+            out.steps[k].state_after = state_before(t, k).clone();
+            out.steps.truncate(k + 1);
+            Some((out, label(k, None)))
+        }
+        FaultKind::VanishedCreate => {
+            // (created at, vanishes at, resource): a later step keeps it in the truth.
+            let mut candidates = Vec::new();
+            for k in 0..n {
+                let (a, b) = (
+                    resources(state_before(t, k)),
+                    resources(&t.steps[k].state_after),
+                );
+                for key in b
+                    .keys()
+                    .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
+                {
+                    for m in k + 1..n {
+                        if !resources(&t.steps[m].state_after).contains_key(key) {
+                            break;
+                        }
+                        candidates.push((m, key.clone()));
+                    }
+                }
+            }
+            let (m, key) = rng.pick(&candidates)?.clone();
+            for step in &mut out.steps[m..] {
+                if !resources(&step.state_after).contains_key(&key) {
+                    break;
+                }
+                put_resource(&mut step.state_after, &key.0, &key.1, None);
+            }
+            Some((out, label(m, Some(label_of(&key)))))
+        }
+        FaultKind::ResurrectedDelete => {
+            let mut candidates = Vec::new();
+            for d in 0..n {
+                let (a, b) = (
+                    resources(state_before(t, d)),
+                    resources(&t.steps[d].state_after),
+                );
+                for (key, value) in a
+                    .iter()
+                    .filter(|(key, _)| !b.contains_key(*key) && !key.0.contains('*'))
+                {
+                    for m in d + 1..n {
+                        if resources(&t.steps[m].state_after).contains_key(key) {
+                            break;
+                        }
+                        candidates.push((m, key.clone(), (*value).clone()));
+                    }
+                }
+            }
+            let (m, key, value) = rng.pick(&candidates)?.clone();
+            for step in &mut out.steps[m..] {
+                if resources(&step.state_after).contains_key(&key) {
+                    break;
+                }
+                put_resource(&mut step.state_after, &key.0, &key.1, Some(&value));
+            }
+            Some((out, label(m, Some(label_of(&key)))))
+        }
+        FaultKind::PhantomEntity => {
+            // A copy of an existing resource under a new id, at any step.
+            let mut candidates = Vec::new();
+            for m in 0..n {
+                for (key, value) in resources(&t.steps[m].state_after) {
+                    if !key.0.contains('*') {
+                        candidates.push((m, key, value.clone()));
+                    }
+                }
+            }
+            let (m, key, value) = rng.pick(&candidates)?.clone();
+            let id = format!("PHANTOM-{:04}", rng.below(10_000));
+            let phantom = (key.0.clone(), id.clone());
+            for step in &mut out.steps[m..] {
+                put_resource(&mut step.state_after, &key.0, &id, Some(&value));
+            }
+            Some((out, label(m, Some(label_of(&phantom)))))
+        }
+        FaultKind::StaleRead => {
+            // (step, object path in the observation, field, earlier value).
+            let mut candidates = Vec::new();
+            for m in 0..n {
+                let step = &t.steps[m];
+                if step.success != Some(true) || *state_before(t, m) != step.state_after {
+                    continue;
+                }
+                let current = resources(&step.state_after);
+                for value in step.arguments.values() {
+                    let Some(id) = value.as_str() else { continue };
+                    for (key, resource) in current.iter().filter(|(k, _)| k.1 == id) {
+                        let truth = scalars(resource);
+                        let mut paths = Vec::new();
+                        object_paths(&step.observation, &mut Vec::new(), &mut paths);
+                        for (path, object) in paths {
+                            for (field, seen) in scalars(object) {
+                                if truth.get(field) != Some(&seen) {
+                                    continue;
+                                }
+                                // An earlier, different value of the field.
+                                let old = (0..m).rev().find_map(|j| {
+                                    let r = resources(state_before(t, j));
+                                    let v = r.get(key)?.get(field)?.clone();
+                                    (v != *seen && !v.is_object() && !v.is_array()).then_some(v)
+                                });
+                                if let Some(old) = old {
+                                    candidates.push((
+                                        m,
+                                        key.clone(),
+                                        path.clone(),
+                                        field.to_owned(),
+                                        old,
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let (m, key, path, field, old) = rng.pick(&candidates)?.clone();
+            let mut node = &mut out.steps[m].observation;
+            for part in &path {
+                node = match node {
+                    Value::Object(map) => map.get_mut(part)?,
+                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+                    _ => return None,
+                };
+            }
+            node.as_object_mut()?.insert(field, old);
+            Some((out, label(m, Some(label_of(&key)))))
+        }
+        FaultKind::HappyPathFlip => {
+            let candidates: Vec<usize> = (0..n)
+                .filter(|&k| {
+                    t.steps[k].success == Some(false)
+                        && *state_before(t, k) == t.steps[k].state_after
+                })
+                .collect();
+            let &k = rng.pick(&candidates)?;
+            out.steps[k].success = Some(true);
+            out.steps[k].observation = serde_json::json!({"success": true, "message": "done"});
+            Some((out, label(k, None)))
+        }
+    }
+}
+
+fn label_of(key: &ResourceKey) -> String {
+    label(key)
+}
+
+/// The objects inside a value with their paths.
+fn object_paths<'v>(
+    value: &'v Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, &'v Value)>,
+) {
+    match value {
+        Value::Object(map) => {
+            out.push((path.clone(), value));
+            for (k, v) in map {
+                path.push(k.clone());
+                object_paths(v, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(i.to_string());
+                object_paths(v, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(tool: &str, args: Value, observation: Value, success: bool, after: Value) -> AuditStep {
+        AuditStep {
+            tool: tool.into(),
+            arguments: args.as_object().cloned().unwrap_or_default(),
+            observation,
+            success: Some(success),
+            state_after: after,
+        }
+    }
+
+    /// A ticket desk: create T2, close it, read it, delete T1.
+    fn clean() -> AuditTrajectory {
+        let t1 = json!({"status": "open", "title": "a", "owner": "ann"});
+        let t2 = json!({"status": "open", "title": "b", "owner": "bob"});
+        let t2_closed = json!({"status": "closed", "title": "b", "owner": "bob"});
+        let s0 = json!({"tickets": {"T1": t1}, "next": 2});
+        let s1 = json!({"tickets": {"T1": t1, "T2": t2}, "next": 3});
+        let s2 = json!({"tickets": {"T1": t1, "T2": t2_closed}, "next": 3});
+        let s3 = json!({"tickets": {"T2": t2_closed}, "next": 3});
+        AuditTrajectory {
+            id: "t".into(),
+            initial_state: s0,
+            steps: vec![
+                step(
+                    "create_ticket",
+                    json!({"title": "b"}),
+                    json!({"success": true, "id": "T2"}),
+                    true,
+                    s1,
+                ),
+                step(
+                    "close_ticket",
+                    json!({"ticket_id": "T2"}),
+                    json!({"success": true}),
+                    true,
+                    s2.clone(),
+                ),
+                step(
+                    "get_ticket",
+                    json!({"ticket_id": "T2"}),
+                    json!({"success": true, "data": {"status": "closed", "title": "b", "owner": "bob"}}),
+                    true,
+                    s2,
+                ),
+                step(
+                    "delete_ticket",
+                    json!({"ticket_id": "T1"}),
+                    json!({"success": true}),
+                    true,
+                    s3,
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn resources_are_the_entries_of_collections() {
+        let state = json!({"tickets": {"T1": {"msgs": {"M1": {"t": 1}}}}, "settings": {"now": 1}});
+        let keys: Vec<ResourceKey> = resources(&state).into_keys().collect();
+        assert_eq!(
+            keys,
+            [
+                ("tickets".to_owned(), "T1".to_owned()),
+                ("tickets/*/msgs".to_owned(), "M1".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_clean_trajectory_holds_every_constraint_under_learned_and_guessed_effects() {
+        let t = clean();
+        // Rules about all successes need three of them: the fixture three times.
+        let learned = Effects::learn(&[t.clone(), t.clone(), t.clone()]);
+        // What was seen, and what the name says (any type).
+        assert_eq!(
+            learned.of("create_ticket").creates,
+            BTreeSet::from(["*".to_owned(), "tickets".to_owned()])
+        );
+        assert!(learned.of("close_ticket").success_changes);
+        assert!(
+            !Effects::learn(std::slice::from_ref(&t))
+                .of("close_ticket")
+                .success_changes
+        );
+        assert!(learned.of("get_ticket").read_only);
+        for effects in [learned, Effects::default()] {
+            let report = audit(&t, &effects);
+            assert_eq!(report.violations, [], "{effects:?}");
+            assert!(report.checked >= 6, "{}", report.checked);
+            assert_eq!(report.scs(), 1.0);
+        }
+    }
+
+    #[test]
+    fn each_fault_is_found_with_its_kind_step_and_conflict() {
+        let effects = Effects::learn(&[clean(), clean(), clean()]);
+        let kinds = |t: &AuditTrajectory| -> Vec<(usize, ViolationKind, Option<usize>)> {
+            audit(t, &effects)
+                .violations
+                .iter()
+                .map(|v| (v.step, v.kind, v.conflicting_step))
+                .collect()
+        };
+        // The close is dropped: success with no change.
+        let mut t = clean();
+        t.steps[1].state_after = t.steps[0].state_after.clone();
+        t.steps.truncate(2);
+        assert_eq!(kinds(&t), [(1, ViolationKind::SuccessWithoutChange, None)]);
+        // The read returns the status T2 had before step 1 closed it.
+        let mut t = clean();
+        t.steps[2].observation =
+            json!({"success": true, "data": {"status": "open", "title": "b", "owner": "bob"}});
+        assert_eq!(kinds(&t), [(2, ViolationKind::StaleRead, Some(0))]);
+        let v = &audit(&t, &effects).violations[0];
+        assert_eq!(v.resource.as_deref(), Some("tickets/T2"));
+        assert_eq!(v.field.as_deref(), Some("status"));
+        assert_eq!(
+            v.explanation,
+            "get_ticket returns tickets/T2.status = \"open\", a value it had before; it is \"closed\""
+        );
+        // T2 vanishes at the close.
+        let mut t = clean();
+        t.steps[1].state_after["tickets"]
+            .as_object_mut()
+            .unwrap()
+            .remove("T2");
+        t.steps[2].state_after = t.steps[1].state_after.clone();
+        t.steps.truncate(2);
+        assert_eq!(kinds(&t), [(1, ViolationKind::VanishedWithoutDelete, None)]);
+        // T1 comes back after its delete, under a read; then a read of a deleted one.
+        let mut t = clean();
+        let mut back = t.steps[3].state_after.clone();
+        back["tickets"]["T1"] = json!({"status": "open", "title": "a", "owner": "ann"});
+        t.steps.push(step(
+            "get_ticket",
+            json!({"ticket_id": "T1"}),
+            json!({"success": true}),
+            true,
+            back,
+        ));
+        assert_eq!(
+            kinds(&t),
+            [(4, ViolationKind::AppearedWithoutCreate, Some(3))]
+        );
+        let mut t = clean();
+        let s3 = t.steps[3].state_after.clone();
+        t.steps.push(step(
+            "get_ticket",
+            json!({"ticket_id": "T1"}),
+            json!({"success": true}),
+            true,
+            s3.clone(),
+        ));
+        t.steps.push(step(
+            "get_ticket",
+            json!({"ticket_id": "T9"}),
+            json!({"success": true, "data": {"status": "open"}}),
+            true,
+            s3,
+        ));
+        assert_eq!(
+            kinds(&t),
+            [
+                (4, ViolationKind::ReadAfterDelete, Some(3)),
+                (5, ViolationKind::PhantomId, None)
+            ]
+        );
+        let report = audit(&t, &effects);
+        assert!(report.scs() < 1.0 && report.scs() > 0.5, "{}", report.scs());
+    }
+
+    #[test]
+    fn every_planted_fault_is_found_at_its_step_and_clean_runs_stay_clean() {
+        let mut t = clean();
+        let s3 = t.steps[3].state_after.clone();
+        t.steps.push(step(
+            "get_ticket",
+            json!({"ticket_id": "T1"}),
+            json!({"success": false, "error": "no T1"}),
+            false,
+            s3,
+        ));
+        let effects = Effects::learn(&[t.clone(), t.clone(), t.clone()]);
+        assert_eq!(audit(&t, &effects).violations, []);
+        let mut planted = BTreeMap::new();
+        for seed in 0..40 {
+            let mut rng = crate::rng::Rng::new(seed);
+            for kind in FaultKind::ALL {
+                let Some((faulty, label)) = inject(&t, kind, &mut rng) else {
+                    panic!("{kind:?} has a place in the fixture");
+                };
+                assert_ne!(faulty, t, "{kind:?}");
+                let found = audit(&faulty, &effects)
+                    .violations
+                    .iter()
+                    .any(|v| v.step == label.step && kind.found_by().contains(&v.kind));
+                *planted.entry((kind, found)).or_insert(0) += 1;
+            }
+        }
+        // Every planted fault is found at its step.
+        for kind in FaultKind::ALL {
+            let missed = planted.get(&(kind, false)).copied().unwrap_or(0);
+            assert_eq!(missed, 0, "{kind:?} missed {missed} of 40");
+        }
+    }
+}

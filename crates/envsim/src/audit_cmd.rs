@@ -1,0 +1,429 @@
+//! `envsim audit ...`: consistency diagnostics for trajectories, and the check that proves
+//! them on executed ground truth.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
+use envsim_bench::trajectories::read_runs;
+use envsim_core::audit::{
+    audit, AuditStep, AuditTrajectory, Effects, TrajectoryAudit, ViolationKind,
+};
+use envsim_core::outcome::OutcomeRule;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AuditArgs {
+    #[command(subcommand)]
+    command: Option<AuditCommand>,
+    #[command(flatten)]
+    check: CheckArgs,
+}
+
+/// `envsim audit TRAJECTORIES`.
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Trajectories with their states (envsim trajectory JSONL, as `env replay` and simulations
+    /// write them: an initial state and each step's state after, absent when unchanged).
+    trajectories: Option<PathBuf>,
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS): the
+    /// environment a record names is walked to learn what its tools do, and its outcome rule
+    /// reads the observations. Environments it does not hold get effects guessed from tool
+    /// names, reported as guesses.
+    #[arg(long, value_name = "DIR")]
+    envs: Option<PathBuf>,
+    /// The environment of every record (else each record's own `env`).
+    #[arg(long, value_name = "NAME")]
+    env: Option<String>,
+    /// Walks per initial state that effects are learned from.
+    #[arg(long, default_value_t = 6)]
+    learn_walks: usize,
+    /// Write every violation here as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 when the mean state consistency score is below this (0 to 1).
+    #[arg(long, value_name = "SCS")]
+    fail_under: Option<f64>,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Prove the detectors on executed ground truth: seeded walks of every environment become
+    /// clean trajectories, a share of them get one planted fault each (dropped update, vanished
+    /// create, resurrected delete, phantom entity, stale read, happy-path flip), and every check
+    /// is scored against the labels (recall per fault, precision and clean-trajectory flag rate
+    /// per check). Effects are learned from other walks (another seed) of the same
+    /// environments.
+    Validate(ValidateArgs),
+    /// Plant known faults in trajectories that are consistent (executed: `env replay` output or
+    /// walks), one per trajectory in a `--rate` share of them, kinds in turn; write the faulty
+    /// trajectories and the labels (trajectory, step, kind, resource).
+    Inject(InjectArgs),
+}
+
+#[derive(Debug, Args)]
+struct InjectArgs {
+    /// Trajectories with their states (envsim trajectory JSONL).
+    trajectories: PathBuf,
+    /// Where the trajectories go, faulty and clean, in input order.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Where the labels go (JSON Lines, one per planted fault).
+    #[arg(long, value_name = "FILE")]
+    labels: PathBuf,
+    /// Share of trajectories that get a fault.
+    #[arg(long, default_value_t = 0.5)]
+    rate: f64,
+    /// Seed of the choices.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
+struct ValidateArgs {
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
+    #[arg(long, value_name = "DIR")]
+    envs: Option<PathBuf>,
+    /// Audited walks per initial state.
+    #[arg(long, default_value_t = 17)]
+    walks: usize,
+    /// Walks per initial state that the effects are learned from (seed + 1).
+    #[arg(long, default_value_t = 10)]
+    learn_walks: usize,
+    /// Steps per walk.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Seed of the audited walks and of the faults.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Share of trajectories that get a fault.
+    #[arg(long, default_value_t = 0.5)]
+    rate: f64,
+    /// Print the counts as JSON instead of Markdown tables.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: AuditArgs) -> Result<()> {
+    match args.command {
+        Some(AuditCommand::Validate(a)) => validate_cmd(a),
+        Some(AuditCommand::Inject(a)) => inject_cmd(a),
+        None => check_cmd(args.check),
+    }
+}
+
+/// Effects learned from walks of `package`.
+fn learn(package: &envsim_exec::package::EnvPackage, walks: usize) -> Result<Effects> {
+    let walk = crate::bench_cmd::WalkArgs {
+        walks,
+        steps: 16,
+        workers: 2,
+        trace: false,
+        clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
+    };
+    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &walk, 1)?;
+    Ok(trajectories_from_walks(&records)
+        .into_values()
+        .next()
+        .map(|runs| Effects::learn(&runs))
+        .unwrap_or_default())
+}
+
+/// A recorded run as an audit trajectory (states carried forward where a step records none),
+/// with `classify` reading each observation's outcome.
+fn audit_trajectory(
+    run: &envsim_bench::trajectories::RecordedRun,
+    source: &str,
+    classify: impl Fn(&Value) -> Option<bool>,
+) -> Result<AuditTrajectory> {
+    let Some(initial) = &run.initial_state else {
+        bail!(
+            "{source}: {}: no initial state; the audit needs a trajectory's states (`envsim env replay` writes them for recorded calls)",
+            run.location
+        );
+    };
+    let mut state = initial.clone();
+    let steps = run
+        .steps
+        .iter()
+        .map(|s| {
+            if let Some(after) = &s.state_after {
+                state = after.clone();
+            }
+            let observation = match &s.observation {
+                Some(Value::String(text)) => observation_value(&Value::Null, text),
+                Some(other) => other.clone(),
+                None => Value::Null,
+            };
+            AuditStep {
+                tool: s.tool.clone(),
+                arguments: s.arguments.clone(),
+                success: classify(&observation),
+                observation,
+                state_after: state.clone(),
+            }
+        })
+        .collect();
+    Ok(AuditTrajectory {
+        id: format!("{} {}", run.location, run.task_id),
+        initial_state: initial.clone(),
+        steps,
+    })
+}
+
+fn inject_cmd(a: InjectArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&a.rate) {
+        bail!("--rate must be between 0 and 1, got {}", a.rate);
+    }
+    let path = &a.trajectories;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let source = path.display().to_string();
+    let runs = read_runs(&text, &source, None)?;
+    let rule = OutcomeRule::success_key();
+    let mut rng = envsim_core::rng::Rng::new(a.seed);
+    let (mut out, mut labels) = (String::new(), String::new());
+    let mut turn = 0usize;
+    let mut planted = 0usize;
+    for run in &runs {
+        let trajectory = audit_trajectory(run, &source, |o| rule.classify(o))?;
+        let mut written = trajectory.clone();
+        if rng.chance(a.rate) {
+            let kind =
+                envsim_core::audit::FaultKind::ALL[turn % envsim_core::audit::FaultKind::ALL.len()];
+            turn += 1;
+            if let Some((faulty, label)) = envsim_core::audit::inject(&trajectory, kind, &mut rng) {
+                written = faulty;
+                labels.push_str(&serde_json::to_string(&label)?);
+                labels.push('\n');
+                planted += 1;
+            }
+        }
+        let steps: Vec<Value> = written
+            .steps
+            .iter()
+            .map(|s| {
+                json!({"action": {"name": s.tool, "arguments": s.arguments},
+                       "observation": match &s.observation { Value::String(t) => t.clone(), other => other.to_string() },
+                       "state_after": s.state_after})
+            })
+            .collect();
+        let record = json!({"env": run.env, "task_id": run.task_id, "initial_state": written.initial_state, "steps": steps});
+        out.push_str(&record.to_string());
+        out.push('\n');
+    }
+    crate::output::write_atomic(&a.out, &out)?;
+    crate::output::write_atomic(&a.labels, &labels)?;
+    eprintln!(
+        "{} trajectories: {planted} with a planted fault -> {}, labels -> {}",
+        runs.len(),
+        a.out.display(),
+        a.labels.display()
+    );
+    Ok(())
+}
+
+fn check_cmd(a: CheckArgs) -> Result<()> {
+    let Some(path) = &a.trajectories else {
+        bail!("give a trajectory file (`envsim audit FILE`), or a subcommand (`envsim audit validate`)");
+    };
+    if let Some(x) = a.fail_under {
+        if !(0.0..=1.0).contains(&x) {
+            bail!("--fail-under must be between 0 and 1, got {x}");
+        }
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let source = path.display().to_string();
+    let runs = read_runs(&text, &source, None)?;
+    if runs.is_empty() {
+        bail!("{source}: no trajectories");
+    }
+    let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
+    // Per environment: its effects and outcome rule (learned once).
+    let mut known: BTreeMap<String, (Effects, OutcomeRule, bool)> = BTreeMap::new();
+    let mut reports: Vec<(String, TrajectoryAudit)> = Vec::new();
+    for run in &runs {
+        let env = a
+            .env
+            .clone()
+            .or_else(|| run.env.clone())
+            .unwrap_or_default();
+        if !known.contains_key(&env) {
+            let entry = match corpus.load(&env) {
+                Ok(package) => {
+                    eprintln!(
+                        "{env}: learning what its tools do from {} walks per state",
+                        a.learn_walks
+                    );
+                    (
+                        learn(&package, a.learn_walks)?,
+                        package.outcome.clone(),
+                        true,
+                    )
+                }
+                Err(_) => {
+                    eprintln!(
+                        "{env:?}: not in {}; effects are guessed from tool names",
+                        corpus.display()
+                    );
+                    (Effects::default(), OutcomeRule::success_key(), false)
+                }
+            };
+            known.insert(env.clone(), entry);
+        }
+        let (effects, rule, _) = &known[&env];
+        let trajectory = audit_trajectory(run, &source, |o| rule.classify(o))?;
+        reports.push((env, audit(&trajectory, effects)));
+    }
+    if let Some(out) = &a.out {
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(out)
+                .with_context(|| format!("cannot create {}", out.display()))?,
+        );
+        for (_, report) in &reports {
+            for v in &report.violations {
+                serde_json::to_writer(&mut file, v)?;
+                file.write_all(b"\n")?;
+            }
+        }
+        file.flush()
+            .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
+    }
+    let summary = summarize(&reports, &known);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print_summary(&summary);
+    }
+    let mean = summary["scs"]["mean"].as_f64().unwrap_or(1.0);
+    if let Some(limit) = a.fail_under {
+        if mean < limit {
+            bail!("mean SCS {mean:.4} is below --fail-under {limit}");
+        }
+    }
+    Ok(())
+}
+
+/// The summary: counts, SCS distribution, violations by kind, per environment.
+fn summarize(
+    reports: &[(String, TrajectoryAudit)],
+    known: &BTreeMap<String, (Effects, OutcomeRule, bool)>,
+) -> Value {
+    let mut scs: Vec<f64> = reports.iter().map(|(_, r)| r.scs()).collect();
+    scs.sort_by(f64::total_cmp);
+    let n = scs.len().max(1);
+    let mut kinds: BTreeMap<&str, usize> =
+        ViolationKind::ALL.iter().map(|k| (k.name(), 0)).collect();
+    let mut guessed = 0;
+    for (_, r) in reports {
+        for v in &r.violations {
+            *kinds.entry(v.kind.name()).or_default() += 1;
+            guessed += usize::from(v.guessed);
+        }
+    }
+    let envs: Vec<Value> = known
+        .iter()
+        .map(|(env, (_, _, learned))| json!({"env": env, "effects": if *learned { "learned" } else { "guessed" }}))
+        .collect();
+    json!({
+        "trajectories": reports.len(),
+        "steps": reports.iter().map(|(_, r)| r.steps).sum::<usize>(),
+        "checked": reports.iter().map(|(_, r)| r.checked).sum::<usize>(),
+        "violations": reports.iter().map(|(_, r)| r.violations.len()).sum::<usize>(),
+        "violations_on_guessed_effects": guessed,
+        "by_kind": kinds,
+        "scs": {
+            "mean": scs.iter().sum::<f64>() / n as f64,
+            "min": scs.first().copied().unwrap_or(1.0),
+            "p10": scs.get(scs.len() / 10).copied().unwrap_or(1.0),
+            "consistent_trajectories": scs.iter().filter(|x| **x >= 1.0).count(),
+        },
+        "environments": envs,
+    })
+}
+
+fn print_summary(summary: &Value) {
+    println!(
+        "{} trajectories, {} steps: {} constraints checked, {} violated ({} relying on guessed effects)",
+        summary["trajectories"], summary["steps"], summary["checked"], summary["violations"], summary["violations_on_guessed_effects"]
+    );
+    let scs = &summary["scs"];
+    println!(
+        "SCS: mean {:.4}, min {:.4}, 10th percentile {:.4}; {} of {} trajectories hold every checked constraint",
+        scs["mean"].as_f64().unwrap_or(1.0),
+        scs["min"].as_f64().unwrap_or(1.0),
+        scs["p10"].as_f64().unwrap_or(1.0),
+        scs["consistent_trajectories"],
+        summary["trajectories"]
+    );
+    if let Some(kinds) = summary["by_kind"].as_object() {
+        for (kind, count) in kinds {
+            println!("  {kind:<24} {count}");
+        }
+    }
+}
+
+fn validate_cmd(a: ValidateArgs) -> Result<()> {
+    if !(0.0..=1.0).contains(&a.rate) {
+        anyhow::bail!("--rate must be between 0 and 1, got {}", a.rate);
+    }
+    let packages = crate::env_cmd::Corpus::choose(a.envs.clone()).load_all()?;
+    let walk = |walks: usize| crate::bench_cmd::WalkArgs {
+        walks,
+        steps: a.steps,
+        workers: a.workers,
+        trace: false,
+        clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
+    };
+    // One environment at a time: a trajectory holds every state whole, so memory holds one
+    // environment's walks. Environments with states past the large-state size (database dumps
+    // of megabytes) are left out: their walks would not fit whole.
+    let mut result = envsim_bench::audit_check::Validation::default();
+    for package in packages {
+        let name = package.manifest.name.clone();
+        let largest = package
+            .states
+            .iter()
+            .map(|(_, s)| s.to_string().len())
+            .max()
+            .unwrap_or(0);
+        if largest >= envsim_bench::collect::LARGE_STATE_BYTES {
+            eprintln!(
+                "{name}: left out (a state of {largest} bytes; trajectories hold states whole)"
+            );
+            continue;
+        }
+        let learned = crate::bench_cmd::walk_transitions(
+            vec![package.clone()],
+            &walk(a.learn_walks),
+            a.seed.wrapping_add(1),
+        )?;
+        let effects = trajectories_from_walks(&learned)
+            .into_values()
+            .next()
+            .map(|runs| Effects::learn(&runs))
+            .unwrap_or_default();
+        drop(learned);
+        let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
+        for (env, runs) in trajectories_from_walks(&audited) {
+            result.add(&env, &runs, &effects, a.rate, a.seed);
+        }
+        eprintln!("{name}: {} trajectories so far", result.trajectories);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", result.markdown());
+    }
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! `envsim audit FILE` end to end on a small package written by the test.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const DESK: &str = r#"
+class Desk:
+    def __init__(self, init_config: dict):
+        self.tickets = {}
+        self.next_id = 1
+
+    def create_ticket(self, title: str) -> dict:
+        tid = "T%d" % self.next_id
+        self.next_id += 1
+        self.tickets[tid] = {"title": title, "status": "open", "owner": "desk"}
+        return {"success": True, "ticket_id": tid}
+
+    def close_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        if t["status"] == "closed":
+            return {"success": False, "error": "already closed"}
+        t["status"] = "closed"
+        return {"success": True}
+
+    def get_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        return {"success": True, "data": dict(t)}
+"#;
+
+fn write_desk(root: &Path) {
+    let pkg = root.join("desk");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), DESK).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let id = json!({"ticket_id": {"type": "string"}});
+    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
+    "class_name": "Desk", "tools": [
+        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("close_ticket", id.clone(), json!(["ticket_id"])),
+        tool("get_ticket", id, json!(["ticket_id"])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let state = json!({"tickets": {
+        "T1": {"title": "a", "status": "open", "owner": "desk"},
+        "T2": {"title": "b", "status": "open", "owner": "desk"},
+        "T3": {"title": "c", "status": "closed", "owner": "desk"}}, "next_id": 4});
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+}
+
+/// A run on the desk: create T4, close it, read it. `fault` changes it.
+fn run(fault: Option<&str>) -> Value {
+    let s0 = json!({"tickets": {
+        "T1": {"title": "a", "status": "open", "owner": "desk"},
+        "T2": {"title": "b", "status": "open", "owner": "desk"},
+        "T3": {"title": "c", "status": "closed", "owner": "desk"}}, "next_id": 4});
+    let mut s1 = s0.clone();
+    s1["tickets"]["T4"] = json!({"title": "d", "status": "open", "owner": "desk"});
+    s1["next_id"] = json!(5);
+    let mut s2 = s1.clone();
+    s2["tickets"]["T4"]["status"] = json!("closed");
+    let step = |name: &str, args: Value, obs: &str, after: &Value| json!({"action": {"name": name, "arguments": args}, "observation": obs, "state_after": after});
+    let mut steps = vec![
+        step(
+            "create_ticket",
+            json!({"title": "d"}),
+            "{'success': True, 'ticket_id': 'T4'}",
+            &s1,
+        ),
+        step(
+            "close_ticket",
+            json!({"ticket_id": "T4"}),
+            "{'success': True}",
+            &s2,
+        ),
+        step(
+            "get_ticket",
+            json!({"ticket_id": "T4"}),
+            "{'success': True, 'data': {'title': 'd', 'status': 'closed', 'owner': 'desk'}}",
+            &s2,
+        ),
+    ];
+    match fault {
+        // The close is lost: success, and the state stays as it was.
+        Some("dropped") => {
+            steps[1]["state_after"] = s1.clone();
+            steps[2]["state_after"] = s1.clone();
+            steps[2]["observation"] = json!(
+                "{'success': True, 'data': {'title': 'd', 'status': 'open', 'owner': 'desk'}}"
+            );
+        }
+        // A ticket nobody created appears at the read.
+        Some("phantom") => {
+            let mut s3 = s2.clone();
+            s3["tickets"]["T9"] = json!({"title": "z", "status": "open", "owner": "desk"});
+            steps[2]["state_after"] = s3;
+        }
+        _ => {}
+    }
+    json!({"env": "desk", "task_id": fault.unwrap_or("clean"), "initial_state": s0, "steps": steps})
+}
+
+fn envsim(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("audit")
+        .args(args)
+        .arg("--envs")
+        .arg(root)
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn the_audit_finds_planted_faults_and_passes_clean_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let file = dir.path().join("runs.jsonl");
+    let lines: Vec<String> = [None, Some("dropped"), Some("phantom")]
+        .iter()
+        .map(|f| run(*f).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out_file = dir.path().join("violations.jsonl");
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--json",
+            "--out",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["trajectories"], 3);
+    assert_eq!(summary["steps"], 9);
+    assert_eq!(summary["violations"], 2, "{summary}");
+    assert_eq!(summary["by_kind"]["success_without_change"], 1);
+    assert_eq!(summary["by_kind"]["appeared_without_create"], 1);
+    assert_eq!(summary["scs"]["consistent_trajectories"], 1);
+    assert_eq!(
+        summary["environments"],
+        json!([{"env": "desk", "effects": "learned"}])
+    );
+    let violations: Vec<Value> = std::fs::read_to_string(&out_file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(violations.len(), 2);
+    assert_eq!(violations[0]["trajectory"], "line 2 dropped");
+    assert_eq!(
+        (violations[0]["step"].clone(), violations[0]["kind"].clone()),
+        (json!(1), json!("success_without_change"))
+    );
+    assert_eq!(violations[1]["resource"], "tickets/T9");
+    assert_eq!(violations[1]["step"], 2);
+
+    // For pipelines: a mean SCS under the bar fails the command.
+    let out = envsim(
+        dir.path(),
+        &[file.to_str().unwrap(), "--fail-under", "0.99"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is below --fail-under 0.99"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A record without states cannot be audited: said, with its place.
+    let bare = dir.path().join("bare.jsonl");
+    let mut record = run(None);
+    record.as_object_mut().unwrap().remove("initial_state");
+    std::fs::write(&bare, format!("{record}\n")).unwrap();
+    let out = envsim(dir.path(), &[bare.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("line 1: no initial state; the audit needs a trajectory's states"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn validation_on_executed_walks_gives_the_pinned_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let out = envsim(
+        dir.path(),
+        &[
+            "validate",
+            "--walks",
+            "40",
+            "--learn-walks",
+            "10",
+            "--steps",
+            "8",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Seeded walks and seeded faults: the same numbers on every machine.
+    assert_eq!(
+        (
+            v["trajectories"].clone(),
+            v["clean"].clone(),
+            v["clean_flagged"].clone(),
+            v["steps"].clone()
+        ),
+        (json!(40), json!(22), json!(0), json!(303))
+    );
+    let planted_found: Vec<(String, u64, u64)> = v["faults"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, f)| {
+            (
+                k.clone(),
+                f["planted"].as_u64().unwrap(),
+                f["found"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        planted_found,
+        [
+            ("dropped_update".to_owned(), 5, 5),
+            ("happy_path_flip".to_owned(), 4, 2),
+            ("phantom_entity".to_owned(), 4, 4),
+            ("resurrected_delete".to_owned(), 0, 0),
+            ("stale_read".to_owned(), 1, 1),
+            ("vanished_create".to_owned(), 4, 4),
+        ]
+    );
+    // No check fires on a clean trajectory or before a fault.
+    for (kind, c) in v["checks"].as_object().unwrap() {
+        assert_eq!(c["false_positives"], 0, "{kind}");
+    }
+    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 7);
+}
+
+#[test]
+fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let clean = dir.path().join("clean.jsonl");
+    let lines: Vec<String> = (0..6).map(|_| run(None).to_string()).collect();
+    std::fs::write(&clean, lines.join("\n") + "\n").unwrap();
+    let faulty = dir.path().join("faulty.jsonl");
+    let labels = dir.path().join("labels.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args([
+            "audit",
+            "inject",
+            clean.to_str().unwrap(),
+            "--rate",
+            "1",
+            "--out",
+        ])
+        .arg(&faulty)
+        .arg("--labels")
+        .arg(&labels)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let labels: Vec<Value> = std::fs::read_to_string(&labels)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Kinds in turn, one per trajectory; the run deletes nothing and never fails, so no
+    // delete can be resurrected and no failure flipped (those two stay clean).
+    let kinds: Vec<&str> = labels.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "dropped_update",
+            "vanished_create",
+            "phantom_entity",
+            "stale_read"
+        ]
+    );
+    let violations = dir.path().join("violations.jsonl");
+    let out = envsim(
+        dir.path(),
+        &[
+            faulty.to_str().unwrap(),
+            "--json",
+            "--out",
+            violations.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Vec<Value> = std::fs::read_to_string(&violations)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for label in &labels {
+        assert!(
+            found
+                .iter()
+                .any(|v| v["trajectory"] == label["trajectory"] && v["step"] == label["step"]),
+            "{label} not found in {found:?}"
+        );
+    }
+}
