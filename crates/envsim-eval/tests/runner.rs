@@ -923,6 +923,19 @@ fn the_callers_stop_signal_interrupts_and_events_report_progress() {
     );
 }
 
+/// The oracle-model request on `db` with the default options and a 10 s timeout.
+fn oracle_request(db: &Path, ts: &[Transition], url: &str) -> RunRequest {
+    request(
+        db,
+        ts,
+        url,
+        "oracle-model",
+        Template::Envsim,
+        options(),
+        Duration::from_secs(10),
+    )
+}
+
 /// The fixture's benchmark file, read by a [`SampleStream`] while the run starts.
 fn streamed(records: &[serde_json::Value]) -> SampleSource {
     let bytes = to_json_array(records).into_bytes();
@@ -946,15 +959,7 @@ fn a_streamed_run_stores_exactly_what_a_prepared_run_stores() {
     let mut stored = Vec::new();
     for (name, stream) in [("prepared", false), ("streamed", true)] {
         let db = dir.path().join(format!("{name}.sqlite"));
-        let mut req = request(
-            &db,
-            &ts,
-            &server.base_url(),
-            "oracle-model",
-            Template::Envsim,
-            options(),
-            Duration::from_secs(10),
-        );
+        let mut req = oracle_request(&db, &ts, &server.base_url());
         if stream {
             req.samples = streamed(&fixture_records());
         }
@@ -1021,15 +1026,7 @@ fn a_streamed_file_with_a_late_error_stops_the_run_and_stores_none_of_it() {
     let want = parse_benchmark(to_json_array(&records).as_bytes(), "fixture")
         .expect_err("invalid")
         .to_string();
-    let mut req = request(
-        &db,
-        &ts,
-        &server.base_url(),
-        "oracle-model",
-        Template::Envsim,
-        options(),
-        Duration::from_secs(10),
-    );
+    let mut req = oracle_request(&db, &ts, &server.base_url());
     req.samples = streamed(&records);
     let error = tokio::runtime::Runtime::new()
         .unwrap()
@@ -1043,31 +1040,13 @@ fn a_streamed_file_with_a_late_error_stops_the_run_and_stores_none_of_it() {
     // Neither the run nor any of its rows: the writer held them and dropped them.
     let store = Store::open(&db).unwrap();
     assert!(store.list_runs().unwrap().is_empty());
-    let hash = request(
-        &db,
-        &ts,
-        &server.base_url(),
-        "oracle-model",
-        Template::Envsim,
-        options(),
-        Duration::from_secs(10),
-    )
-    .config
-    .hash();
+    let hash = oracle_request(&db, &ts, &server.base_url()).config.hash();
     assert!(store.attempts(&hash).unwrap().is_empty());
     assert!(store.results(&hash).unwrap().is_empty());
     drop(store);
 
     // The fixed file then runs from the start, complete.
-    let mut req = request(
-        &db,
-        &ts,
-        &server.base_url(),
-        "oracle-model",
-        Template::Envsim,
-        options(),
-        Duration::from_secs(10),
-    );
+    let mut req = oracle_request(&db, &ts, &server.base_url());
     req.samples = streamed(&fixture_records());
     let outcome = execute(req);
     assert!(!outcome.resumed);

@@ -867,16 +867,21 @@ fn arguments_are_checked_against_the_tool_schema() {
     assert_eq!(fine["schema_warnings"], json!([]));
 }
 
-#[test]
-fn a_call_runs_at_its_states_own_clock_unless_told() {
-    let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path());
+/// The counter package plus a third state that says what time it is.
+fn write_package_with_a_clocked_state(root: &Path) {
+    write_package(root);
     std::fs::write(
-        dir.path().join("counter/states/02.json"),
+        root.join("counter/states/02.json"),
         json!({"counters": {}, "limit": 10, "settings": {"now": "2024-07-01T08:30:00"}})
             .to_string(),
     )
     .unwrap();
+}
+
+#[test]
+fn a_call_runs_at_its_states_own_clock_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    write_package_with_a_clocked_state(dir.path());
     let bump = |extra: &[&str]| {
         let mut args = vec![
             "call",
@@ -950,13 +955,7 @@ fn a_call_runs_at_its_states_own_clock_unless_told() {
 #[test]
 fn a_replay_without_recorded_clocks_starts_at_the_states_clock_and_steps_evenly() {
     let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path());
-    std::fs::write(
-        dir.path().join("counter/states/02.json"),
-        json!({"counters": {}, "limit": 10, "settings": {"now": "2024-07-01T08:30:00"}})
-            .to_string(),
-    )
-    .unwrap();
+    write_package_with_a_clocked_state(dir.path());
     let call = |id: &str, args: &str| {
         json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
                "function": {"name": "bump", "arguments": args}}]})
