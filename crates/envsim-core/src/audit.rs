@@ -101,8 +101,40 @@ fn collect_resources<'v>(
 pub enum EffectSource {
     /// Learned from executed trajectories.
     Observed,
+    /// Declared in the package's manifest (`effects`).
+    Annotated,
     /// Guessed from the tool's name.
     Guessed,
+}
+
+/// What a manifest declares a tool does to one resource type (`"effects": {"close_ticket":
+/// [{"resource": "tickets", "operation": "update", "id_parameter": "ticket_id"}]}`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectAnnotation {
+    /// The resource type: the collection's path in the state (`tickets`, `accounts/*/cards`).
+    pub resource: String,
+    /// What the tool does to it.
+    pub operation: Operation,
+    /// The argument that names the resource, when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_parameter: Option<String>,
+}
+
+/// Operations of [`EffectAnnotation`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Makes a new resource.
+    Create,
+    /// Returns one resource.
+    Read,
+    /// Changes a resource.
+    Update,
+    /// Removes a resource.
+    Delete,
+    /// Returns several resources.
+    List,
 }
 
 /// What a tool may do.
@@ -159,6 +191,37 @@ impl ToolEffects {
             deletes_named_only: false,
             max_created: usize::MAX,
             source: EffectSource::Guessed,
+        }
+    }
+
+    /// The effects a manifest declares for a tool: the types it creates and deletes; read-only
+    /// when it only reads or lists; its successes always change the state when it creates or
+    /// deletes; it deletes only what its arguments name when every delete names its
+    /// `id_parameter`; it creates one resource of each declared type at most.
+    pub fn annotated(annotations: &[EffectAnnotation]) -> ToolEffects {
+        let of = |op: Operation| -> BTreeSet<String> {
+            annotations
+                .iter()
+                .filter(|a| a.operation == op)
+                .map(|a| a.resource.clone())
+                .collect()
+        };
+        let (creates, deletes) = (of(Operation::Create), of(Operation::Delete));
+        ToolEffects {
+            read_only: annotations
+                .iter()
+                .all(|a| matches!(a.operation, Operation::Read | Operation::List)),
+            success_changes: !creates.is_empty() || !deletes.is_empty(),
+            failure_keeps: true,
+            deletes_named_only: !deletes.is_empty()
+                && annotations
+                    .iter()
+                    .filter(|a| a.operation == Operation::Delete)
+                    .all(|a| a.id_parameter.is_some()),
+            max_created: creates.len(),
+            creates,
+            deletes,
+            source: EffectSource::Annotated,
         }
     }
 
@@ -266,12 +329,26 @@ impl Effects {
         }
     }
 
-    /// The effects of `tool`: learned, else guessed from its name.
+    /// The effects of `tool`: learned, else declared, else guessed from its name.
     pub fn of(&self, tool: &str) -> ToolEffects {
         self.tools
             .get(tool)
             .cloned()
             .unwrap_or_else(|| ToolEffects::guess(tool))
+    }
+
+    /// Adds the effects a manifest declares for the tools these effects know nothing of (what
+    /// was learned by running a tool wins over what its manifest says).
+    pub fn with_annotations(
+        mut self,
+        annotations: &BTreeMap<String, Vec<EffectAnnotation>>,
+    ) -> Effects {
+        for (tool, declared) in annotations {
+            self.tools
+                .entry(tool.clone())
+                .or_insert_with(|| ToolEffects::annotated(declared));
+        }
+        self
     }
 }
 
@@ -1219,5 +1296,46 @@ mod tests {
             let missed = planted.get(&(kind, false)).copied().unwrap_or(0);
             assert_eq!(missed, 0, "{kind:?} missed {missed} of 40");
         }
+    }
+
+    #[test]
+    fn declared_effects_stand_in_for_tools_never_seen() {
+        let declared: BTreeMap<String, Vec<EffectAnnotation>> = serde_json::from_value(json!({
+            "create_ticket": [{"resource": "tickets", "operation": "create"}],
+            "close_ticket": [{"resource": "tickets", "operation": "update", "id_parameter": "ticket_id"}],
+            "get_ticket": [{"resource": "tickets", "operation": "read", "id_parameter": "ticket_id"}],
+            "delete_ticket": [{"resource": "tickets", "operation": "delete", "id_parameter": "ticket_id"}]
+        }))
+        .unwrap();
+        let effects = Effects::default().with_annotations(&declared);
+        let create = effects.of("create_ticket");
+        assert_eq!(create.source, EffectSource::Annotated);
+        assert_eq!((create.max_created, create.success_changes), (1, true));
+        assert!(effects.of("get_ticket").read_only);
+        assert!(effects.of("delete_ticket").deletes_named_only);
+        assert_eq!(audit(&clean(), &effects).violations, []);
+        // Two tickets from one create: more than the declaration allows.
+        let mut t = clean();
+        t.steps[0].state_after["tickets"]["T7"] =
+            json!({"status": "open", "title": "x", "owner": "x"});
+        for step in &mut t.steps[1..3] {
+            step.state_after["tickets"]["T7"] =
+                json!({"status": "open", "title": "x", "owner": "x"});
+        }
+        t.steps.truncate(3);
+        let v = audit(&t, &effects).violations;
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(v
+            .iter()
+            .all(|x| x.kind == ViolationKind::AppearedWithoutCreate && x.step == 0 && !x.guessed));
+        // What was learned wins over the declaration.
+        let learned = Effects::learn(&[clean(), clean(), clean()]).with_annotations(&declared);
+        assert_eq!(learned.of("create_ticket").source, EffectSource::Observed);
+        let bad: Result<Vec<EffectAnnotation>, _> =
+            serde_json::from_value(json!([{"resource": "t", "operation": "frobnicate"}]));
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("unknown variant `frobnicate`"));
     }
 }

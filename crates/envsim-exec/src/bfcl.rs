@@ -670,6 +670,7 @@ fn packages(
             convention: Convention::Class,
             outcome: Some(outcome_rule()),
             clocks: Default::default(),
+            effects: Default::default(),
             rules: Vec::new(),
             tools,
         };

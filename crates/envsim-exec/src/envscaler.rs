@@ -214,6 +214,7 @@ pub fn import(
             convention: Convention::Class,
             outcome: None,
             clocks: Default::default(),
+            effects: Default::default(),
             rules,
             tools,
         };

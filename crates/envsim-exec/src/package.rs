@@ -100,6 +100,11 @@ pub struct Manifest {
     /// ([`envsim_core::clock::state_clock`]), else [`crate::DEFAULT_CLOCK`].
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub clocks: std::collections::BTreeMap<String, String>,
+    /// What tools do to resources (`{"close_ticket": [{"resource": "tickets", "operation":
+    /// "update", "id_parameter": "ticket_id"}]}`), for the consistency audit; optional, and
+    /// what running the tools shows wins over it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub effects: std::collections::BTreeMap<String, Vec<envsim_core::audit::EffectAnnotation>>,
     /// Business rules in plain language.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -425,6 +430,13 @@ impl EnvPackage {
                     format!("field `tools.{i}.function.name` is missing"),
                 ));
             }
+        }
+        let tool_names = manifest.tool_names();
+        if let Some(tool) = manifest.effects.keys().find(|t| !tool_names.contains(t)) {
+            return Err(err(
+                &dir.join("manifest.json"),
+                format!("field `effects.{tool}` names no tool of the manifest"),
+            ));
         }
         let code_path = dir.join("env.py");
         let code = files
@@ -997,7 +1009,8 @@ mod tests {
         assert_eq!(
             error(r#""class_name": "C", "outcomes": null,"#),
             "<test corpus>/p/manifest.json: unknown field `outcomes`, expected one of `name`, \
-             `domain`, `description`, `class_name`, `convention`, `outcome`, `clocks`, `rules`, `tools` \
+             `domain`, `description`, `class_name`, `convention`, `outcome`, `clocks`, `effects`, `rules`, \
+             `tools` \
              at line 1 column 81"
         );
     }

@@ -135,7 +135,8 @@ fn learn(package: &envsim_exec::package::EnvPackage, walks: usize) -> Result<Eff
         .into_values()
         .next()
         .map(|runs| Effects::learn(&runs))
-        .unwrap_or_default())
+        .unwrap_or_default()
+        .with_annotations(&package.manifest.effects))
 }
 
 /// A recorded run as an audit trajectory (states carried forward where a step records none),
@@ -259,25 +260,24 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
             .or_else(|| run.env.clone())
             .unwrap_or_default();
         if !known.contains_key(&env) {
-            let entry = match corpus.load(&env) {
-                Ok(package) => {
-                    eprintln!(
-                        "{env}: learning what its tools do from {} walks per state",
-                        a.learn_walks
-                    );
-                    (
-                        learn(&package, a.learn_walks)?,
-                        package.outcome.clone(),
-                        true,
-                    )
-                }
-                Err(_) => {
-                    eprintln!(
-                        "{env:?}: not in {}; effects are guessed from tool names",
-                        corpus.display()
-                    );
-                    (Effects::default(), OutcomeRule::success_key(), false)
-                }
+            // A package that is there but does not load is an error, not a guess.
+            let entry = if corpus.has(&env)? {
+                let package = corpus.load(&env)?;
+                eprintln!(
+                    "{env}: learning what its tools do from {} walks per state",
+                    a.learn_walks
+                );
+                (
+                    learn(&package, a.learn_walks)?,
+                    package.outcome.clone(),
+                    true,
+                )
+            } else {
+                eprintln!(
+                    "{env:?}: not in {}; effects are guessed from tool names",
+                    corpus.display()
+                );
+                (Effects::default(), OutcomeRule::success_key(), false)
             };
             known.insert(env.clone(), entry);
         }
@@ -412,7 +412,8 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             .into_values()
             .next()
             .map(|runs| Effects::learn(&runs))
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .with_annotations(&package.manifest.effects);
         drop(learned);
         let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
         for (env, runs) in trajectories_from_walks(&audited) {

@@ -61,15 +61,19 @@ impl Corpus {
     }
 
     /// The package `name`; when there is none, an error listing those there are.
-    pub fn load(&self, name: &str) -> Result<EnvPackage> {
-        let present = match self {
+    /// Whether the corpus has a package of this name (loadable or not).
+    pub fn has(&self, name: &str) -> Result<bool> {
+        Ok(match self {
             Corpus::Dir(dir) => dir.join(name).join("manifest.json").is_file(),
             Corpus::Bundled => crate::bundled::corpus()?
                 .package_names()
                 .iter()
                 .any(|n| n == name),
-        };
-        if !present {
+        })
+    }
+
+    pub fn load(&self, name: &str) -> Result<EnvPackage> {
+        if !self.has(name)? {
             let names: Vec<String> = self
                 .load_all()?
                 .into_iter()

@@ -331,3 +331,55 @@ fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
         );
     }
 }
+
+#[test]
+fn effects_declared_in_the_manifest_stand_in_for_walks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let manifest_path = dir.path().join("desk/manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    manifest["effects"] = json!({
+        "create_ticket": [{"resource": "tickets", "operation": "create"}],
+        "close_ticket": [{"resource": "tickets", "operation": "update", "id_parameter": "ticket_id"}],
+        "get_ticket": [{"resource": "tickets", "operation": "read", "id_parameter": "ticket_id"}]
+    });
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let file = dir.path().join("runs.jsonl");
+    std::fs::write(&file, format!("{}\n{}\n", run(None), run(Some("phantom")))).unwrap();
+    let out_file = dir.path().join("v.jsonl");
+    // No walks: what the tools do comes from the manifest alone.
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--learn-walks",
+            "0",
+            "--json",
+            "--out",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(std::fs::read_to_string(&out_file).unwrap().trim()).unwrap();
+    assert_eq!(
+        (v["kind"].clone(), v["step"].clone(), v["guessed"].clone()),
+        (json!("appeared_without_create"), json!(2), json!(false))
+    );
+    // A declaration for a tool the manifest does not have is an error at the manifest.
+    manifest["effects"]["reopen"] = json!([{"resource": "tickets", "operation": "update"}]);
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let out = envsim(dir.path(), &[file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("field `effects.reopen` names no tool of the manifest"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
