@@ -1087,6 +1087,83 @@ fn object_paths<'v>(
     }
 }
 
+/// Specification drift: how the share of steps that break the specification changes with the
+/// step index. Does a simulator drift as its trajectories grow?
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Drift {
+    /// Per step index: (steps, steps that break the specification).
+    pub by_index: Vec<(usize, usize)>,
+    /// Least-squares slope of the violation indicator on the step index (violations per step
+    /// per step of trajectory length; 0 without drift).
+    pub slope: f64,
+    /// 95% bootstrap interval of the slope, resampling whole trajectories.
+    pub interval: Option<crate::stats::Interval>,
+}
+
+/// Least-squares slope of `y` on `x` over all (x, y) pairs; 0 when every x is the same.
+fn slope_of(points: impl Iterator<Item = (f64, f64)> + Clone) -> f64 {
+    let n = points.clone().count() as f64;
+    if n == 0.0 {
+        return 0.0;
+    }
+    let (sx, sy) = points
+        .clone()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let (num, den) = points.fold((0.0, 0.0), |(num, den), (x, y)| {
+        (num + (x - mx) * (y - my), den + (x - mx) * (x - mx))
+    });
+    if den == 0.0 {
+        0.0
+    } else {
+        num / den
+    }
+}
+
+/// The drift of per-step violation flags (`flags[t][k]`: step `k` of trajectory `t` breaks the
+/// specification), with `resamples` bootstrap resamples of the trajectories from `seed`.
+pub fn drift(flags: &[Vec<bool>], resamples: usize, seed: u64) -> Drift {
+    let longest = flags.iter().map(Vec::len).max().unwrap_or(0);
+    let mut by_index = vec![(0usize, 0usize); longest];
+    for t in flags {
+        for (k, &bad) in t.iter().enumerate() {
+            by_index[k].0 += 1;
+            by_index[k].1 += usize::from(bad);
+        }
+    }
+    let points = |chosen: &[usize]| -> Vec<(f64, f64)> {
+        chosen
+            .iter()
+            .flat_map(|&t| {
+                flags[t]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &bad)| (k as f64, f64::from(u8::from(bad))))
+            })
+            .collect()
+    };
+    let all: Vec<usize> = (0..flags.len()).collect();
+    let slope = slope_of(points(&all).into_iter());
+    let interval = if flags.is_empty() || resamples == 0 {
+        None
+    } else {
+        let mut rng = crate::rng::Rng::new(seed);
+        let below = crate::rng::Below::new(flags.len());
+        let slopes: Vec<f64> = (0..resamples)
+            .map(|_| {
+                let chosen: Vec<usize> = (0..flags.len()).map(|_| rng.below_with(&below)).collect();
+                slope_of(points(&chosen).into_iter())
+            })
+            .collect();
+        crate::stats::percentile_interval(slopes, 0.95)
+    };
+    Drift {
+        by_index,
+        slope,
+        interval,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1337,5 +1414,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown variant `frobnicate`"));
+    }
+
+    #[test]
+    fn drift_is_the_slope_of_violations_on_the_step_index() {
+        // No violations early, all late: a positive slope whose interval excludes 0.
+        let growing: Vec<Vec<bool>> = (0..30).map(|_| (0..10).map(|k| k >= 5).collect()).collect();
+        let d = drift(&growing, 200, 1);
+        assert_eq!(d.by_index[0], (30, 0));
+        assert_eq!(d.by_index[9], (30, 30));
+        // Least squares of the 0/1 step at 5 on 0..9: Sxy 12.5 over Sxx 82.5.
+        assert!((d.slope - 12.5 / 82.5).abs() < 1e-12, "{}", d.slope);
+        let ci = d.interval.expect("interval");
+        assert!(
+            ci.lo > 0.0 && ci.lo <= d.slope && d.slope <= ci.hi,
+            "{ci:?}"
+        );
+        // Flat: slope 0 exactly.
+        let flat: Vec<Vec<bool>> = (0..5).map(|t| vec![t % 2 == 0; 6]).collect();
+        assert_eq!(drift(&flat, 50, 1).slope, 0.0);
+        assert_eq!(drift(&[], 50, 1).interval, None);
     }
 }

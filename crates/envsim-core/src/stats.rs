@@ -301,6 +301,13 @@ fn central_percentiles(level: f64) -> Option<(f64, f64)> {
 }
 
 /// The interval between two percentiles of `values`; `None` when all are NaN.
+/// The central `level` share of `values` (percentiles as in [`bootstrap_mean_ci`]); `None`
+/// when `values` is empty or `level` is outside `[0, 1]`.
+pub fn percentile_interval(values: Vec<f64>, level: f64) -> Option<Interval> {
+    let (lower_q, upper_q) = central_percentiles(level)?;
+    interval_of(values, lower_q, upper_q)
+}
+
 fn interval_of(mut values: Vec<f64>, lower_q: f64, upper_q: f64) -> Option<Interval> {
     values.retain(|v| !v.is_nan());
     values.sort_by(f64::total_cmp);

@@ -251,8 +251,11 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     }
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
     // Per environment: its effects and outcome rule (learned once).
-    let mut known: BTreeMap<String, (Effects, OutcomeRule, bool)> = BTreeMap::new();
+    let mut known: BTreeMap<String, Known> = BTreeMap::new();
     let mut reports: Vec<(String, TrajectoryAudit)> = Vec::new();
+    // Per trajectory of a known environment: which steps break the specification.
+    let mut spec_flags: Vec<Vec<bool>> = Vec::new();
+    let mut spec_violations: Vec<Value> = Vec::new();
     for run in &runs {
         let env = a
             .env
@@ -267,23 +270,49 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
                     "{env}: learning what its tools do from {} walks per state",
                     a.learn_walks
                 );
-                (
-                    learn(&package, a.learn_walks)?,
-                    package.outcome.clone(),
-                    true,
-                )
+                Known {
+                    effects: learn(&package, a.learn_walks)?,
+                    rule: package.outcome.clone(),
+                    package: Some(package),
+                }
             } else {
                 eprintln!(
                     "{env:?}: not in {}; effects are guessed from tool names",
                     corpus.display()
                 );
-                (Effects::default(), OutcomeRule::success_key(), false)
+                Known {
+                    effects: Effects::default(),
+                    rule: OutcomeRule::success_key(),
+                    package: None,
+                }
             };
             known.insert(env.clone(), entry);
         }
-        let (effects, rule, _) = &known[&env];
-        let trajectory = audit_trajectory(run, &source, |o| rule.classify(o))?;
-        reports.push((env, audit(&trajectory, effects)));
+        let entry = &known[&env];
+        let trajectory = audit_trajectory(run, &source, |o| entry.rule.classify(o))?;
+        // Specification: every call against its tool's argument schema (when the package is
+        // known).
+        if let Some(package) = &entry.package {
+            let tools = package.manifest.tool_names();
+            let mut flags = Vec::with_capacity(trajectory.steps.len());
+            for (k, step) in trajectory.steps.iter().enumerate() {
+                let problems = if tools.contains(&step.tool) {
+                    package.arguments.check(&step.tool, &step.arguments)
+                } else {
+                    vec![format!("{} is not a tool of {env}", step.tool)]
+                };
+                flags.push(!problems.is_empty());
+                if !problems.is_empty() {
+                    spec_violations.push(json!({
+                        "trajectory": trajectory.id, "step": k, "tool": step.tool,
+                        "kind": if tools.contains(&step.tool) { "argument_schema" } else { "unknown_tool" },
+                        "explanation": problems.join("; "),
+                    }));
+                }
+            }
+            spec_flags.push(flags);
+        }
+        reports.push((env, audit(&trajectory, &entry.effects)));
     }
     if let Some(out) = &a.out {
         let mut file = std::io::BufWriter::new(
@@ -296,10 +325,15 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
                 file.write_all(b"\n")?;
             }
         }
+        for v in &spec_violations {
+            serde_json::to_writer(&mut file, v)?;
+            file.write_all(b"\n")?;
+        }
         file.flush()
             .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
     }
-    let summary = summarize(&reports, &known);
+    let mut summary = summarize(&reports, &known);
+    summary["spec"] = spec_summary(&spec_flags);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -314,11 +348,42 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     Ok(())
 }
 
+/// What is known of an environment the trajectories name.
+struct Known {
+    effects: Effects,
+    rule: OutcomeRule,
+    /// The package, when the corpus holds it.
+    package: Option<envsim_exec::package::EnvPackage>,
+}
+
+/// Specification conformance (SpecCS: the mean share of a trajectory's steps whose call fits
+/// its tool's schema) and drift (the slope of violations on the step index), over the
+/// trajectories of known environments.
+fn spec_summary(flags: &[Vec<bool>]) -> Value {
+    if flags.is_empty() {
+        return json!(null);
+    }
+    let shares: Vec<f64> = flags
+        .iter()
+        .filter(|t| !t.is_empty())
+        .map(|t| t.iter().filter(|bad| !**bad).count() as f64 / t.len() as f64)
+        .collect();
+    let drift = envsim_core::audit::drift(flags, 1000, 42);
+    json!({
+        "trajectories": flags.len(),
+        "steps": flags.iter().map(Vec::len).sum::<usize>(),
+        "violating_steps": flags.iter().flatten().filter(|b| **b).count(),
+        "spec_cs_mean": shares.iter().sum::<f64>() / shares.len().max(1) as f64,
+        "drift": {
+            "slope": drift.slope,
+            "interval": drift.interval.map(|i| json!([i.lo, i.hi])),
+            "by_index": drift.by_index.iter().map(|(n, bad)| json!([n, bad])).collect::<Vec<_>>(),
+        },
+    })
+}
+
 /// The summary: counts, SCS distribution, violations by kind, per environment.
-fn summarize(
-    reports: &[(String, TrajectoryAudit)],
-    known: &BTreeMap<String, (Effects, OutcomeRule, bool)>,
-) -> Value {
+fn summarize(reports: &[(String, TrajectoryAudit)], known: &BTreeMap<String, Known>) -> Value {
     let mut scs: Vec<f64> = reports.iter().map(|(_, r)| r.scs()).collect();
     scs.sort_by(f64::total_cmp);
     let n = scs.len().max(1);
@@ -333,7 +398,7 @@ fn summarize(
     }
     let envs: Vec<Value> = known
         .iter()
-        .map(|(env, (_, _, learned))| json!({"env": env, "effects": if *learned { "learned" } else { "guessed" }}))
+        .map(|(env, k)| json!({"env": env, "effects": if k.package.is_some() { "learned" } else { "guessed" }}))
         .collect();
     json!({
         "trajectories": reports.len(),
@@ -370,6 +435,24 @@ fn print_summary(summary: &Value) {
         for (kind, count) in kinds {
             println!("  {kind:<24} {count}");
         }
+    }
+    let spec = &summary["spec"];
+    if !spec.is_null() {
+        let interval = match spec["drift"]["interval"].as_array() {
+            Some(i) => format!(
+                " (95% interval {:.4} to {:.4})",
+                i[0].as_f64().unwrap_or(0.0),
+                i[1].as_f64().unwrap_or(0.0)
+            ),
+            None => String::new(),
+        };
+        println!(
+            "specification: {} of {} calls break their tool's schema; SpecCS {:.4}; drift {:+.4} violations per step index{interval}",
+            spec["violating_steps"],
+            spec["steps"],
+            spec["spec_cs_mean"].as_f64().unwrap_or(1.0),
+            spec["drift"]["slope"].as_f64().unwrap_or(0.0),
+        );
     }
 }
 

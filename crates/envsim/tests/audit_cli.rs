@@ -153,6 +153,10 @@ fn the_audit_finds_planted_faults_and_passes_clean_runs() {
         summary["environments"],
         json!([{"env": "desk", "effects": "learned"}])
     );
+    // Every call fits its tool's schema.
+    assert_eq!(summary["spec"]["violating_steps"], 0);
+    assert_eq!(summary["spec"]["spec_cs_mean"], 1.0);
+    assert_eq!(summary["spec"]["drift"]["slope"], 0.0);
     let violations: Vec<Value> = std::fs::read_to_string(&out_file)
         .unwrap()
         .lines()
@@ -381,5 +385,58 @@ fn effects_declared_in_the_manifest_stand_in_for_walks() {
             .contains("field `effects.reopen` names no tool of the manifest"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn calls_that_break_their_schema_are_counted_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    // The read passes a number for the id; a fourth step calls a tool the desk lacks.
+    let mut record = run(None);
+    record["steps"][2]["action"]["arguments"]["ticket_id"] = json!(4);
+    let mut extra = record["steps"][2].clone();
+    extra["action"] = json!({"name": "reopen", "arguments": {}});
+    record["steps"].as_array_mut().unwrap().push(extra);
+    let file = dir.path().join("runs.jsonl");
+    std::fs::write(&file, format!("{record}\n{}\n", run(None))).unwrap();
+    let out_file = dir.path().join("v.jsonl");
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--json",
+            "--out",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spec = &summary["spec"];
+    assert_eq!(
+        (spec["steps"].clone(), spec["violating_steps"].clone()),
+        (json!(7), json!(2))
+    );
+    // Trajectory 1: 2 of 4 steps break it; trajectory 2: none. Mean (0.5 + 1) / 2.
+    assert_eq!(spec["spec_cs_mean"], 0.75);
+    assert_eq!(
+        spec["drift"]["by_index"],
+        json!([[2, 0], [2, 0], [2, 1], [1, 1]])
+    );
+    assert!(spec["drift"]["slope"].as_f64().unwrap() > 0.0);
+    let kinds: Vec<Value> = std::fs::read_to_string(&out_file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["kind"] == "argument_schema" || v["kind"] == "unknown_tool")
+        .map(|v| json!([v["step"], v["kind"]]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [json!([2, "argument_schema"]), json!([3, "unknown_tool"])]
     );
 }
