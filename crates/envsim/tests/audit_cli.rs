@@ -107,6 +107,15 @@ fn run(fault: Option<&str>) -> Value {
     json!({"env": "desk", "task_id": fault.unwrap_or("clean"), "initial_state": s0, "steps": steps})
 }
 
+/// The records of a JSON Lines file.
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn envsim(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_envsim"))
         .arg("audit")
@@ -157,11 +166,7 @@ fn the_audit_finds_planted_faults_and_passes_clean_runs() {
     assert_eq!(summary["spec"]["violating_steps"], 0);
     assert_eq!(summary["spec"]["spec_cs_mean"], 1.0);
     assert_eq!(summary["spec"]["drift"]["slope"], 0.0);
-    let violations: Vec<Value> = std::fs::read_to_string(&out_file)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let violations: Vec<Value> = read_jsonl(&out_file);
     assert_eq!(violations.len(), 2);
     assert_eq!(violations[0]["trajectory"], "line 2 dropped");
     assert_eq!(
@@ -289,11 +294,7 @@ fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let labels: Vec<Value> = std::fs::read_to_string(&labels)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let labels: Vec<Value> = read_jsonl(&labels);
     // Kinds in turn, one per trajectory; the run deletes nothing and never fails, so no
     // delete can be resurrected and no failure flipped (those two stay clean).
     let kinds: Vec<&str> = labels.iter().map(|l| l["kind"].as_str().unwrap()).collect();
@@ -321,11 +322,7 @@ fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let found: Vec<Value> = std::fs::read_to_string(&violations)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let found: Vec<Value> = read_jsonl(&violations);
     for label in &labels {
         assert!(
             found
@@ -428,10 +425,8 @@ fn calls_that_break_their_schema_are_counted_by_step() {
         json!([[2, 0], [2, 0], [2, 1], [1, 1]])
     );
     assert!(spec["drift"]["slope"].as_f64().unwrap() > 0.0);
-    let kinds: Vec<Value> = std::fs::read_to_string(&out_file)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let kinds: Vec<Value> = read_jsonl(&out_file)
+        .into_iter()
         .filter(|v| v["kind"] == "argument_schema" || v["kind"] == "unknown_tool")
         .map(|v| json!([v["step"], v["kind"]]))
         .collect();
