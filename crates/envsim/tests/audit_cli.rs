@@ -107,6 +107,32 @@ fn run(fault: Option<&str>) -> Value {
     json!({"env": "desk", "task_id": fault.unwrap_or("clean"), "initial_state": s0, "steps": steps})
 }
 
+/// Writes `records` as a trajectory file in `dir` and audits it with `--json --out`: the
+/// summary and the violations.
+fn audit_records(dir: &Path, records: &[Value], extra: &[&str]) -> (Value, Vec<Value>) {
+    let file = dir.join("runs.jsonl");
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let out_file = dir.join("violations.jsonl");
+    let mut args = vec![
+        file.to_str().unwrap(),
+        "--json",
+        "--out",
+        out_file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = envsim(dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        read_jsonl(&out_file),
+    )
+}
+
 /// The records of a JSON Lines file.
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -346,28 +372,14 @@ fn effects_declared_in_the_manifest_stand_in_for_walks() {
         "get_ticket": [{"resource": "tickets", "operation": "read", "id_parameter": "ticket_id"}]
     });
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
-    let file = dir.path().join("runs.jsonl");
-    std::fs::write(&file, format!("{}\n{}\n", run(None), run(Some("phantom")))).unwrap();
-    let out_file = dir.path().join("v.jsonl");
     // No walks: what the tools do comes from the manifest alone.
-    let out = envsim(
+    let (_, violations) = audit_records(
         dir.path(),
-        &[
-            file.to_str().unwrap(),
-            "--learn-walks",
-            "0",
-            "--json",
-            "--out",
-            out_file.to_str().unwrap(),
-        ],
+        &[run(None), run(Some("phantom"))],
+        &["--learn-walks", "0"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value =
-        serde_json::from_str(std::fs::read_to_string(&out_file).unwrap().trim()).unwrap();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    let v = &violations[0];
     assert_eq!(
         (v["kind"].clone(), v["step"].clone(), v["guessed"].clone()),
         (json!("appeared_without_create"), json!(2), json!(false))
@@ -375,6 +387,7 @@ fn effects_declared_in_the_manifest_stand_in_for_walks() {
     // A declaration for a tool the manifest does not have is an error at the manifest.
     manifest["effects"]["reopen"] = json!([{"resource": "tickets", "operation": "update"}]);
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let file = dir.path().join("runs.jsonl");
     let out = envsim(dir.path(), &[file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -395,24 +408,7 @@ fn calls_that_break_their_schema_are_counted_by_step() {
     let mut extra = record["steps"][2].clone();
     extra["action"] = json!({"name": "reopen", "arguments": {}});
     record["steps"].as_array_mut().unwrap().push(extra);
-    let file = dir.path().join("runs.jsonl");
-    std::fs::write(&file, format!("{record}\n{}\n", run(None))).unwrap();
-    let out_file = dir.path().join("v.jsonl");
-    let out = envsim(
-        dir.path(),
-        &[
-            file.to_str().unwrap(),
-            "--json",
-            "--out",
-            out_file.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (summary, violations) = audit_records(dir.path(), &[record, run(None)], &[]);
     let spec = &summary["spec"];
     assert_eq!(
         (spec["steps"].clone(), spec["violating_steps"].clone()),
@@ -425,7 +421,7 @@ fn calls_that_break_their_schema_are_counted_by_step() {
         json!([[2, 0], [2, 0], [2, 1], [1, 1]])
     );
     assert!(spec["drift"]["slope"].as_f64().unwrap() > 0.0);
-    let kinds: Vec<Value> = read_jsonl(&out_file)
+    let kinds: Vec<Value> = violations
         .into_iter()
         .filter(|v| v["kind"] == "argument_schema" || v["kind"] == "unknown_tool")
         .map(|v| json!([v["step"], v["kind"]]))
