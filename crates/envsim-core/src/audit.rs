@@ -508,27 +508,42 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
     let mut history: FieldHistory = HashMap::new();
     // Every id any state of the trajectory holds, by type.
     let mut all_ids: HashMap<String, BTreeSet<String>> = HashMap::new();
-    let note_ids = |state: &Value, all_ids: &mut HashMap<String, BTreeSet<String>>| {
-        for (kind, id) in resources(state).into_keys() {
-            all_ids.entry(id).or_default().insert(kind);
-        }
-    };
-    note_ids(&trajectory.initial_state, &mut all_ids);
+    // The resources of every state, found once: index 0 is the initial state, k + 1 the state
+    // after step k. Unchanged states share the map of the state before.
+    let mut found: Vec<std::rc::Rc<BTreeMap<ResourceKey, &Value>>> =
+        Vec::with_capacity(trajectory.steps.len() + 1);
+    found.push(std::rc::Rc::new(resources(&trajectory.initial_state)));
+    let mut previous = &trajectory.initial_state;
     for step in &trajectory.steps {
-        note_ids(&step.state_after, &mut all_ids);
+        let map = if step.state_after == *previous {
+            std::rc::Rc::clone(&found[found.len() - 1])
+        } else {
+            std::rc::Rc::new(resources(&step.state_after))
+        };
+        found.push(map);
+        previous = &step.state_after;
     }
-    let record = |history: &mut FieldHistory, state: &Value, step: Option<usize>| {
-        for (key, value) in resources(state) {
-            let fields = history.entry(key).or_default();
-            for (field, v) in scalars(value) {
-                let values = fields.entry(field.to_owned()).or_default();
-                if values.last().is_none_or(|(last, _)| last != v) {
-                    values.push((v.clone(), step));
+    for (i, map) in found.iter().enumerate() {
+        if i > 0 && std::rc::Rc::ptr_eq(map, &found[i - 1]) {
+            continue;
+        }
+        for (kind, id) in map.keys() {
+            all_ids.entry(id.clone()).or_default().insert(kind.clone());
+        }
+    }
+    let record =
+        |history: &mut FieldHistory, map: &BTreeMap<ResourceKey, &Value>, step: Option<usize>| {
+            for (key, value) in map {
+                let fields = history.entry(key.clone()).or_default();
+                for (field, v) in scalars(value) {
+                    let values = fields.entry(field.to_owned()).or_default();
+                    if values.last().is_none_or(|(last, _)| last != v) {
+                        values.push((v.clone(), step));
+                    }
                 }
             }
-        }
-    };
-    record(&mut history, &trajectory.initial_state, None);
+        };
+    record(&mut history, &found[0], None);
 
     let mut before = &trajectory.initial_state;
     for (k, step) in trajectory.steps.iter().enumerate() {
@@ -583,7 +598,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         }
         // Resources that appear or vanish.
         if changed {
-            let (a, b) = (resources(before), resources(after));
+            let (a, b) = (&found[k], &found[k + 1]);
             // Only top-level resources: nested ones come and go with their parents and with
             // updates of them.
             let created = b
@@ -657,7 +672,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         }
         // Reads: ids named by the arguments, fields returned by the observation.
         if step.success == Some(true) && fx.read_only {
-            let current = resources(after);
+            let current = &found[k + 1];
             let mut named: Vec<ResourceKey> = Vec::new();
             for (arg, value) in &step.arguments {
                 let Some(id) = value.as_str() else { continue };
@@ -765,7 +780,10 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
             }
         }
-        record(&mut history, after, Some(k));
+        // An unchanged state adds nothing to the history.
+        if changed {
+            record(&mut history, &found[k + 1], Some(k));
+        }
         before = after;
     }
     TrajectoryAudit {
@@ -1100,28 +1118,45 @@ pub struct Drift {
     pub interval: Option<crate::stats::Interval>,
 }
 
-/// Least-squares slope of `y` on `x` over all (x, y) pairs; 0 when every x is the same.
-fn slope_of(points: impl Iterator<Item = (f64, f64)> + Clone) -> f64 {
-    let n = points.clone().count() as f64;
-    if n == 0.0 {
-        return 0.0;
+/// Sums behind a least-squares slope: n, Σx, Σy, Σxy, Σx².
+#[derive(Clone, Copy, Default)]
+struct Sums([f64; 5]);
+
+impl Sums {
+    fn of(flags: &[bool]) -> Sums {
+        let mut s = [0.0; 5];
+        for (k, &bad) in flags.iter().enumerate() {
+            let (x, y) = (k as f64, f64::from(u8::from(bad)));
+            s[0] += 1.0;
+            s[1] += x;
+            s[2] += y;
+            s[3] += x * y;
+            s[4] += x * x;
+        }
+        Sums(s)
     }
-    let (sx, sy) = points
-        .clone()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let (num, den) = points.fold((0.0, 0.0), |(num, den), (x, y)| {
-        (num + (x - mx) * (y - my), den + (x - mx) * (x - mx))
-    });
-    if den == 0.0 {
-        0.0
-    } else {
-        num / den
+
+    fn add(&mut self, other: &Sums) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    /// The slope; 0 when every x is the same.
+    fn slope(&self) -> f64 {
+        let [n, sx, sy, sxy, sxx] = self.0;
+        let den = n * sxx - sx * sx;
+        if n == 0.0 || den.abs() < 1e-12 {
+            0.0
+        } else {
+            (n * sxy - sx * sy) / den
+        }
     }
 }
 
 /// The drift of per-step violation flags (`flags[t][k]`: step `k` of trajectory `t` breaks the
-/// specification), with `resamples` bootstrap resamples of the trajectories from `seed`.
+/// specification), with `resamples` bootstrap resamples of the trajectories from `seed`. Each
+/// resample costs one addition of five sums per trajectory, whatever the trajectories' length.
 pub fn drift(flags: &[Vec<bool>], resamples: usize, seed: u64) -> Drift {
     let longest = flags.iter().map(Vec::len).max().unwrap_or(0);
     let mut by_index = vec![(0usize, 0usize); longest];
@@ -1131,19 +1166,9 @@ pub fn drift(flags: &[Vec<bool>], resamples: usize, seed: u64) -> Drift {
             by_index[k].1 += usize::from(bad);
         }
     }
-    let points = |chosen: &[usize]| -> Vec<(f64, f64)> {
-        chosen
-            .iter()
-            .flat_map(|&t| {
-                flags[t]
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &bad)| (k as f64, f64::from(u8::from(bad))))
-            })
-            .collect()
-    };
-    let all: Vec<usize> = (0..flags.len()).collect();
-    let slope = slope_of(points(&all).into_iter());
+    let sums: Vec<Sums> = flags.iter().map(|t| Sums::of(t)).collect();
+    let mut total = Sums::default();
+    sums.iter().for_each(|s| total.add(s));
     let interval = if flags.is_empty() || resamples == 0 {
         None
     } else {
@@ -1151,15 +1176,18 @@ pub fn drift(flags: &[Vec<bool>], resamples: usize, seed: u64) -> Drift {
         let below = crate::rng::Below::new(flags.len());
         let slopes: Vec<f64> = (0..resamples)
             .map(|_| {
-                let chosen: Vec<usize> = (0..flags.len()).map(|_| rng.below_with(&below)).collect();
-                slope_of(points(&chosen).into_iter())
+                let mut resampled = Sums::default();
+                for _ in 0..flags.len() {
+                    resampled.add(&sums[rng.below_with(&below)]);
+                }
+                resampled.slope()
             })
             .collect();
         crate::stats::percentile_interval(slopes, 0.95)
     };
     Drift {
         by_index,
-        slope,
+        slope: total.slope(),
         interval,
     }
 }

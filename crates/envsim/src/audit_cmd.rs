@@ -245,10 +245,6 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let source = path.display().to_string();
-    let runs = read_runs(&text, &source, None)?;
-    if runs.is_empty() {
-        bail!("{source}: no trajectories");
-    }
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
     // Per environment: its effects and outcome rule (learned once).
     let mut known: BTreeMap<String, Known> = BTreeMap::new();
@@ -256,7 +252,9 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     // Per trajectory of a known environment: which steps break the specification.
     let mut spec_flags: Vec<Vec<bool>> = Vec::new();
     let mut spec_violations: Vec<Value> = Vec::new();
-    for run in &runs {
+    // One run at a time: only its audit (violations, flags) is kept.
+    envsim_bench::trajectories::for_each_run(&text, &source, None, |run| -> Result<()> {
+        let run = &run;
         let env = a
             .env
             .clone()
@@ -313,6 +311,10 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
             spec_flags.push(flags);
         }
         reports.push((env, audit(&trajectory, &entry.effects)));
+        Ok(())
+    })?;
+    if reports.is_empty() {
+        bail!("{source}: no trajectories");
     }
     if let Some(out) = &a.out {
         let mut file = std::io::BufWriter::new(
