@@ -781,4 +781,40 @@ mod tests {
             "what.jsonl: line 1: not a trajectory record: expected `task_info` + `trajectory` (reference), `steps` (envsim) or `messages` (OpenAI chat)"
         );
     }
+
+    #[test]
+    fn runs_one_at_a_time_are_the_runs_read_whole() {
+        let run = |task: &str| {
+            serde_json::json!({"env": "e", "task_id": task, "initial_state": {"n": 0},
+                "steps": [{"action": {"name": "inc", "arguments": {}}, "observation": "ok", "state_after": {"n": 1}}]})
+        };
+        let lines = format!("{}\n\n{}\n", run("a"), run("b"));
+        let array = format!("[{}, {}]", run("a"), run("b"));
+        let transcript = r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "inc", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]"#;
+        for text in [lines.as_str(), array.as_str(), transcript] {
+            let mut streamed = Vec::new();
+            for_each_run(text, "f", None, |r| -> Result<(), TrajectoryError> {
+                streamed.push(r);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(streamed, read_runs(text, "f", None).unwrap(), "{text}");
+        }
+        // The same located errors; the runs before a bad record came first.
+        let bad = format!("{}\n{{\"steps\": 3}}\n", run("a"));
+        let mut seen = 0;
+        let error = for_each_run(&bad, "f", None, |_| -> Result<(), TrajectoryError> {
+            seen += 1;
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(Err(error), read_runs(&bad, "f", None));
+        assert_eq!(seen, 1);
+        let broken = format!("{}\n{{\"steps\": \n", run("a"));
+        let error = for_each_run(&broken, "f", None, |_| -> Result<(), TrajectoryError> {
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(Err(error), read_runs(&broken, "f", None));
+    }
 }
