@@ -6,7 +6,7 @@
 
 use crate::collect::{Outcome, TransitionRecord};
 use envsim_core::audit::{
-    audit, inject, AuditStep, AuditTrajectory, Effects, FaultKind, FaultLabel, ViolationKind,
+    audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultPlan, ViolationKind,
 };
 use envsim_core::literal::{parse_literal, Dialect};
 use envsim_core::rng::Rng;
@@ -105,89 +105,72 @@ pub struct Validation {
     pub mean_scs_clean: f64,
     /// Mean SCS of faulty trajectories.
     pub mean_scs_faulty: f64,
-    /// Running sums behind the means, and the next fault kind's turn.
+    /// Sums behind the means, and the count of faulty trajectories.
     #[serde(skip)]
-    sums: (f64, f64, usize, usize),
-}
-
-/// Plants one fault in a `rate` share of each environment's trajectories (kinds in turn, a
-/// trajectory without a place for its kind stays clean), audits every trajectory with the
-/// effects `effects` gives for its environment, and scores the detectors against the labels.
-pub fn validate(
-    trajectories: &BTreeMap<String, Vec<AuditTrajectory>>,
-    effects: &BTreeMap<String, Effects>,
-    rate: f64,
-    seed: u64,
-) -> Validation {
-    let mut v = Validation::default();
-    for (env, runs) in trajectories {
-        let fx = effects.get(env).cloned().unwrap_or_default();
-        v.add(env, runs, &fx, rate, seed);
-    }
-    v
+    scs_sums: (f64, f64, usize),
+    /// Which fault kind comes next.
+    #[serde(skip)]
+    plan: FaultPlan,
 }
 
 impl Validation {
-    /// Adds one environment's trajectories (see [`validate`]); environments can be walked and
-    /// added one at a time, so memory holds one environment's trajectories.
+    /// Plants one fault in a `rate` share of an environment's trajectories (kinds in turn
+    /// across environments, [`FaultPlan`]), audits every trajectory with the environment's
+    /// effects `fx`, and adds the scores against the labels. Environments are added one at a
+    /// time, so memory holds one environment's trajectories.
     pub fn add(&mut self, env: &str, runs: &[AuditTrajectory], fx: &Effects, rate: f64, seed: u64) {
-        let v = self;
-        if v.faults.is_empty() {
+        if self.faults.is_empty() {
             for kind in FaultKind::ALL {
-                v.faults.insert(kind.name().into(), FaultCounts::default());
+                self.faults
+                    .insert(kind.name().into(), FaultCounts::default());
             }
             for kind in ViolationKind::ALL {
-                v.checks.insert(kind.name().into(), CheckCounts::default());
+                self.checks
+                    .insert(kind.name().into(), CheckCounts::default());
             }
         }
-        v.environments += 1;
+        self.environments += 1;
         let mut rng = Rng::derive(seed, env);
         for t in runs {
-            let planted: Option<(AuditTrajectory, FaultLabel)> = if rng.chance(rate) {
-                let kind = FaultKind::ALL[v.sums.3 % FaultKind::ALL.len()];
-                v.sums.3 += 1;
-                inject(t, kind, &mut rng)
-            } else {
-                None
-            };
+            let planted = self.plan.plant(t, rate, &mut rng);
             let (subject, label) = match &planted {
                 Some((faulty, label)) => (faulty, Some(label)),
                 None => (t, None),
             };
             let report = audit(subject, fx);
-            v.trajectories += 1;
-            v.steps += subject.steps.len();
+            self.trajectories += 1;
+            self.steps += subject.steps.len();
             match label {
                 None => {
-                    v.clean += 1;
-                    v.sums.0 += report.scs();
-                    v.clean_flagged += usize::from(!report.violations.is_empty());
+                    self.clean += 1;
+                    self.scs_sums.0 += report.scs();
+                    self.clean_flagged += usize::from(!report.violations.is_empty());
                     let mut kinds: Vec<ViolationKind> =
                         report.violations.iter().map(|x| x.kind).collect();
                     for x in &report.violations {
-                        if let Some(c) = v.checks.get_mut(x.kind.name()) {
+                        if let Some(c) = self.checks.get_mut(x.kind.name()) {
                             c.false_positives += 1;
                         }
                     }
                     kinds.sort();
                     kinds.dedup();
                     for kind in kinds {
-                        if let Some(c) = v.checks.get_mut(kind.name()) {
+                        if let Some(c) = self.checks.get_mut(kind.name()) {
                             c.clean_flagged += 1;
                         }
                     }
                 }
                 Some(label) => {
-                    v.sums.2 += 1;
-                    v.sums.1 += report.scs();
-                    if let Some(f) = v.faults.get_mut(label.kind.name()) {
+                    self.scs_sums.2 += 1;
+                    self.scs_sums.1 += report.scs();
+                    if let Some(f) = self.faults.get_mut(label.kind.name()) {
                         f.planted += 1;
                         f.found += usize::from(report.violations.iter().any(|x| {
                             x.step == label.step && label.kind.found_by().contains(&x.kind)
                         }));
                     }
                     for x in &report.violations {
-                        if let Some(c) = v.checks.get_mut(x.kind.name()) {
+                        if let Some(c) = self.checks.get_mut(x.kind.name()) {
                             if x.step >= label.step {
                                 c.true_positives += 1;
                             } else {
@@ -198,12 +181,10 @@ impl Validation {
                 }
             }
         }
-        v.mean_scs_clean = v.sums.0 / v.clean.max(1) as f64;
-        v.mean_scs_faulty = v.sums.1 / v.sums.2.max(1) as f64;
+        self.mean_scs_clean = self.scs_sums.0 / self.clean.max(1) as f64;
+        self.mean_scs_faulty = self.scs_sums.1 / self.scs_sums.2.max(1) as f64;
     }
-}
 
-impl Validation {
     /// Markdown tables: recall per fault kind, precision and clean-trajectory flag rate per
     /// check.
     pub fn markdown(&self) -> String {

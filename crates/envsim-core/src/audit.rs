@@ -867,6 +867,30 @@ pub struct FaultLabel {
     pub resource: Option<String>,
 }
 
+/// Plants one fault in a share of the trajectories it is given, the kinds in turn (a
+/// trajectory without a place for its kind stays clean).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultPlan {
+    turn: usize,
+}
+
+impl FaultPlan {
+    /// With probability `rate`, the next kind's fault in a copy of `t` and its label.
+    pub fn plant(
+        &mut self,
+        t: &AuditTrajectory,
+        rate: f64,
+        rng: &mut crate::rng::Rng,
+    ) -> Option<(AuditTrajectory, FaultLabel)> {
+        if !rng.chance(rate) {
+            return None;
+        }
+        let kind = FaultKind::ALL[self.turn % FaultKind::ALL.len()];
+        self.turn += 1;
+        inject(t, kind, rng)
+    }
+}
+
 /// The state before step `k`.
 fn state_before(t: &AuditTrajectory, k: usize) -> &Value {
     if k == 0 {
@@ -914,7 +938,7 @@ pub fn inject(
 ) -> Option<(AuditTrajectory, FaultLabel)> {
     let n = t.steps.len();
     let mut out = t.clone();
-    let label = |step: usize, resource: Option<String>| FaultLabel {
+    let mark = |step: usize, resource: Option<String>| FaultLabel {
         trajectory: t.id.clone(),
         step,
         kind,
@@ -931,7 +955,7 @@ pub fn inject(
             let &k = rng.pick(&candidates)?;
             out.steps[k].state_after = state_before(t, k).clone();
             out.steps.truncate(k + 1);
-            Some((out, label(k, None)))
+            Some((out, mark(k, None)))
         }
         FaultKind::VanishedCreate => {
             // (created at, vanishes at, resource): a later step keeps it in the truth.
@@ -960,7 +984,7 @@ pub fn inject(
                 }
                 put_resource(&mut step.state_after, &key.0, &key.1, None);
             }
-            Some((out, label(m, Some(label_of(&key)))))
+            Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::ResurrectedDelete => {
             let mut candidates = Vec::new();
@@ -988,7 +1012,7 @@ pub fn inject(
                 }
                 put_resource(&mut step.state_after, &key.0, &key.1, Some(&value));
             }
-            Some((out, label(m, Some(label_of(&key)))))
+            Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::PhantomEntity => {
             // A copy of an existing resource under a new id, at any step.
@@ -1006,7 +1030,7 @@ pub fn inject(
             for step in &mut out.steps[m..] {
                 put_resource(&mut step.state_after, &key.0, &id, Some(&value));
             }
-            Some((out, label(m, Some(label_of(&phantom)))))
+            Some((out, mark(m, Some(label(&phantom)))))
         }
         FaultKind::StaleRead => {
             // (step, object path in the observation, field, earlier value).
@@ -1017,13 +1041,13 @@ pub fn inject(
                     continue;
                 }
                 let current = resources(&step.state_after);
+                let mut paths = Vec::new();
+                object_paths(&step.observation, &mut Vec::new(), &mut paths);
                 for value in step.arguments.values() {
                     let Some(id) = value.as_str() else { continue };
                     for (key, resource) in current.iter().filter(|(k, _)| k.1 == id) {
                         let truth = scalars(resource);
-                        let mut paths = Vec::new();
-                        object_paths(&step.observation, &mut Vec::new(), &mut paths);
-                        for (path, object) in paths {
+                        for (path, object) in &paths {
                             for (field, seen) in scalars(object) {
                                 if truth.get(field) != Some(&seen) {
                                     continue;
@@ -1058,7 +1082,7 @@ pub fn inject(
                 };
             }
             node.as_object_mut()?.insert(field, old);
-            Some((out, label(m, Some(label_of(&key)))))
+            Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::HappyPathFlip => {
             let candidates: Vec<usize> = (0..n)
@@ -1070,13 +1094,9 @@ pub fn inject(
             let &k = rng.pick(&candidates)?;
             out.steps[k].success = Some(true);
             out.steps[k].observation = serde_json::json!({"success": true, "message": "done"});
-            Some((out, label(k, None)))
+            Some((out, mark(k, None)))
         }
     }
-}
-
-fn label_of(key: &ResourceKey) -> String {
-    label(key)
 }
 
 /// The objects inside a value with their paths.

@@ -277,40 +277,44 @@ pub fn state_clock(state: &Value) -> Option<DerivedClock> {
 
 /// [`latest_event`] among the events strictly before `limit`.
 pub fn latest_event_before(state: &Value, limit: f64) -> Option<Stamp> {
-    let mut all = Vec::new();
-    let mut path = Vec::new();
-    visit_all(state, None, &mut path, &mut all);
-    all.into_iter()
-        .filter(|s| s.seconds < limit)
-        .fold(None, |best: Option<Stamp>, s| match best {
-            Some(b) if b.seconds >= s.seconds => Some(b),
-            _ => Some(s),
-        })
+    let mut latest = None;
+    visit_events(state, None, &mut Vec::new(), limit, &mut latest);
+    latest
 }
 
-fn visit_all(value: &Value, key: Option<&str>, path: &mut Vec<String>, all: &mut Vec<Stamp>) {
+/// Keeps in `latest` the latest past-event time under `value` before `limit` (a [`Stamp`] is
+/// made only for a new latest one: states of megabytes hold many times).
+fn visit_events(
+    value: &Value,
+    key: Option<&str>,
+    path: &mut Vec<String>,
+    limit: f64,
+    latest: &mut Option<Stamp>,
+) {
     match value {
         Value::Object(map) => {
             for (k, v) in map {
                 path.push(k.clone());
-                visit_all(v, Some(k), path, all);
+                visit_events(v, Some(k), path, limit, latest);
                 path.pop();
             }
         }
         Value::Array(items) => {
             for (i, v) in items.iter().enumerate() {
                 path.push(i.to_string());
-                visit_all(v, key, path, all);
+                visit_events(v, key, path, limit, latest);
                 path.pop();
             }
         }
         Value::String(text) if key.is_some_and(is_past_event_key) => {
             if let Some(seconds) = parse_time(text) {
-                all.push(Stamp {
-                    seconds,
-                    pointer: JsonPointer::from_tokens(path.clone()),
-                    text: text.clone(),
-                });
+                if seconds < limit && latest.as_ref().is_none_or(|l| seconds > l.seconds) {
+                    *latest = Some(Stamp {
+                        seconds,
+                        pointer: JsonPointer::from_tokens(path.clone()),
+                        text: text.clone(),
+                    });
+                }
             }
         }
         _ => {}

@@ -54,6 +54,11 @@ use worker::Worker;
 /// The worker script, shipped inside the binary.
 pub const RUNNER_SOURCE: &str = include_str!("../python/envsim_runner.py");
 
+/// How much later the second run of a call is clocked to find what depends on the clock
+/// ([`Executor::probe`], `env test`'s stamp check): 37 days, 1 hour, 1 minute, 1.25 seconds, so
+/// that no calendar field (day, hour, minute, second) stays the same.
+pub const PROBE_CLOCK_SHIFT: f64 = 86_400.0 * 37.0 + 3_661.25;
+
 /// The clock every call sees unless told otherwise: 2025-01-01T00:00:00Z.
 pub const DEFAULT_CLOCK: f64 = 1_735_689_600.0;
 
@@ -549,7 +554,7 @@ impl Executor {
             .await?;
         let reclocked = self
             .call(&Call {
-                clock: call.clock + 86_400.0 * 37.0 + 3_661.25,
+                clock: call.clock + PROBE_CLOCK_SHIFT,
                 ..call.clone()
             })
             .await?;

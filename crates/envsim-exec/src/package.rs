@@ -499,6 +499,12 @@ impl EnvPackage {
         })
     }
 
+    /// The clock of step `k` of a scripted case on initial state `index`: the state's clock,
+    /// advancing [`envsim_core::clock::DEFAULT_CLOCK_STEP`] a step.
+    pub fn scripted_clock(&self, index: usize, k: usize) -> f64 {
+        self.clock(index).seconds + (k as f64) * envsim_core::clock::DEFAULT_CLOCK_STEP
+    }
+
     /// The clock initial state `index` runs under.
     pub fn clock(&self, index: usize) -> StateClock {
         self.clocks.get(index).cloned().unwrap_or(StateClock {
@@ -641,7 +647,6 @@ impl EnvPackage {
         let mut failures = Vec::new();
         for case in &self.tests {
             let mut state = self.states[case.state].1.clone();
-            let start_clock = self.clock(case.state).seconds;
             for (k, step) in case.steps.iter().enumerate() {
                 let at = format!(
                     "{} / case {:?} / step {k} ({})",
@@ -649,7 +654,7 @@ impl EnvPackage {
                 );
                 // Each step draws its own seed (distinct across the chain; see `default_seed`)
                 // and runs at the state's clock, five minutes after the step before.
-                let clock = start_clock + (k as f64) * envsim_core::clock::DEFAULT_CLOCK_STEP;
+                let clock = self.scripted_clock(case.state, k);
                 let call = Call {
                     seed: crate::default_seed(&state, &step.tool, &step.args),
                     clock,
@@ -740,7 +745,7 @@ impl EnvPackage {
 }
 
 /// What a call stamped with its clock that lies before the latest event `state` records up to
-/// that clock: the call runs again under a clock 37 days later, and every time in a field that
+/// that clock: the call runs again under a later clock ([`crate::PROBE_CLOCK_SHIFT`]), and every time in a field that
 /// changed (`/observation/...`, `/state/...`; see [`envsim_core::clock::stamps_in`]) must not
 /// be earlier than that event. One line per stamp; empty when the twin call cannot run.
 async fn stamps_before_the_past(
@@ -757,7 +762,7 @@ async fn stamps_before_the_past(
     };
     let Ok(later) = executor
         .call(&Call {
-            clock: call.clock + 86_400.0 * 37.0 + 3_661.25,
+            clock: call.clock + crate::PROBE_CLOCK_SHIFT,
             ..call.clone()
         })
         .await

@@ -121,16 +121,25 @@ pub fn run(args: AuditArgs) -> Result<()> {
     }
 }
 
-/// Effects learned from walks of `package`.
-fn learn(package: &envsim_exec::package::EnvPackage, walks: usize) -> Result<Effects> {
-    let walk = crate::bench_cmd::WalkArgs {
+/// Walks of `steps` steps per initial state, as `bench build` walks.
+fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::bench_cmd::WalkArgs {
+    crate::bench_cmd::WalkArgs {
         walks,
-        steps: 16,
-        workers: 2,
+        steps,
+        workers,
         trace: false,
         clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
-    };
-    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &walk, 1)?;
+    }
+}
+
+/// What `package`'s tools do: learned from `walk` walks with `seed`, and for tools those
+/// never show, what its manifest declares.
+fn learn(
+    package: &envsim_exec::package::EnvPackage,
+    walk: &crate::bench_cmd::WalkArgs,
+    seed: u64,
+) -> Result<Effects> {
+    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], walk, seed)?;
     Ok(trajectories_from_walks(&records)
         .into_values()
         .next()
@@ -193,21 +202,15 @@ fn inject_cmd(a: InjectArgs) -> Result<()> {
     let rule = OutcomeRule::success_key();
     let mut rng = envsim_core::rng::Rng::new(a.seed);
     let (mut out, mut labels) = (String::new(), String::new());
-    let mut turn = 0usize;
+    let mut plan = envsim_core::audit::FaultPlan::default();
     let mut planted = 0usize;
     for run in &runs {
-        let trajectory = audit_trajectory(run, &source, |o| rule.classify(o))?;
-        let mut written = trajectory.clone();
-        if rng.chance(a.rate) {
-            let kind =
-                envsim_core::audit::FaultKind::ALL[turn % envsim_core::audit::FaultKind::ALL.len()];
-            turn += 1;
-            if let Some((faulty, label)) = envsim_core::audit::inject(&trajectory, kind, &mut rng) {
-                written = faulty;
-                labels.push_str(&serde_json::to_string(&label)?);
-                labels.push('\n');
-                planted += 1;
-            }
+        let mut written = audit_trajectory(run, &source, |o| rule.classify(o))?;
+        if let Some((faulty, label)) = plan.plant(&written, a.rate, &mut rng) {
+            written = faulty;
+            labels.push_str(&serde_json::to_string(&label)?);
+            labels.push('\n');
+            planted += 1;
         }
         let steps: Vec<Value> = written
             .steps
@@ -269,7 +272,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
                     a.learn_walks
                 );
                 Known {
-                    effects: learn(&package, a.learn_walks)?,
+                    effects: learn(&package, &walk_args(a.learn_walks, 16, 2), 1)?,
                     rule: package.outcome.clone(),
                     package: Some(package),
                 }
@@ -463,13 +466,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
         anyhow::bail!("--rate must be between 0 and 1, got {}", a.rate);
     }
     let packages = crate::env_cmd::Corpus::choose(a.envs.clone()).load_all()?;
-    let walk = |walks: usize| crate::bench_cmd::WalkArgs {
-        walks,
-        steps: a.steps,
-        workers: a.workers,
-        trace: false,
-        clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
-    };
+    let walk = |walks: usize| walk_args(walks, a.steps, a.workers);
     // One environment at a time: a trajectory holds every state whole, so memory holds one
     // environment's walks. Environments with states past the large-state size (database dumps
     // of megabytes) are left out: their walks would not fit whole.
@@ -488,18 +485,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             );
             continue;
         }
-        let learned = crate::bench_cmd::walk_transitions(
-            vec![package.clone()],
-            &walk(a.learn_walks),
-            a.seed.wrapping_add(1),
-        )?;
-        let effects = trajectories_from_walks(&learned)
-            .into_values()
-            .next()
-            .map(|runs| Effects::learn(&runs))
-            .unwrap_or_default()
-            .with_annotations(&package.manifest.effects);
-        drop(learned);
+        let effects = learn(&package, &walk(a.learn_walks), a.seed.wrapping_add(1))?;
         let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
         for (env, runs) in trajectories_from_walks(&audited) {
             result.add(&env, &runs, &effects, a.rate, a.seed);

@@ -444,22 +444,18 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             state
         }
     };
-    let clock = match a.clock {
-        Some(seconds) => envsim_exec::package::StateClock {
+    // The clock, and where it came from in words.
+    let (clock, clock_origin) = match a.clock {
+        Some(seconds) => (
             seconds,
-            source: envsim_exec::package::ClockSource::Manifest,
-        },
-        None => state_clock.unwrap_or_else(|| {
-            envsim_exec::package::StateClock::of_state(&state, envsim_exec::DEFAULT_CLOCK)
-        }),
-    };
-    let clock_origin = if a.clock.is_some() {
-        format!(
-            "{} (--clock)",
-            envsim_core::clock::format_time(clock.seconds)
-        )
-    } else {
-        clock.describe()
+            format!("{} (--clock)", envsim_core::clock::format_time(seconds)),
+        ),
+        None => {
+            let c = state_clock.unwrap_or_else(|| {
+                envsim_exec::package::StateClock::of_state(&state, envsim_exec::DEFAULT_CLOCK)
+            });
+            (c.seconds, c.describe())
+        }
     };
     let args: Map<String, Value> = match serde_json::from_str(&a.args) {
         Ok(Value::Object(map)) => map,
@@ -494,7 +490,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         .unwrap_or_else(|| envsim_exec::default_seed(&state, &a.tool, &args));
     let call = Call {
         seed,
-        clock: clock.seconds,
+        clock,
         alias_init_config: a.alias_init_config,
         trace: a.trace,
         ..Call::new(&package.code, &a.tool, &args, &state)
@@ -506,7 +502,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
         state.clone()
     } else {
         executor
-            .construct(&package.code, &state, seed, clock.seconds)
+            .construct(&package.code, &state, seed, clock)
             .await
             .unwrap_or_else(|_| state.clone())
     };
@@ -565,8 +561,8 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             "observation": observation,
             "outcome": verdict,
             "seed": seed,
-            "clock": clock.seconds,
-            "clock_time": envsim_core::clock::format_time(clock.seconds),
+            "clock": clock,
+            "clock_time": envsim_core::clock::format_time(clock),
             "clock_origin": clock_origin,
             "state_before": before,
             "state_after": state_after,
@@ -695,11 +691,10 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
         None => {
             for case in &package.tests {
                 let mut state = package.states[case.state].1.clone();
-                let start_clock = package.clock(case.state).seconds;
                 for (k, step) in case.steps.iter().enumerate() {
                     // Seeds and clocks as `env test` runs the steps.
                     let step_seed = envsim_exec::default_seed(&state, &step.tool, &step.args);
-                    let clock = start_clock + (k as f64) * envsim_core::clock::DEFAULT_CLOCK_STEP;
+                    let clock = package.scripted_clock(case.state, k);
                     let call = Call {
                         seed: step_seed,
                         clock,

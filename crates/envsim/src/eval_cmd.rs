@@ -438,11 +438,15 @@ impl LoadedBench {
         }
     }
 
-    /// The transitions, for commands that need them all up front.
-    fn transitions(&self) -> &[Transition] {
+    /// The transitions, for commands that need them all up front (they load the benchmark
+    /// with `stream` off, so it has been read).
+    fn transitions(&self) -> Result<&[Transition]> {
         match &self.samples {
-            BenchSamples::Parsed(transitions) => transitions,
-            BenchSamples::Unread(_) => &[],
+            BenchSamples::Parsed(transitions) => Ok(transitions),
+            BenchSamples::Unread(_) => bail!(
+                "internal error: {} is needed whole but was left to be read while the run starts",
+                self.display
+            ),
         }
     }
 }
@@ -583,7 +587,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
             let bytes = read(path)?;
             let name = path.display().to_string();
             let records = parse_predictions(&bytes, &name)?;
-            let matched = match_predictions(bench.transitions(), records, true, &name)?;
+            let matched = match_predictions(bench.transitions()?, records, true, &name)?;
             let missing = matched
                 .iter()
                 .filter(|(p, _)| *p == Prediction::Missing)
@@ -1038,7 +1042,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 .clone()
                 .context("batch export needs --model (the model named in every request)")?;
             let text = batch::export_requests(
-                bench.transitions(),
+                bench.transitions()?,
                 &model,
                 template,
                 &args.decoding.decoding()?,
@@ -1047,7 +1051,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
             write_atomic(&args.out, &text)?;
             eprintln!(
                 "wrote {} requests to {} (model {model}, template {})",
-                bench.transitions().len(),
+                bench.transitions()?.len(),
                 args.out.display(),
                 template.name()
             );
@@ -1070,20 +1074,20 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 )
                 .map_err(anyhow::Error::msg)?;
             }
+            let transitions = bench.transitions()?;
             let unknown: Vec<&String> = requests
                 .bodies
                 .keys()
-                .filter(|id| !bench.transitions().iter().any(|t| &t.id == *id))
+                .filter(|id| !transitions.iter().any(|t| &t.id == *id))
                 .collect();
             if let Some(id) = unknown.first() {
                 bail!("{request_name}: custom_id {id:?} is not a sample of {} ({} such ids); import with the benchmark and selection used for the export", bench.display, unknown.len());
             }
-            let bodies: Vec<Option<String>> = bench
-                .transitions()
+            let bodies: Vec<Option<String>> = transitions
                 .iter()
                 .map(|t| requests.bodies.get(&t.id).cloned())
                 .collect();
-            let ordered = batch::answers_in_order(bench.transitions(), answers);
+            let ordered = batch::answers_in_order(transitions, answers);
             let missing = ordered.iter().filter(|a| a.is_none()).count();
             if missing > 0 {
                 eprintln!("warning: the batch output has no answer for {missing} of {} samples; they count as wrong", ordered.len());
