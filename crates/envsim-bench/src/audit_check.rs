@@ -5,10 +5,12 @@
 //! trajectories each violation kind flags (the false-positive rate).
 
 use crate::collect::{Outcome, TransitionRecord};
+use envsim_core::audit::observed::{audit_calls, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultPlan, ViolationKind,
 };
 use envsim_core::literal::{parse_literal, Dialect};
+use envsim_core::outcome::OutcomeRule;
 use envsim_core::rng::Rng;
 use serde::Serialize;
 use serde_json::Value;
@@ -84,9 +86,34 @@ pub struct CheckCounts {
     pub clean_flagged: usize,
 }
 
-/// The result of [`validate`].
+/// What the audit is given of a trajectory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputForm {
+    /// Every state (envsim trajectory JSONL): faults planted in states and observations,
+    /// audited with [`audit`].
+    #[default]
+    States,
+    /// Calls and observations only (a chat transcript): faults planted in observations,
+    /// audited with [`audit_calls`].
+    Calls,
+}
+
+impl InputForm {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputForm::States => "states",
+            InputForm::Calls => "calls",
+        }
+    }
+}
+
+/// The result of validating the audit on one input form.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Validation {
+    /// The input form.
+    pub form: InputForm,
     /// Environments.
     pub environments: usize,
     /// Trajectories audited.
@@ -114,13 +141,35 @@ pub struct Validation {
 }
 
 impl Validation {
+    /// An empty validation of `form`.
+    pub fn new(form: InputForm) -> Validation {
+        Validation {
+            form,
+            ..Validation::default()
+        }
+    }
+
     /// Plants one fault in a `rate` share of an environment's trajectories (kinds in turn
     /// across environments, [`FaultPlan`]), audits every trajectory with the environment's
     /// effects `fx`, and adds the scores against the labels. Environments are added one at a
     /// time, so memory holds one environment's trajectories.
-    pub fn add(&mut self, env: &str, runs: &[AuditTrajectory], fx: &Effects, rate: f64, seed: u64) {
+    /// With the calls form, `rule` (the environment's outcome rule) writes the planted
+    /// observations.
+    pub fn add(
+        &mut self,
+        env: &str,
+        runs: &[AuditTrajectory],
+        fx: &Effects,
+        rule: &OutcomeRule,
+        rate: f64,
+        seed: u64,
+    ) {
         if self.faults.is_empty() {
-            for kind in FaultKind::ALL {
+            let kinds: &[FaultKind] = match self.form {
+                InputForm::States => &FaultKind::ALL,
+                InputForm::Calls => &FaultKind::CALLS,
+            };
+            for &kind in kinds {
                 self.faults
                     .insert(kind.name().into(), FaultCounts::default());
             }
@@ -132,14 +181,19 @@ impl Validation {
         self.environments += 1;
         let mut rng = Rng::derive(seed, env);
         for t in runs {
-            let planted = self.plan.plant(t, rate, &mut rng);
-            let (subject, label) = match &planted {
-                Some((faulty, label)) => (faulty, Some(label)),
-                None => (t, None),
+            let (report, label) = match self.form {
+                InputForm::States => match self.plan.plant(t, rate, &mut rng) {
+                    Some((faulty, label)) => (audit(&faulty, fx), Some(label)),
+                    None => (audit(t, fx), None),
+                },
+                InputForm::Calls => match self.plan.plant_calls(t, rate, rule, &mut rng) {
+                    Some((faulty, label)) => (audit_calls(&faulty, fx), Some(label)),
+                    None => (audit_calls(&CallTrajectory::from(t), fx), None),
+                },
             };
-            let report = audit(subject, fx);
+            let label = label.as_ref();
             self.trajectories += 1;
-            self.steps += subject.steps.len();
+            self.steps += report.steps;
             match label {
                 None => {
                     self.clean += 1;
@@ -196,7 +250,11 @@ impl Validation {
             }
         };
         let mut out = format!(
-            "{} trajectories ({} steps) from {} environments; {} clean, {} with one planted fault. Clean trajectories flagged by any check: {} of {} ({}). Mean SCS: clean {:.4}, faulty {:.4}.\n\n| planted fault | planted | found at its step | recall |\n|---|---|---|---|\n",
+            "Input: {}. {} trajectories ({} steps) from {} environments; {} clean, {} with one planted fault. Clean trajectories flagged by any check: {} of {} ({}). Mean SCS: clean {:.4}, faulty {:.4}.\n\n| planted fault | planted | found at its step | recall |\n|---|---|---|---|\n",
+            match self.form {
+                InputForm::States => "trajectories with their states",
+                InputForm::Calls => "calls and observations only (states dropped)",
+            },
             self.trajectories,
             self.steps,
             self.environments,

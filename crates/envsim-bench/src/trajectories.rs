@@ -211,7 +211,8 @@ pub fn read_runs(
         .collect()
 }
 
-fn read_run(
+/// One record (already parsed) in `format`, as a run; `location` and `index` say where it is.
+pub fn read_run(
     record: &Value,
     location: &str,
     index: usize,

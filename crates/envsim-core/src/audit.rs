@@ -27,6 +27,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+pub mod observed;
+
 /// One step of a trajectory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AuditStep {
@@ -380,11 +382,16 @@ pub enum ViolationKind {
     PhantomId,
     /// A read returned a field value other than the resource's current one.
     StaleRead,
+    /// A listing disagrees with the timeline (the same listing with nothing changed between
+    /// returns other ids, or a complete listing misses a created resource).
+    ListInconsistent,
+    /// The same call, with nothing changed between, got another outcome or answer.
+    ContradictoryRepeat,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 7] = [
+    pub const ALL: [ViolationKind; 9] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -392,6 +399,8 @@ impl ViolationKind {
         ViolationKind::ReadAfterDelete,
         ViolationKind::PhantomId,
         ViolationKind::StaleRead,
+        ViolationKind::ListInconsistent,
+        ViolationKind::ContradictoryRepeat,
     ];
 
     /// Its name in reports.
@@ -404,6 +413,8 @@ impl ViolationKind {
             ViolationKind::ReadAfterDelete => "read_after_delete",
             ViolationKind::PhantomId => "phantom_id",
             ViolationKind::StaleRead => "stale_read",
+            ViolationKind::ListInconsistent => "list_inconsistent",
+            ViolationKind::ContradictoryRepeat => "contradictory_repeat",
         }
     }
 }
@@ -811,6 +822,8 @@ pub enum FaultKind {
     StaleRead,
     /// A failed call is reported as a success, changing nothing.
     HappyPathFlip,
+    /// A listing loses one of its records (planted in observations only).
+    ListOmission,
 }
 
 impl FaultKind {
@@ -824,6 +837,17 @@ impl FaultKind {
         FaultKind::HappyPathFlip,
     ];
 
+    /// The kinds planted in trajectories without states ([`observed::inject_calls`]): a
+    /// dropped update shows in calls only as a later stale read, which has its own kind.
+    pub const CALLS: [FaultKind; 6] = [
+        FaultKind::VanishedCreate,
+        FaultKind::ResurrectedDelete,
+        FaultKind::PhantomEntity,
+        FaultKind::StaleRead,
+        FaultKind::HappyPathFlip,
+        FaultKind::ListOmission,
+    ];
+
     /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -833,6 +857,7 @@ impl FaultKind {
             FaultKind::PhantomEntity => "phantom_entity",
             FaultKind::StaleRead => "stale_read",
             FaultKind::HappyPathFlip => "happy_path_flip",
+            FaultKind::ListOmission => "list_omission",
         }
     }
 
@@ -841,15 +866,22 @@ impl FaultKind {
         match self {
             FaultKind::DroppedUpdate => &[ViolationKind::SuccessWithoutChange],
             FaultKind::VanishedCreate => &[ViolationKind::VanishedWithoutDelete],
-            FaultKind::ResurrectedDelete | FaultKind::PhantomEntity => {
-                &[ViolationKind::AppearedWithoutCreate]
-            }
+            FaultKind::ResurrectedDelete => &[
+                ViolationKind::AppearedWithoutCreate,
+                ViolationKind::ReadAfterDelete,
+            ],
+            FaultKind::PhantomEntity => &[
+                ViolationKind::AppearedWithoutCreate,
+                ViolationKind::PhantomId,
+            ],
             FaultKind::StaleRead => &[ViolationKind::StaleRead],
             FaultKind::HappyPathFlip => &[
                 ViolationKind::SuccessWithoutChange,
                 ViolationKind::PhantomId,
                 ViolationKind::ReadAfterDelete,
+                ViolationKind::ContradictoryRepeat,
             ],
+            FaultKind::ListOmission => &[ViolationKind::ListInconsistent],
         }
     }
 }
@@ -888,6 +920,23 @@ impl FaultPlan {
         let kind = FaultKind::ALL[self.turn % FaultKind::ALL.len()];
         self.turn += 1;
         inject(t, kind, rng)
+    }
+
+    /// The same for trajectories without states: with probability `rate`, the next of
+    /// [`FaultKind::CALLS`] planted in the calls of `t` ([`observed::inject_calls`]).
+    pub fn plant_calls(
+        &mut self,
+        t: &AuditTrajectory,
+        rate: f64,
+        rule: &crate::outcome::OutcomeRule,
+        rng: &mut crate::rng::Rng,
+    ) -> Option<(observed::CallTrajectory, FaultLabel)> {
+        if !rng.chance(rate) {
+            return None;
+        }
+        let kind = FaultKind::CALLS[self.turn % FaultKind::CALLS.len()];
+        self.turn += 1;
+        observed::inject_calls(t, kind, rule, rng)
     }
 }
 
@@ -1084,6 +1133,7 @@ pub fn inject(
             node.as_object_mut()?.insert(field, old);
             Some((out, mark(m, Some(label(&key)))))
         }
+        FaultKind::ListOmission => None,
         FaultKind::HappyPathFlip => {
             let candidates: Vec<usize> = (0..n)
                 .filter(|&k| {

@@ -50,6 +50,7 @@
 // No panics on any input: library code handles every `None` and `Err` (unit tests may unwrap).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod apispec;
 pub mod apply;
 pub mod audit;
 pub mod baseline;
@@ -79,6 +80,7 @@ pub mod slice;
 pub mod state_patch;
 pub mod stats;
 pub mod strata;
+pub mod transcript;
 
 /// The types most callers need.
 pub mod prelude {

@@ -104,6 +104,34 @@ impl OutcomeRule {
         }
     }
 
+    /// An observation this rule reads as a failure, saying `message` (`None` when the rule
+    /// cannot be made to: a pattern the message does not match). For planting faults.
+    pub fn failure_example(&self, message: &str) -> Option<Value> {
+        let candidate = match self {
+            OutcomeRule::SuccessKey {} => serde_json::json!({"success": false, "error": message}),
+            OutcomeRule::ErrorKey { key } => serde_json::json!({ key.as_str(): message }),
+            OutcomeRule::ErrorPrefix { prefix } => Value::String(format!("{prefix}: {message}")),
+            OutcomeRule::Pattern { .. } => Value::String(message.to_owned()),
+            OutcomeRule::StatusField { field, .. } => {
+                serde_json::json!({ field.as_str(): "error", "message": message })
+            }
+        };
+        (self.classify(&candidate) == Some(false)).then_some(candidate)
+    }
+
+    /// An observation this rule reads as a success, returning `data` (`None` when the rule
+    /// cannot be made to). For planting faults.
+    pub fn success_example(&self, data: Value) -> Option<Value> {
+        let candidate = match self {
+            OutcomeRule::SuccessKey {} => serde_json::json!({"success": true, "data": data}),
+            OutcomeRule::StatusField { field, success } => {
+                serde_json::json!({ field.as_str(): success.first()?.clone(), "data": data })
+            }
+            _ => data,
+        };
+        (self.classify(&candidate) == Some(true)).then_some(candidate)
+    }
+
     /// The outcome of a call that raised an exception: a failure, under every rule.
     pub fn classify_raised(&self) -> Option<bool> {
         Some(false)

@@ -45,16 +45,35 @@ impl ArgumentSchemas {
         }
     }
 
+    /// Compiles one schema per name (any JSON Schema: a response body's, say), each once.
+    pub fn from_schemas(schemas: impl IntoIterator<Item = (String, Value)>) -> ArgumentSchemas {
+        let compiled = schemas
+            .into_iter()
+            .map(|(name, schema)| {
+                let validator = jsonschema::validator_for(&schema)
+                    .map_err(|e| format!("not a valid JSON Schema: {e}"));
+                (name, validator)
+            })
+            .collect();
+        ArgumentSchemas {
+            tools: Arc::new(compiled),
+        }
+    }
+
     /// How `args` break the schema of `tool`, one line each (`report_id: 2001 is not of type
     /// "string"`); empty when they fit, when the tool has no schema, or when its schema could
     /// not be compiled ([`ArgumentSchemas::problems`] lists those).
     pub fn check(&self, tool: &str, args: &Map<String, Value>) -> Vec<String> {
+        self.check_value(tool, &Value::Object(args.clone()))
+    }
+
+    /// [`ArgumentSchemas::check`] for any value (a response body against its schema).
+    pub fn check_value(&self, tool: &str, instance: &Value) -> Vec<String> {
         let Some(Ok(validator)) = self.tools.get(tool) else {
             return Vec::new();
         };
-        let instance = Value::Object(args.clone());
         let mut out: Vec<String> = validator
-            .iter_errors(&instance)
+            .iter_errors(instance)
             .map(|e| {
                 let at = e.instance_path().to_string();
                 let at = at.trim_start_matches('/');
@@ -68,6 +87,11 @@ impl ArgumentSchemas {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// Whether `tool` has a schema (compiled or not).
+    pub fn has(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
     }
 
     /// Tools whose schema could not be compiled, with why.

@@ -4,13 +4,15 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
-use envsim_bench::trajectories::read_runs;
+use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
+use envsim_core::audit::observed::{audit_calls, guess_outcome, CallStep, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, TrajectoryAudit, ViolationKind,
 };
 use envsim_core::outcome::OutcomeRule;
+use envsim_core::transcript::{is_transcript, read_transcript};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -26,8 +28,10 @@ pub struct AuditArgs {
 /// `envsim audit TRAJECTORIES`.
 #[derive(Debug, Args)]
 struct CheckArgs {
-    /// Trajectories with their states (envsim trajectory JSONL, as `env replay` and simulations
-    /// write them: an initial state and each step's state after, absent when unchanged).
+    /// Trajectories: envsim trajectory JSONL with states (as `env replay` and simulations write
+    /// them), or transcripts without states (OpenAI chat with `tool_calls`, ShareGPT/Hermes
+    /// `<tool_call>`/`<tool_response>`, LLaMA-Factory `function_call`/`observation`), one
+    /// record per line.
     trajectories: Option<PathBuf>,
     /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS): the
     /// environment a record names is walked to learn what its tools do, and its outcome rule
@@ -38,6 +42,12 @@ struct CheckArgs {
     /// The environment of every record (else each record's own `env`).
     #[arg(long, value_name = "NAME")]
     env: Option<String>,
+    /// An API description the calls and responses are checked against: OpenAPI 3.0/3.1 (JSON,
+    /// or YAML when the name ends in .yaml/.yml) or OpenAI tool schemas. Its paths also say
+    /// what each operation does to resources (POST /things creates, DELETE /things/{id}
+    /// deletes ...) where no package was run to learn it.
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
     /// Walks per initial state that effects are learned from.
     #[arg(long, default_value_t = 6)]
     learn_walks: usize,
@@ -169,11 +179,7 @@ fn audit_trajectory(
             if let Some(after) = &s.state_after {
                 state = after.clone();
             }
-            let observation = match &s.observation {
-                Some(Value::String(text)) => observation_value(&Value::Null, text),
-                Some(other) => other.clone(),
-                None => Value::Null,
-            };
+            let observation = step_observation(s.observation.as_ref());
             AuditStep {
                 tool: s.tool.clone(),
                 arguments: s.arguments.clone(),
@@ -245,77 +251,57 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
             bail!("--fail-under must be between 0 and 1, got {x}");
         }
     }
+    let spec = a
+        .spec
+        .as_deref()
+        .map(crate::audit_spec::SpecChecks::from_file)
+        .transpose()?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let source = path.display().to_string();
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
-    // Per environment: its effects and outcome rule (learned once).
-    let mut known: BTreeMap<String, Known> = BTreeMap::new();
-    let mut reports: Vec<(String, TrajectoryAudit)> = Vec::new();
-    // Per trajectory of a known environment: which steps break the specification.
-    let mut spec_flags: Vec<Vec<bool>> = Vec::new();
-    let mut spec_violations: Vec<Value> = Vec::new();
-    // One run at a time: only its audit (violations, flags) is kept.
-    envsim_bench::trajectories::for_each_run(&text, &source, None, |run| -> Result<()> {
-        let run = &run;
-        let env = a
-            .env
-            .clone()
-            .or_else(|| run.env.clone())
-            .unwrap_or_default();
-        if !known.contains_key(&env) {
-            // A package that is there but does not load is an error, not a guess.
-            let entry = if corpus.has(&env)? {
-                let package = corpus.load(&env)?;
-                eprintln!(
-                    "{env}: learning what its tools do from {} walks per state",
-                    a.learn_walks
-                );
-                Known {
-                    effects: learn(&package, &walk_args(a.learn_walks, 16, 2), 1)?,
-                    rule: package.outcome.clone(),
-                    package: Some(package),
-                }
-            } else {
-                eprintln!(
-                    "{env:?}: not in {}; effects are guessed from tool names",
-                    corpus.display()
-                );
-                Known {
-                    effects: Effects::default(),
-                    rule: OutcomeRule::success_key(),
-                    package: None,
-                }
-            };
-            known.insert(env.clone(), entry);
-        }
-        let entry = &known[&env];
-        let trajectory = audit_trajectory(run, &source, |o| entry.rule.classify(o))?;
-        // Specification: every call against its tool's argument schema (when the package is
-        // known).
-        if let Some(package) = &entry.package {
-            let tools = package.manifest.tool_names();
-            let mut flags = Vec::with_capacity(trajectory.steps.len());
-            for (k, step) in trajectory.steps.iter().enumerate() {
-                let problems = if tools.contains(&step.tool) {
-                    package.arguments.check(&step.tool, &step.arguments)
-                } else {
-                    vec![format!("{} is not a tool of {env}", step.tool)]
+    let mut audit = Auditor {
+        args: &a,
+        corpus,
+        spec,
+        known: BTreeMap::new(),
+        declared: HashMap::new(),
+        reports: Vec::new(),
+        spec_flags: Vec::new(),
+        spec_violations: Vec::new(),
+        forms: BTreeMap::new(),
+    };
+    // One record at a time: only its audit (violations, flags) is kept.
+    let bytes = text.as_bytes();
+    match envsim_core::formats::record_spans(bytes) {
+        Some(spans) => {
+            for span in spans {
+                let location = span.location.to_string();
+                let value: Value = match serde_json::from_slice(&bytes[span.range.clone()]) {
+                    Ok(v) => v,
+                    // The whole-file reader gives the located syntax error.
+                    Err(_) => match envsim_core::formats::records(bytes, &source) {
+                        Err(e) => bail!("{e}"),
+                        Ok(_) => bail!("{source}: {location}: not valid JSON"),
+                    },
                 };
-                flags.push(!problems.is_empty());
-                if !problems.is_empty() {
-                    spec_violations.push(json!({
-                        "trajectory": trajectory.id, "step": k, "tool": step.tool,
-                        "kind": if tools.contains(&step.tool) { "argument_schema" } else { "unknown_tool" },
-                        "explanation": problems.join("; "),
-                    }));
-                }
+                audit.record(value, &location, span.index, &source)?;
             }
-            spec_flags.push(flags);
         }
-        reports.push((env, audit(&trajectory, &entry.effects)));
-        Ok(())
-    })?;
+        None => {
+            for r in envsim_core::formats::records(bytes, &source).map_err(|e| anyhow!("{e}"))? {
+                audit.record(r.value, &r.location.to_string(), r.index, &source)?;
+            }
+        }
+    }
+    let Auditor {
+        reports,
+        spec_flags,
+        spec_violations,
+        known,
+        forms,
+        ..
+    } = audit;
     if reports.is_empty() {
         bail!("{source}: no trajectories");
     }
@@ -338,6 +324,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
             .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
     }
     let mut summary = summarize(&reports, &known);
+    summary["inputs"] = json!(forms);
     summary["spec"] = spec_summary(&spec_flags);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -353,12 +340,245 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     Ok(())
 }
 
+/// The audit of a file, record by record.
+struct Auditor<'a> {
+    args: &'a CheckArgs,
+    corpus: crate::env_cmd::Corpus,
+    /// The `--spec` description.
+    spec: Option<crate::audit_spec::SpecChecks>,
+    /// Per environment: its effects and outcome rule (learned once).
+    known: BTreeMap<String, Known>,
+    /// Tool lists transcripts declare, compiled once each (by their JSON text).
+    declared: HashMap<String, std::rc::Rc<crate::audit_spec::SpecChecks>>,
+    reports: Vec<(String, TrajectoryAudit)>,
+    /// Per trajectory with a specification: which steps break it.
+    spec_flags: Vec<Vec<bool>>,
+    spec_violations: Vec<Value>,
+    /// Records per input form.
+    forms: BTreeMap<&'static str, usize>,
+}
+
+impl Auditor<'_> {
+    /// What is known of `env`: learned from its package when the corpus holds it, else guessed
+    /// (with what `--spec` declares).
+    fn known(&mut self, env: &str) -> Result<&Known> {
+        if !self.known.contains_key(env) {
+            let declared = self
+                .spec
+                .as_ref()
+                .map(|s| s.effects.clone())
+                .unwrap_or_default();
+            // A package that is there but does not load is an error, not a guess.
+            let entry = if !env.is_empty() && self.corpus.has(env)? {
+                let package = self.corpus.load(env)?;
+                eprintln!(
+                    "{env}: learning what its tools do from {} walks per state",
+                    self.args.learn_walks
+                );
+                Known {
+                    effects: learn(&package, &walk_args(self.args.learn_walks, 16, 2), 1)?
+                        .with_annotations(&declared),
+                    rule: Some(package.outcome.clone()),
+                    package: Some(package),
+                }
+            } else {
+                let from = if declared.is_empty() {
+                    "guessed from tool names".to_owned()
+                } else {
+                    "taken from the --spec paths, else guessed from tool names".to_owned()
+                };
+                if env.is_empty() {
+                    eprintln!("records without an environment: effects are {from}");
+                } else {
+                    eprintln!(
+                        "{env:?}: not in {}; effects are {from}",
+                        self.corpus.display()
+                    );
+                }
+                Known {
+                    effects: Effects::default().with_annotations(&declared),
+                    rule: None,
+                    package: None,
+                }
+            };
+            self.known.insert(env.to_owned(), entry);
+        }
+        Ok(&self.known[env])
+    }
+
+    /// Audits one record.
+    fn record(&mut self, value: Value, location: &str, index: usize, source: &str) -> Result<()> {
+        let env = self
+            .args
+            .env
+            .clone()
+            .or_else(|| value.get("env").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        if is_transcript(&value) && value.get("initial_state").is_none() {
+            let t = read_transcript(&value).map_err(|e| {
+                anyhow!(
+                    "{source}: {location}: at {}: {}",
+                    if e.pointer.is_empty() {
+                        "the record"
+                    } else {
+                        &e.pointer
+                    },
+                    e.message
+                )
+            })?;
+            *self.forms.entry(t.form.name()).or_default() += 1;
+            let declared = if t.tools.is_empty() || self.spec.is_some() {
+                None
+            } else {
+                let key = serde_json::to_string(&t.tools)?;
+                if !self.declared.contains_key(&key) {
+                    let checks = crate::audit_spec::SpecChecks::from_tools(
+                        &t.tools,
+                        format!("the tools {source} {location} declares"),
+                    )?;
+                    self.declared.insert(key.clone(), std::rc::Rc::new(checks));
+                }
+                Some(std::rc::Rc::clone(&self.declared[&key]))
+            };
+            let known = self.known(&env)?;
+            let steps = t
+                .calls
+                .iter()
+                .map(|c| {
+                    let observation = c.observation.clone().unwrap_or(Value::Null);
+                    CallStep {
+                        tool: c.tool.clone(),
+                        arguments: c.arguments.clone(),
+                        success: known.classify(&observation),
+                        observation,
+                    }
+                })
+                .collect();
+            let id = format!(
+                "{location} {}",
+                t.id.clone().unwrap_or_else(|| index.to_string())
+            );
+            self.audit_calls(env, CallTrajectory { id, steps }, declared.as_deref())
+        } else {
+            let format = TrajectoryFormat::detect(&value).ok_or_else(|| {
+                anyhow!("{source}: {location}: not a trajectory record: expected `steps` (envsim), `task_info` + `trajectory` (reference), `messages` (OpenAI chat) or `conversations` (ShareGPT/Hermes)")
+            })?;
+            let run = read_run(&value, location, index, format, source)?;
+            let form = if run.initial_state.is_none() {
+                "calls"
+            } else {
+                "states"
+            };
+            *self.forms.entry(form).or_default() += 1;
+            let known = self.known(&env)?;
+            if run.initial_state.is_none() {
+                let steps = run
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        let observation = step_observation(s.observation.as_ref());
+                        CallStep {
+                            tool: s.tool.clone(),
+                            arguments: s.arguments.clone(),
+                            success: known.classify(&observation),
+                            observation,
+                        }
+                    })
+                    .collect();
+                let id = format!("{} {}", run.location, run.task_id);
+                return self.audit_calls(env, CallTrajectory { id, steps }, None);
+            }
+            let trajectory = audit_trajectory(&run, source, |o| known.classify(o))?;
+            let report = audit(&trajectory, &known.effects);
+            self.check_spec(&env, &CallTrajectory::from(&trajectory), None);
+            self.reports.push((env, report));
+            Ok(())
+        }
+    }
+
+    fn audit_calls(
+        &mut self,
+        env: String,
+        trajectory: CallTrajectory,
+        declared: Option<&crate::audit_spec::SpecChecks>,
+    ) -> Result<()> {
+        let report = audit_calls(&trajectory, &self.known[&env].effects);
+        self.check_spec(&env, &trajectory, declared);
+        self.reports.push((env, report));
+        Ok(())
+    }
+
+    /// Every step against the specification: `--spec`, else the tools the record declares,
+    /// else the environment package's manifest. A trajectory with none is not checked.
+    fn check_spec(
+        &mut self,
+        env: &str,
+        trajectory: &CallTrajectory,
+        declared: Option<&crate::audit_spec::SpecChecks>,
+    ) {
+        let id = &trajectory.id;
+        let package = self.known.get(env).and_then(|k| k.package.as_ref());
+        let mut flags = Vec::with_capacity(trajectory.steps.len());
+        for (k, step) in trajectory.steps.iter().enumerate() {
+            let (tool, arguments) = (step.tool.as_str(), &step.arguments);
+            let problems: Vec<(&str, String)> = if let Some(spec) = self.spec.as_ref().or(declared)
+            {
+                spec.check(tool, arguments, &step.observation, step.success)
+                    .into_iter()
+                    .map(|p| (p.kind, p.explanation))
+                    .collect()
+            } else if let Some(package) = package {
+                if package.manifest.tool_names().iter().any(|t| t == tool) {
+                    let problems = package.arguments.check(tool, arguments);
+                    if problems.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![("argument_schema", problems.join("; "))]
+                    }
+                } else {
+                    vec![("unknown_tool", format!("{tool} is not a tool of {env}"))]
+                }
+            } else {
+                return;
+            };
+            flags.push(!problems.is_empty());
+            for (kind, explanation) in problems {
+                self.spec_violations.push(json!({
+                    "trajectory": id, "step": k, "tool": tool, "kind": kind, "explanation": explanation,
+                }));
+            }
+        }
+        self.spec_flags.push(flags);
+    }
+}
+
+/// A recorded observation as a value: text parsed as JSON or a Python literal, else kept.
+fn step_observation(observation: Option<&Value>) -> Value {
+    match observation {
+        Some(Value::String(text)) => observation_value(&Value::Null, text),
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
 /// What is known of an environment the trajectories name.
 struct Known {
     effects: Effects,
-    rule: OutcomeRule,
+    /// Its outcome rule, when the corpus holds it.
+    rule: Option<OutcomeRule>,
     /// The package, when the corpus holds it.
     package: Option<envsim_exec::package::EnvPackage>,
+}
+
+impl Known {
+    /// Success or failure of an observation: the environment's outcome rule, else the guess
+    /// for APIs nobody described.
+    fn classify(&self, observation: &Value) -> Option<bool> {
+        match &self.rule {
+            Some(rule) => rule.classify(observation),
+            None => guess_outcome(observation),
+        }
+    }
 }
 
 /// Specification conformance (SpecCS: the mean share of a trajectory's steps whose call fits
@@ -470,7 +690,11 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
     // One environment at a time: a trajectory holds every state whole, so memory holds one
     // environment's walks. Environments with states past the large-state size (database dumps
     // of megabytes) are left out: their walks would not fit whole.
-    let mut result = envsim_bench::audit_check::Validation::default();
+    use envsim_bench::audit_check::{InputForm, Validation};
+    let mut results = [
+        Validation::new(InputForm::States),
+        Validation::new(InputForm::Calls),
+    ];
     for package in packages {
         let name = package.manifest.name.clone();
         let largest = package
@@ -486,16 +710,24 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             continue;
         }
         let effects = learn(&package, &walk(a.learn_walks), a.seed.wrapping_add(1))?;
+        let rule = package.outcome.clone();
         let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
         for (env, runs) in trajectories_from_walks(&audited) {
-            result.add(&env, &runs, &effects, a.rate, a.seed);
+            for result in &mut results {
+                result.add(&env, &runs, &effects, &rule, a.rate, a.seed);
+            }
         }
-        eprintln!("{name}: {} trajectories so far", result.trajectories);
+        eprintln!("{name}: {} trajectories so far", results[0].trajectories);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        println!("{}", serde_json::to_string_pretty(&results)?);
     } else {
-        print!("{}", result.markdown());
+        for (i, result) in results.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", result.markdown());
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The `envsim` command line.
 
 mod audit_cmd;
+mod audit_spec;
 mod bench_cmd;
 mod bundled;
 mod env_cmd;

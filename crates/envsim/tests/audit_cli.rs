@@ -214,20 +214,24 @@ fn the_audit_finds_planted_faults_and_passes_clean_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // A record without states cannot be audited: said, with its place.
-    let bare = dir.path().join("bare.jsonl");
+    // A record without states is audited from its calls alone.
     let mut record = run(None);
     record.as_object_mut().unwrap().remove("initial_state");
-    std::fs::write(&bare, format!("{record}\n")).unwrap();
-    let out = envsim(dir.path(), &[bare.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("line 1: no initial state; the audit needs a trajectory's states"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (summary, violations) = audit_records(dir.path(), &[record], &[]);
+    assert_eq!(summary["inputs"], json!({"calls": 1}));
+    assert_eq!(violations, Vec::<Value>::new());
 }
+
+/// The calls-form counts of the pinned validation.
+const CALLS_CLEAN: u64 = 32;
+const CALLS_FAULTS: [(&str, u64, u64); 6] = [
+    ("happy_path_flip", 3, 0),
+    ("list_omission", 0, 0),
+    ("phantom_entity", 2, 0),
+    ("resurrected_delete", 0, 0),
+    ("stale_read", 0, 0),
+    ("vanished_create", 3, 3),
+];
 
 #[test]
 fn validation_on_executed_walks_gives_the_pinned_counts() {
@@ -251,7 +255,9 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &forms[0];
+    assert_eq!(v["form"], "states");
     // Seeded walks and seeded faults: the same numbers on every machine.
     assert_eq!(
         (
@@ -290,6 +296,33 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
         assert_eq!(c["false_positives"], 0, "{kind}");
     }
     assert_eq!(v["checks"]["success_without_change"]["true_positives"], 7);
+    // The same walks with their states dropped, faults planted in the observations.
+    let v = &forms[1];
+    assert_eq!(v["form"], "calls");
+    let planted_found: Vec<(String, u64, u64)> = v["faults"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, f)| {
+            (
+                k.clone(),
+                f["planted"].as_u64().unwrap(),
+                f["found"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        (
+            v["trajectories"].clone(),
+            v["clean"].clone(),
+            v["clean_flagged"].clone()
+        ),
+        (json!(40), json!(CALLS_CLEAN), json!(0))
+    );
+    assert_eq!(
+        planted_found,
+        CALLS_FAULTS.map(|(k, p, f)| (k.to_owned(), p, f))
+    );
 }
 
 #[test]
@@ -430,4 +463,155 @@ fn calls_that_break_their_schema_are_counted_by_step() {
         kinds,
         [json!([2, "argument_schema"]), json!([3, "unknown_tool"])]
     );
+}
+
+/// An OpenAPI description of a ticket API, in YAML.
+const TICKETS_YAML: &str = r##"
+openapi: 3.0.3
+info: {title: Tickets, version: "1"}
+paths:
+  /tickets:
+    post:
+      operationId: create_ticket
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [title]
+              properties:
+                title: {type: string}
+      responses:
+        "201":
+          description: created
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Ticket"}
+  /tickets/{ticket_id}:
+    get:
+      operationId: get_ticket
+      parameters:
+        - {name: ticket_id, in: path, required: true, schema: {type: string}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/Ticket"}
+        "404": {description: missing}
+    delete:
+      operationId: delete_ticket
+      parameters:
+        - {name: ticket_id, in: path, required: true, schema: {type: string}}
+      responses:
+        "204": {description: gone}
+components:
+  schemas:
+    Ticket:
+      type: object
+      required: [ticket_id, title, status]
+      properties:
+        ticket_id: {type: string}
+        title: {type: string}
+        status: {type: string, enum: [open, closed]}
+"##;
+
+#[test]
+fn transcripts_without_states_are_audited_from_their_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |id: &str, name: &str, args: Value| {
+        json!({"role": "assistant", "tool_calls": [{"id": id, "type": "function",
+               "function": {"name": name, "arguments": args.to_string()}}]})
+    };
+    let answer = |id: &str, content: Value| json!({"role": "tool", "tool_call_id": id, "content": content.to_string()});
+    // OpenAI chat: create T1, delete it, read it back (a read after delete whose status is
+    // also outside the declared enum).
+    let chat = json!({"id": "chat-1", "messages": [
+        {"role": "user", "content": "file a ticket, then drop it"},
+        call("a", "create_ticket", json!({"title": "Printer"})),
+        answer("a", json!({"ticket_id": "T1", "title": "Printer", "status": "open"})),
+        call("b", "delete_ticket", json!({"ticket_id": "T1"})),
+        answer("b", json!({"deleted": true})),
+        call("c", "get_ticket", json!({"ticket_id": "T1"})),
+        answer("c", json!({"ticket_id": "T1", "title": "Printer", "status": "opened"})),
+    ]});
+    // Hermes: T9 is not found, then found with nothing created between.
+    let hermes = json!({"id": "hermes-1", "conversations": [
+        {"from": "human", "value": "show T9"},
+        {"from": "gpt", "value": "<tool_call>\n{\"name\": \"get_ticket\", \"arguments\": {\"ticket_id\": \"T9\"}}\n</tool_call>"},
+        {"from": "tool", "value": "<tool_response>\n{\"error\": \"Ticket T9 not found\"}\n</tool_response>"},
+        {"from": "gpt", "value": "<tool_call>\n{\"name\": \"get_ticket\", \"arguments\": {\"ticket_id\": \"T9\"}}\n</tool_call>"},
+        {"from": "tool", "value": "<tool_response>\n{\"ticket_id\": \"T9\", \"title\": \"x\", \"status\": \"open\"}\n</tool_response>"},
+    ]});
+    let spec = dir.path().join("tickets.yaml");
+    std::fs::write(&spec, TICKETS_YAML).unwrap();
+    let (summary, violations) = audit_records(
+        dir.path(),
+        &[chat, hermes],
+        &["--spec", spec.to_str().unwrap()],
+    );
+    let kinds: Vec<(String, u64, String)> = violations
+        .iter()
+        .map(|v| {
+            (
+                v["trajectory"].as_str().unwrap().to_owned(),
+                v["step"].as_u64().unwrap(),
+                v["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let owned = |t: &str, s: u64, k: &str| (t.to_owned(), s, k.to_owned());
+    assert_eq!(
+        kinds,
+        [
+            owned("line 1 chat-1", 2, "read_after_delete"),
+            owned("line 2 hermes-1", 1, "contradictory_repeat"),
+            owned("line 2 hermes-1", 1, "phantom_id"),
+            owned("line 1 chat-1", 2, "response_schema"),
+        ]
+    );
+    // The effects came from the OpenAPI paths, not from guesses.
+    assert!(violations
+        .iter()
+        .all(|v| v.get("guessed") != Some(&json!(true))));
+    assert_eq!(summary["inputs"], json!({"openai_chat": 1, "sharegpt": 1}));
+    assert_eq!(
+        (
+            summary["spec"]["steps"].clone(),
+            summary["spec"]["violating_steps"].clone()
+        ),
+        (json!(5), json!(1))
+    );
+    // A transcript that cannot be read is an error located at its line and field.
+    let bad = json!({"messages": [{"role": "assistant", "tool_calls": [{"id": "x", "type": "function",
+        "function": {"name": "get_ticket", "arguments": "[1]"}}]}]});
+    std::fs::write(dir.path().join("bad.jsonl"), format!("{bad}\n")).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[dir.path().join("bad.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.jsonl: line 1: at /messages/0/tool_calls/0/function/arguments: "),
+        "{err}"
+    );
+    // So is a description that is not one.
+    std::fs::write(
+        dir.path().join("swagger.json"),
+        r#"{"swagger": "2.0", "paths": {}}"#,
+    )
+    .unwrap();
+    let out = envsim(
+        dir.path(),
+        &[
+            dir.path().join("bad.jsonl").to_str().unwrap(),
+            "--spec",
+            dir.path().join("swagger.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("swagger.json: at /swagger: "), "{err}");
 }

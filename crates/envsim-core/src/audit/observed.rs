@@ -1,0 +1,1300 @@
+//! The audit of trajectories that carry no states: function-calling transcripts (OpenAI chat,
+//! ShareGPT/Hermes) and any call log with observations. What a state would say has to be read
+//! from what the calls name and what their observations return, so the state constraint graph
+//! is built from the calls alone.
+//!
+//! **Resources.** A resource is named by a type and an id:
+//! - an argument that names an id (`id`, `*_id`, `*Id`) with a string or integer value: the type
+//!   is the argument's noun (`ticket_id` → `ticket`), or for a bare `id` the tool's noun
+//!   ([`tool_noun`]: `get_ticket_details` → `ticket`);
+//! - a record in an observation: an object with an `id` field, or with a `<noun>_id` field
+//!   where `<noun>` is what the object is (the tool's noun at the top, the key it sits under
+//!   below: `{"tickets": [{"ticket_id": …}]}`). Ids of other things an object quotes (foreign
+//!   keys) are not records.
+//!
+//! **Timeline.** Per resource: whether it is known to exist (created, returned, listed), known
+//! gone (deleted), or known missing (a failure said it was not found), with the step that made
+//! it so; and the field values last returned or written. A successful change of unknown reach
+//! forgets the field values, the lists and the repeated calls it may have changed.
+//!
+//! **Checks** (each a [`ViolationKind`]):
+//! - `read_after_delete`: a successful call names a resource that an earlier successful delete
+//!   removed (no create since), or a list returns it;
+//! - `vanished_without_delete`: a call fails with "not found" for a resource known to exist
+//!   (no delete since);
+//! - `phantom_id`: a call succeeds on an id an earlier failure reported missing (no create
+//!   since), or one that a complete earlier listing of its type did not hold;
+//! - `stale_read`: a record returns a field with a value other than the one last returned or
+//!   written for it, with no change of unknown reach between;
+//! - `list_inconsistent`: the same listing, repeated with no change between, returns other
+//!   ids; an unfiltered listing misses a resource created since a complete listing;
+//! - `contradictory_repeat`: the same call, repeated with no successful change between, gets
+//!   another outcome or another answer.
+
+use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, Violation, ViolationKind};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One call of a trajectory without states.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallStep {
+    /// Tool name.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Map<String, Value>,
+    /// The observation, parsed when it is JSON or a Python literal, else as text (`Null`:
+    /// never answered).
+    pub observation: Value,
+    /// Success or failure, when known.
+    pub success: Option<bool>,
+}
+
+/// A trajectory of calls without states.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallTrajectory {
+    /// Identifier (for reports).
+    pub id: String,
+    /// The calls.
+    pub steps: Vec<CallStep>,
+}
+
+impl From<&super::AuditTrajectory> for CallTrajectory {
+    /// The calls of a trajectory with states, its states dropped.
+    fn from(t: &super::AuditTrajectory) -> CallTrajectory {
+        CallTrajectory {
+            id: t.id.clone(),
+            steps: t
+                .steps
+                .iter()
+                .map(|s| CallStep {
+                    tool: s.tool.clone(),
+                    arguments: s.arguments.clone(),
+                    observation: s.observation.clone(),
+                    success: s.success,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Words that end the noun of a tool's name (`get_order_by_id` → `order`).
+const NOUN_STOP: &[&str] = &[
+    "by", "for", "with", "of", "from", "in", "on", "to", "details", "detail", "info", "status",
+    "history", "summary",
+];
+
+/// A word's singular, as far as a plain rule gets it (`tickets` → `ticket`, `policies` →
+/// `policy`, `addresses` → `address`, `status` stays).
+pub fn singular(word: &str) -> String {
+    let w = word.to_lowercase();
+    if let Some(stem) = w.strip_suffix("ies") {
+        if !stem.is_empty() {
+            return format!("{stem}y");
+        }
+    }
+    for ending in ["sses", "shes", "ches", "xes"] {
+        if w.ends_with(ending) {
+            return w[..w.len() - 2].to_owned();
+        }
+    }
+    if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && w.len() > 2 {
+        return w[..w.len() - 1].to_owned();
+    }
+    w
+}
+
+/// The words of a name, lower case (`getTicket_details` → `get`, `ticket`, `details`).
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut last_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == ' ' || c == '.' {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            last_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && last_lower && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        last_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// What a tool's name says it works on: the words after its verb, up to a word like `by` or
+/// `details`, the last one made singular (`list_open_tickets` → `open_ticket`,
+/// `get_order_by_id` → `order`). A one-word name is its own noun.
+pub fn tool_noun(tool: &str) -> String {
+    let w = words(tool);
+    let rest: Vec<&String> = if w.len() > 1 {
+        w[1..].iter().collect()
+    } else {
+        w.iter().collect()
+    };
+    let mut kept: Vec<String> = rest
+        .iter()
+        .take_while(|x| !NOUN_STOP.contains(&x.as_str()))
+        .map(|x| (*x).clone())
+        .collect();
+    if kept.is_empty() {
+        kept = rest.iter().map(|x| (*x).clone()).collect();
+    }
+    if let Some(last) = kept.last_mut() {
+        *last = singular(last);
+    }
+    kept.join("_")
+}
+
+/// The noun an id-naming key stands for (`ticket_id` → `ticket`, `userId` → `user`), `None` when
+/// the key does not name an id; a bare `id` gives the empty noun (the context decides).
+pub fn id_noun(key: &str) -> Option<String> {
+    let w = words(key);
+    match w.last().map(String::as_str) {
+        Some("id") => {
+            let stem = &w[..w.len() - 1];
+            Some(match stem.last() {
+                Some(last) => {
+                    let mut s: Vec<String> = stem.to_vec();
+                    *s.last_mut().unwrap_or(&mut String::new()) = singular(last);
+                    s.join("_")
+                }
+                None => String::new(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// An id value as text: a string or an integer.
+fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() && s.len() <= 128 => Some(s.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A resource: type (noun) and id.
+type Key = (String, String);
+
+fn show(key: &Key) -> String {
+    format!("{}/{}", key.0, key.1)
+}
+
+/// The resources a call's arguments name, in argument order.
+fn named(tool: &str, arguments: &Map<String, Value>) -> Vec<(String, Key)> {
+    let noun = tool_noun(tool);
+    arguments
+        .iter()
+        .filter_map(|(arg, value)| {
+            let of = id_noun(arg)?;
+            let id = id_text(value)?;
+            let kind = if of.is_empty() { noun.clone() } else { of };
+            Some((arg.clone(), (kind, id)))
+        })
+        .collect()
+}
+
+/// Keys that wrap a response's payload without saying what it is.
+const WRAPPERS: &[&str] = &[
+    "data", "result", "results", "items", "records", "response", "payload", "value",
+];
+
+/// The records in an observation: (resource, its object, whether it sits in an array). A
+/// record inside another record is that record's part: its type and id are qualified by the
+/// parent's (`student/*/course`, `S1/CS101`), since the same course in two students'
+/// transcripts is two things.
+fn records<'v>(observation: &'v Value, noun: &str) -> Vec<(Key, &'v Map<String, Value>, bool)> {
+    let mut out = Vec::new();
+    walk_records(observation, noun, false, None, &mut out);
+    out
+}
+
+fn walk_records<'v>(
+    value: &'v Value,
+    noun: &str,
+    in_array: bool,
+    parent: Option<&Key>,
+    out: &mut Vec<(Key, &'v Map<String, Value>, bool)>,
+) {
+    match value {
+        Value::Object(map) => {
+            let own = format!("{noun}_id");
+            let id = map
+                .get("id")
+                .and_then(id_text)
+                .or_else(|| map.get(&own).and_then(id_text));
+            let mine = match (id, noun.is_empty()) {
+                (Some(id), false) => {
+                    let key = match parent {
+                        Some((ptype, pid)) => (format!("{ptype}/*/{noun}"), format!("{pid}/{id}")),
+                        None => (noun.to_owned(), id),
+                    };
+                    out.push((key.clone(), map, in_array));
+                    Some(key)
+                }
+                _ => None,
+            };
+            // What the parts below belong to: this record, else the first thing the object
+            // names by id (a transcript that quotes its student is the student's).
+            let context = mine.clone().or_else(|| {
+                map.iter().find_map(|(k, v)| {
+                    let of = id_noun(k).filter(|n| !n.is_empty())?;
+                    Some((of, id_text(v)?))
+                })
+            });
+            let parent = context.as_ref().or(parent);
+            for (key, child) in map {
+                if !(child.is_object() || child.is_array()) {
+                    continue;
+                }
+                let inner = if WRAPPERS.contains(&key.to_lowercase().as_str()) {
+                    noun.to_owned()
+                } else {
+                    tool_noun(&format!("x_{key}"))
+                };
+                walk_records(child, &inner, false, parent, out);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk_records(item, noun, true, parent, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a failure's text says something was not found.
+fn says_not_found(observation: &Value) -> bool {
+    let text = match observation {
+        Value::String(s) => s.to_lowercase(),
+        other => other.to_string().to_lowercase(),
+    };
+    [
+        "not found",
+        "does not exist",
+        "doesn't exist",
+        "no such",
+        "not exist",
+        "unknown",
+        "no record",
+        "invalid id",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
+}
+
+/// Whether `text` quotes `id` as a word of its own (`O5` is not quoted by `O50`).
+fn mentions(text: &str, id: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(id).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + id.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+/// Whether `text` quotes the value of an argument other than the one holding `id` ("sprint
+/// C-0036 not found" is about `carry_over_to`, not the named sprint).
+fn quotes_other_argument(text: &str, arguments: &Map<String, Value>, id: &str) -> bool {
+    arguments.values().any(|v| {
+        v.as_str()
+            .is_some_and(|s| s.len() >= 2 && s != id && mentions(text, s))
+    })
+}
+
+/// What a call does, for the audit without states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Read,
+    Create,
+    Delete,
+    /// Changes the state in ways not pinned to one resource.
+    Change,
+}
+
+fn role(fx: &ToolEffects) -> Role {
+    if fx.read_only {
+        Role::Read
+    } else if !fx.deletes.is_empty()
+        && (fx.deletes_named_only || fx.source == EffectSource::Guessed)
+        && fx.creates.is_empty()
+    {
+        Role::Delete
+    } else if !fx.creates.is_empty() && fx.deletes.is_empty() {
+        Role::Create
+    } else {
+        Role::Change
+    }
+}
+
+/// The resource a delete (or a change) is about among those it names: the one whose type is
+/// the tool's noun, else the only one.
+fn target(tool: &str, named: &[(String, Key)]) -> Option<Key> {
+    let noun = tool_noun(tool);
+    named
+        .iter()
+        .find(|(_, key)| key.0 == noun || noun.ends_with(&key.0))
+        .or(if named.len() == 1 {
+            named.first()
+        } else {
+            None
+        })
+        .map(|(_, key)| key.clone())
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Status {
+    Exists(usize),
+    Gone(usize),
+    Missing(usize),
+}
+
+/// Audits one trajectory without states.
+pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> TrajectoryAudit {
+    let mut violations = Vec::new();
+    let mut checked = 0usize;
+    let mut status: HashMap<Key, Status> = HashMap::new();
+    // Field values last returned or written, with the step.
+    let mut fields: HashMap<Key, BTreeMap<String, (Value, usize)>> = HashMap::new();
+    // Since the last change: listings by (tool, arguments) and calls by (tool, arguments).
+    let mut listings: HashMap<String, (usize, BTreeSet<String>)> = HashMap::new();
+    let mut calls: HashMap<String, (usize, Option<bool>, Value)> = HashMap::new();
+    // Per type: the ids of a complete listing and the step of it (kept across changes; creates
+    // add to it).
+    let mut complete: HashMap<String, (usize, BTreeSet<String>)> = HashMap::new();
+    for (k, step) in trajectory.steps.iter().enumerate() {
+        let fx = effects.of(&step.tool);
+        let guessed = fx.source == EffectSource::Guessed;
+        let role = role(&fx);
+        let noun = tool_noun(&step.tool);
+        let names = named(&step.tool, &step.arguments);
+        let mut flag = |kind: ViolationKind,
+                        resource: Option<&Key>,
+                        field: Option<String>,
+                        conflicting: Option<usize>,
+                        explanation: String| {
+            violations.push(Violation {
+                trajectory: trajectory.id.clone(),
+                step: k,
+                kind,
+                tool: step.tool.clone(),
+                resource: resource.map(show),
+                field,
+                conflicting_step: conflicting,
+                guessed,
+                explanation,
+            });
+        };
+        let signature = format!(
+            "{}\u{1}{}",
+            step.tool,
+            Value::Object(step.arguments.clone())
+        );
+        // The same call, with nothing changed since: the same outcome and answer.
+        if let Some((j, outcome, answer)) = calls.get(&signature) {
+            checked += 1;
+            if *outcome != step.success || *answer != step.observation {
+                let what = if *outcome != step.success {
+                    "outcome"
+                } else {
+                    "answer"
+                };
+                flag(
+                    ViolationKind::ContradictoryRepeat,
+                    None,
+                    None,
+                    Some(*j),
+                    format!(
+                        "{} repeats the call of step {j} with nothing changed between, and gets another {what}",
+                        step.tool
+                    ),
+                );
+            }
+        }
+        match step.success {
+            Some(true) => {
+                for (arg, key) in &names {
+                    match status.get(key) {
+                        Some(Status::Gone(j)) if role != Role::Create => {
+                            checked += 1;
+                            flag(
+                                ViolationKind::ReadAfterDelete,
+                                Some(key),
+                                Some(arg.clone()),
+                                Some(*j),
+                                format!(
+                                    "{} succeeds on {}, which step {j} deleted",
+                                    step.tool,
+                                    show(key)
+                                ),
+                            );
+                        }
+                        Some(Status::Missing(j)) if role != Role::Create => {
+                            checked += 1;
+                            flag(
+                                ViolationKind::PhantomId,
+                                Some(key),
+                                Some(arg.clone()),
+                                Some(*j),
+                                format!("{} succeeds on {}, which step {j} reported not found; nothing created it since", step.tool, show(key)),
+                            );
+                        }
+                        Some(Status::Exists(_)) => checked += 1,
+                        _ => {
+                            if let Some((j, ids)) = complete.get(&key.0) {
+                                checked += 1;
+                                if role != Role::Create && !ids.contains(&key.1) {
+                                    flag(
+                                        ViolationKind::PhantomId,
+                                        Some(key),
+                                        Some(arg.clone()),
+                                        Some(*j),
+                                        format!("{} succeeds on {}, which the complete listing of step {j} did not hold; nothing created it since", step.tool, show(key)),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                let found = records(&step.observation, &noun);
+                // Returned records: deleted ones listed, fields against what is known.
+                for (key, record, _) in &found {
+                    if let Some(Status::Gone(j)) = status.get(key) {
+                        // A create may bring the id back; a call naming it was judged above.
+                        if role != Role::Create && !names.iter().any(|(_, n)| n == key) {
+                            checked += 1;
+                            flag(
+                                ViolationKind::ReadAfterDelete,
+                                Some(key),
+                                None,
+                                Some(*j),
+                                format!(
+                                    "{} returns {}, which step {j} deleted",
+                                    step.tool,
+                                    show(key)
+                                ),
+                            );
+                        }
+                    }
+                    if let Some(known) = fields.get(key) {
+                        for (field, value) in record.iter() {
+                            if value.is_object() || value.is_array() {
+                                continue;
+                            }
+                            let Some((last, j)) = known.get(field) else {
+                                continue;
+                            };
+                            checked += 1;
+                            if last != value {
+                                flag(
+                                    ViolationKind::StaleRead,
+                                    Some(key),
+                                    Some(field.clone()),
+                                    Some(*j),
+                                    format!("{} returns {}.{field} = {value}; step {j} gave {last} and nothing changed it since", step.tool, show(key)),
+                                );
+                            }
+                        }
+                    }
+                }
+                // Listings.
+                let listed: BTreeSet<String> = found
+                    .iter()
+                    .filter(|(key, _, in_array)| *in_array && key.0 == noun)
+                    .map(|(key, _, _)| key.1.clone())
+                    .collect();
+                if role == Role::Read && found.iter().any(|(_, _, a)| *a) {
+                    if let Some((j, before)) = listings.get(&signature) {
+                        checked += 1;
+                        if *before != listed {
+                            let missing = before.difference(&listed).next();
+                            let extra = listed.difference(before).next();
+                            let what = match (missing, extra) {
+                                (Some(m), _) => format!("{noun}/{m} is missing"),
+                                (None, Some(e)) => format!("{noun}/{e} is new"),
+                                _ => String::new(),
+                            };
+                            flag(
+                                ViolationKind::ListInconsistent,
+                                None,
+                                None,
+                                Some(*j),
+                                format!("{} repeats the listing of step {j} with nothing changed between; {what}", step.tool),
+                            );
+                        }
+                    }
+                    if step.arguments.is_empty() {
+                        if let Some((j, ids)) = complete.get(&noun) {
+                            for id in ids.difference(&listed) {
+                                let key = (noun.clone(), id.clone());
+                                if matches!(status.get(&key), Some(Status::Exists(c)) if c > j) {
+                                    checked += 1;
+                                    flag(
+                                        ViolationKind::ListInconsistent,
+                                        Some(&key),
+                                        None,
+                                        Some(*j),
+                                        format!("{} lists every {noun} but not {}, created after step {j}", step.tool, show(&key)),
+                                    );
+                                }
+                            }
+                        }
+                        complete.insert(noun.clone(), (k, listed.clone()));
+                    }
+                    listings.insert(signature.clone(), (k, listed));
+                }
+                // What this step makes known.
+                match role {
+                    Role::Delete => {
+                        if let Some(key) = target(&step.tool, &names) {
+                            status.insert(key.clone(), Status::Gone(k));
+                            fields.remove(&key);
+                            if let Some((_, ids)) = complete.get_mut(&key.0) {
+                                ids.remove(&key.1);
+                            }
+                        } else {
+                            status.retain(|_, s| !matches!(s, Status::Exists(_)));
+                        }
+                    }
+                    Role::Create => {
+                        // A create may make an id a failure had reported missing.
+                        let created: Vec<Key> = found
+                            .iter()
+                            .filter(|(_, _, in_array)| !in_array)
+                            .map(|(key, _, _)| key.clone())
+                            .collect();
+                        if created.is_empty() {
+                            status.retain(|_, s| !matches!(s, Status::Missing(_)));
+                            complete.clear();
+                        }
+                        for key in created {
+                            status.insert(key.clone(), Status::Exists(k));
+                            if let Some((_, ids)) = complete.get_mut(&key.0) {
+                                ids.insert(key.1.clone());
+                            }
+                        }
+                        for (_, key) in &names {
+                            if matches!(status.get(key), Some(Status::Missing(_))) {
+                                status.remove(key);
+                            }
+                        }
+                    }
+                    Role::Read | Role::Change => {}
+                }
+                if role != Role::Read {
+                    // A change of unknown reach: what was returned may no longer hold.
+                    fields.clear();
+                    listings.clear();
+                    calls.clear();
+                    if role == Role::Change {
+                        // It may change what a listing shows (another user's view, say).
+                        complete.clear();
+                    }
+                    if role == Role::Change && !fx.deletes.is_empty() {
+                        status.retain(|_, s| !matches!(s, Status::Exists(_)));
+                    }
+                    if role == Role::Change && !fx.creates.is_empty() {
+                        status.retain(|_, s| !matches!(s, Status::Missing(_)));
+                        complete.clear();
+                    }
+                }
+                for (key, record, _) in &found {
+                    if role != Role::Delete || target(&step.tool, &names).as_ref() != Some(key) {
+                        if !matches!(status.get(key), Some(Status::Gone(_))) || role == Role::Create
+                        {
+                            status.insert(key.clone(), Status::Exists(k));
+                        }
+                        let known = fields.entry(key.clone()).or_default();
+                        for (field, value) in record.iter() {
+                            if !value.is_object() && !value.is_array() {
+                                known.insert(field.clone(), (value.clone(), k));
+                            }
+                        }
+                    }
+                }
+                if role == Role::Read {
+                    for (_, key) in &names {
+                        status.entry(key.clone()).or_insert(Status::Exists(k));
+                    }
+                }
+            }
+            Some(false) => {
+                if says_not_found(&step.observation) {
+                    let text = match &step.observation {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    // The resource the failure is about: the one whose id it quotes, else the
+                    // only one named when the text names its type ("Coupon X does not exist"
+                    // is not about the customer the call also names).
+                    let lower = text.to_lowercase();
+                    let missing: Vec<&Key> = {
+                        let quoted: Vec<&Key> = names
+                            .iter()
+                            .map(|(_, k)| k)
+                            .filter(|k| mentions(&text, &k.1))
+                            .collect();
+                        if quoted.len() == 1 {
+                            quoted
+                        } else if names.len() == 1
+                            && lower.contains(&names[0].1 .0.replace('_', " "))
+                            && !quotes_other_argument(&text, &step.arguments, &names[0].1 .1)
+                        {
+                            vec![&names[0].1]
+                        } else {
+                            Vec::new()
+                        }
+                    };
+                    for key in missing {
+                        if let Some(Status::Exists(j)) = status.get(key) {
+                            checked += 1;
+                            flag(
+                                ViolationKind::VanishedWithoutDelete,
+                                Some(key),
+                                None,
+                                Some(*j),
+                                format!("{} reports {} not found; step {j} showed it and nothing deleted it since", step.tool, show(key)),
+                            );
+                        }
+                        if !matches!(status.get(key), Some(Status::Gone(_))) {
+                            status.insert(key.clone(), Status::Missing(k));
+                        }
+                    }
+                }
+            }
+            None => {
+                if role != Role::Read {
+                    fields.clear();
+                    listings.clear();
+                    calls.clear();
+                }
+            }
+        }
+        // Only calls that changed nothing are expected to repeat the same way.
+        if role == Role::Read || step.success == Some(false) {
+            calls.insert(signature, (k, step.success, step.observation.clone()));
+        }
+    }
+    TrajectoryAudit {
+        trajectory: trajectory.id.clone(),
+        steps: trajectory.steps.len(),
+        checked,
+        violations,
+    }
+}
+
+/// Plants one fault of `kind` in the calls of `truth` (a consistent, executed trajectory with
+/// its states), as a simulator that got it wrong would show it in its observations: the states
+/// say where each kind can go, `rule` writes observations the environment's outcome rule reads
+/// as intended. `None` when the kind has no place in the trajectory.
+///
+/// - stale read: a read returns a value the resource had earlier (as [`super::inject`]);
+/// - vanished create: a later successful call on a created resource fails with "not found";
+/// - resurrected delete: a later failed call on a deleted resource succeeds with its old
+///   record;
+/// - phantom entity: a failed call naming an id no state holds succeeds with a record;
+/// - happy-path flip: a failed call succeeds;
+/// - list omission: a successful read's listing loses one record.
+pub fn inject_calls(
+    truth: &super::AuditTrajectory,
+    kind: super::FaultKind,
+    rule: &crate::outcome::OutcomeRule,
+    rng: &mut crate::rng::Rng,
+) -> Option<(CallTrajectory, super::FaultLabel)> {
+    use super::{resources, state_before, FaultKind, FaultLabel};
+    let n = truth.steps.len();
+    let mark = |step: usize, resource: Option<String>| FaultLabel {
+        trajectory: truth.id.clone(),
+        step,
+        kind,
+        resource,
+    };
+    let names_id = |k: usize, id: &str| {
+        truth.steps[k]
+            .arguments
+            .values()
+            .any(|v| id_text(v).as_deref() == Some(id))
+    };
+    let mut out = CallTrajectory::from(truth);
+    match kind {
+        FaultKind::StaleRead => {
+            let (faulty, label) = super::inject(truth, kind, rng)?;
+            Some((CallTrajectory::from(&faulty), label))
+        }
+        FaultKind::VanishedCreate => {
+            let mut candidates = Vec::new();
+            for k in 0..n {
+                let (a, b) = (
+                    resources(state_before(truth, k)),
+                    resources(&truth.steps[k].state_after),
+                );
+                for key in b
+                    .keys()
+                    .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
+                {
+                    for m in k + 1..n {
+                        if !resources(&truth.steps[m].state_after).contains_key(key) {
+                            break;
+                        }
+                        if truth.steps[m].success == Some(true) && names_id(m, &key.1) {
+                            candidates.push((m, key.clone()));
+                        }
+                    }
+                }
+            }
+            let (m, key) = rng.pick(&candidates)?.clone();
+            let noun = singular(key.0.rsplit('/').next().unwrap_or_default());
+            out.steps[m].observation =
+                rule.failure_example(&format!("{noun} {} not found", key.1))?;
+            out.steps[m].success = Some(false);
+            Some((out, mark(m, Some(super::label(&key)))))
+        }
+        FaultKind::ResurrectedDelete => {
+            let mut candidates = Vec::new();
+            for d in 0..n {
+                let (a, b) = (
+                    resources(state_before(truth, d)),
+                    resources(&truth.steps[d].state_after),
+                );
+                for (key, value) in a
+                    .iter()
+                    .filter(|(key, _)| !b.contains_key(*key) && !key.0.contains('*'))
+                {
+                    for m in d + 1..n {
+                        if resources(&truth.steps[m].state_after).contains_key(key) {
+                            break;
+                        }
+                        if truth.steps[m].success == Some(false) && names_id(m, &key.1) {
+                            candidates.push((m, key.clone(), (*value).clone()));
+                        }
+                    }
+                }
+            }
+            let (m, key, value) = rng.pick(&candidates)?.clone();
+            out.steps[m].observation = rule.success_example(value)?;
+            out.steps[m].success = Some(true);
+            Some((out, mark(m, Some(super::label(&key)))))
+        }
+        FaultKind::PhantomEntity => {
+            let mut held: BTreeSet<String> = BTreeSet::new();
+            for k in 0..=n {
+                let state = if k == 0 {
+                    &truth.initial_state
+                } else {
+                    &truth.steps[k - 1].state_after
+                };
+                held.extend(resources(state).into_keys().map(|key| key.1));
+            }
+            let candidates: Vec<(usize, String)> = (0..n)
+                .filter(|&m| truth.steps[m].success == Some(false))
+                .flat_map(|m| {
+                    named(&truth.steps[m].tool, &truth.steps[m].arguments)
+                        .into_iter()
+                        .filter(|(_, key)| !held.contains(&key.1))
+                        .map(move |(_, key)| (m, key.1))
+                })
+                .collect();
+            let (m, id) = rng.pick(&candidates)?.clone();
+            let pool: Vec<Value> = resources(state_before(truth, m))
+                .into_iter()
+                .filter(|(key, _)| !key.0.contains('*'))
+                .map(|(_, v)| v.clone())
+                .collect();
+            let mut record = rng.pick(&pool)?.clone();
+            if let Value::Object(map) = &mut record {
+                map.insert("id".into(), Value::String(id.clone()));
+            }
+            out.steps[m].observation = rule.success_example(record)?;
+            out.steps[m].success = Some(true);
+            Some((out, mark(m, Some(id))))
+        }
+        FaultKind::HappyPathFlip => {
+            let candidates: Vec<usize> = (0..n)
+                .filter(|&k| truth.steps[k].success == Some(false))
+                .collect();
+            let &k = rng.pick(&candidates)?;
+            out.steps[k].observation = rule.success_example(Value::String("done".into()))?;
+            out.steps[k].success = Some(true);
+            Some((out, mark(k, None)))
+        }
+        FaultKind::ListOmission => {
+            let candidates: Vec<(usize, Vec<String>)> = (0..n)
+                .filter(|&k| {
+                    truth.steps[k].success == Some(true)
+                        && *state_before(truth, k) == truth.steps[k].state_after
+                })
+                .flat_map(|k| {
+                    let mut lists = Vec::new();
+                    array_paths(&truth.steps[k].observation, &mut Vec::new(), &mut lists);
+                    lists.into_iter().map(move |p| (k, p))
+                })
+                .collect();
+            let (k, path) = rng.pick(&candidates)?.clone();
+            let mut node = &mut out.steps[k].observation;
+            for part in &path {
+                node = match node {
+                    Value::Object(map) => map.get_mut(part)?,
+                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+                    _ => return None,
+                };
+            }
+            let items = node.as_array_mut()?;
+            let gone = rng.below(items.len());
+            items.remove(gone);
+            Some((out, mark(k, None)))
+        }
+        FaultKind::DroppedUpdate => None,
+    }
+}
+
+/// Paths of the arrays of at least two objects inside a value.
+fn array_paths(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                path.push(k.clone());
+                array_paths(v, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            if items.len() >= 2 && items.iter().all(Value::is_object) {
+                out.push(path.clone());
+            }
+            for (i, v) in items.iter().enumerate() {
+                path.push(i.to_string());
+                array_paths(v, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The outcome of an observation from an API nobody described: a boolean `success` says it;
+/// an `error`/`errors` entry that is not empty, a `status`/`status_code` of 400 or more, or
+/// `"error"`/`"failed"` as the status, or text that starts with `error`/`failed` or says
+/// "not found" is a failure; anything else answered is a success; no answer is unknown.
+pub fn guess_outcome(observation: &Value) -> Option<bool> {
+    match observation {
+        Value::Null => None,
+        Value::Object(map) => {
+            if let Some(success) = map.get("success").and_then(Value::as_bool) {
+                return Some(success);
+            }
+            let empty = |v: &Value| match v {
+                Value::Null | Value::Bool(false) => true,
+                Value::String(s) => s.is_empty(),
+                Value::Array(a) => a.is_empty(),
+                Value::Object(o) => o.is_empty(),
+                Value::Number(_) | Value::Bool(true) => false,
+            };
+            if ["error", "errors", "error_message"]
+                .iter()
+                .any(|k| map.get(*k).is_some_and(|v| !empty(v)))
+            {
+                return Some(false);
+            }
+            for key in ["status_code", "status", "code"] {
+                match map.get(key) {
+                    Some(Value::Number(n))
+                        if n.as_u64().is_some_and(|s| (400..600).contains(&s)) =>
+                    {
+                        return Some(false)
+                    }
+                    Some(Value::String(s))
+                        if ["error", "failed", "failure"].contains(&s.to_lowercase().as_str()) =>
+                    {
+                        return Some(false)
+                    }
+                    _ => {}
+                }
+            }
+            Some(true)
+        }
+        Value::String(text) => {
+            let lower = text.trim_start().to_lowercase();
+            Some(
+                !(lower.starts_with("error")
+                    || lower.starts_with("failed")
+                    || lower.starts_with("exception")
+                    || says_not_found(observation)),
+            )
+        }
+        _ => Some(true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn t(steps: &[(&str, Value, Value)]) -> CallTrajectory {
+        CallTrajectory {
+            id: "t".into(),
+            steps: steps
+                .iter()
+                .map(|(tool, args, obs)| CallStep {
+                    tool: (*tool).into(),
+                    arguments: args.as_object().cloned().unwrap_or_default(),
+                    success: guess_outcome(obs),
+                    observation: obs.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// (step, kind, resource, conflicting step) of each violation.
+    fn found(
+        steps: &[(&str, Value, Value)],
+    ) -> Vec<(usize, &'static str, Option<String>, Option<usize>)> {
+        audit_calls(&t(steps), &Effects::default())
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.resource, v.conflicting_step))
+            .collect()
+    }
+
+    #[test]
+    fn nouns() {
+        assert_eq!(tool_noun("get_order_by_id"), "order");
+        assert_eq!(tool_noun("list_open_tickets"), "open_ticket");
+        assert_eq!(tool_noun("getTicketDetails"), "ticket");
+        assert_eq!(tool_noun("search"), "search");
+        assert_eq!(id_noun("ticket_id").as_deref(), Some("ticket"));
+        assert_eq!(id_noun("userId").as_deref(), Some("user"));
+        assert_eq!(id_noun("policies_id").as_deref(), Some("policy"));
+        assert_eq!(id_noun("id").as_deref(), Some(""));
+        assert_eq!(id_noun("idea"), None);
+        assert_eq!(singular("addresses"), "address");
+        assert_eq!(singular("status"), "status");
+        assert_eq!(singular("boxes"), "box");
+    }
+
+    #[test]
+    fn outcomes_of_undescribed_apis() {
+        assert_eq!(
+            guess_outcome(&json!({"success": false, "data": 1})),
+            Some(false)
+        );
+        assert_eq!(guess_outcome(&json!({"error": "boom"})), Some(false));
+        assert_eq!(guess_outcome(&json!({"error": null, "id": 1})), Some(true));
+        assert_eq!(guess_outcome(&json!({"status": 404})), Some(false));
+        assert_eq!(guess_outcome(&json!({"status": "failed"})), Some(false));
+        assert_eq!(guess_outcome(&json!("Error: no such order")), Some(false));
+        assert_eq!(guess_outcome(&json!("Order O1 not found")), Some(false));
+        assert_eq!(guess_outcome(&json!("Shipped O1")), Some(true));
+        assert_eq!(guess_outcome(&json!([1, 2])), Some(true));
+        assert_eq!(guess_outcome(&Value::Null), None);
+    }
+
+    #[test]
+    fn deleted_things_stay_deleted() {
+        let steps = [
+            (
+                "create_ticket",
+                json!({"title": "x"}),
+                json!({"ticket_id": "T1", "status": "open"}),
+            ),
+            (
+                "delete_ticket",
+                json!({"ticket_id": "T1"}),
+                json!({"deleted": true}),
+            ),
+            (
+                "get_ticket",
+                json!({"ticket_id": "T1"}),
+                json!({"ticket_id": "T1", "status": "open"}),
+            ),
+            (
+                "list_tickets",
+                json!({}),
+                json!({"tickets": [{"ticket_id": "T1"}, {"ticket_id": "T2"}]}),
+            ),
+        ];
+        assert_eq!(
+            found(&steps),
+            [
+                (2, "read_after_delete", Some("ticket/T1".into()), Some(1)),
+                (3, "read_after_delete", Some("ticket/T1".into()), Some(1)),
+            ]
+        );
+        // Created again in between: nothing to say.
+        let recreated = [
+            steps[0].clone(),
+            steps[1].clone(),
+            (
+                "create_ticket",
+                json!({"title": "y"}),
+                json!({"ticket_id": "T1", "status": "open"}),
+            ),
+            steps[2].clone(),
+        ];
+        assert_eq!(found(&recreated), []);
+    }
+
+    #[test]
+    fn created_things_do_not_vanish_and_missing_ones_do_not_appear() {
+        let steps = [
+            (
+                "create_order",
+                json!({"sku": "A"}),
+                json!({"order_id": "O7"}),
+            ),
+            (
+                "ship_order",
+                json!({"order_id": "O7"}),
+                json!({"error": "Order O7 not found"}),
+            ),
+            (
+                "get_customer",
+                json!({"customer_id": "C9"}),
+                json!("Error: customer C9 does not exist"),
+            ),
+            (
+                "get_customer",
+                json!({"customer_id": "C9"}),
+                json!({"id": "C9", "name": "Ann"}),
+            ),
+        ];
+        assert_eq!(
+            found(&steps),
+            [
+                (
+                    1,
+                    "vanished_without_delete",
+                    Some("order/O7".into()),
+                    Some(0)
+                ),
+                (3, "contradictory_repeat", None, Some(2)),
+                (3, "phantom_id", Some("customer/C9".into()), Some(2)),
+            ]
+        );
+        // A failure about something else the call names is not about the named resource.
+        let other = [
+            (
+                "get_order",
+                json!({"order_id": "O7"}),
+                json!({"order_id": "O7", "status": "placed"}),
+            ),
+            (
+                "apply_coupon",
+                json!({"order_id": "O7", "code": "SPRING"}),
+                json!({"error": "Coupon SPRING does not exist"}),
+            ),
+            (
+                "ship_order",
+                json!({"order_id": "O7", "carrier": "Zap"}),
+                json!({"error": "order carrier Zap not found"}),
+            ),
+        ];
+        assert_eq!(found(&other), []);
+    }
+
+    #[test]
+    fn reads_agree_until_something_changes() {
+        let get = |status: &str| {
+            (
+                "get_ticket",
+                json!({"ticket_id": "T1"}),
+                json!({"data": {"ticket_id": "T1", "status": status}}),
+            )
+        };
+        let steps = [
+            get("open"),
+            ("list_users", json!({}), json!([])),
+            get("closed"),
+        ];
+        assert_eq!(
+            found(&steps),
+            [
+                (2, "contradictory_repeat", None, Some(0)),
+                (2, "stale_read", Some("ticket/T1".into()), Some(0)),
+            ]
+        );
+        // A change between: the new value is expected.
+        let changed = [
+            get("open"),
+            (
+                "close_ticket",
+                json!({"ticket_id": "T1"}),
+                json!({"ok": true}),
+            ),
+            get("closed"),
+        ];
+        assert_eq!(found(&changed), []);
+        // The same course in two students' transcripts is two things.
+        let transcripts = [
+            (
+                "get_transcript",
+                json!({"student_id": "S1"}),
+                json!({"student_id": "S1", "courses": [{"course_id": "C1", "grade": "A"}]}),
+            ),
+            (
+                "get_transcript",
+                json!({"student_id": "S2"}),
+                json!({"student_id": "S2", "courses": [{"course_id": "C1", "grade": "B"}]}),
+            ),
+        ];
+        assert_eq!(found(&transcripts), []);
+    }
+
+    #[test]
+    fn listings_agree_with_the_timeline() {
+        let list = |ids: &[&str]| {
+            let items: Vec<Value> = ids.iter().map(|id| json!({"id": id})).collect();
+            ("list_rooms", json!({}), json!({"rooms": items}))
+        };
+        let steps = [list(&["R1", "R2"]), list(&["R1"])];
+        assert_eq!(
+            found(&steps),
+            [
+                (1, "contradictory_repeat", None, Some(0)),
+                (1, "list_inconsistent", None, Some(0)),
+            ]
+        );
+        // Created after a complete listing, missing from the next one.
+        let created = [
+            list(&["R1"]),
+            ("create_room", json!({"name": "x"}), json!({"id": "R2"})),
+            list(&["R1"]),
+            (
+                "get_room",
+                json!({"room_id": "R3"}),
+                json!({"id": "R3", "name": "y"}),
+            ),
+        ];
+        assert_eq!(
+            found(&created),
+            [
+                (2, "list_inconsistent", Some("room/R2".into()), Some(0)),
+                (3, "phantom_id", Some("room/R3".into()), Some(2)),
+            ]
+        );
+    }
+
+    fn truth() -> super::super::AuditTrajectory {
+        use super::super::{AuditStep, AuditTrajectory};
+        let s = |tool: &str, args: Value, obs: Value, ok: bool, after: Value| AuditStep {
+            tool: tool.into(),
+            arguments: args.as_object().cloned().unwrap(),
+            observation: obs,
+            success: Some(ok),
+            state_after: after,
+        };
+        let one = json!({"rooms": {"R1": {"name": "a"}}});
+        let two = json!({"rooms": {"R1": {"name": "a"}, "R2": {"name": "b"}}});
+        AuditTrajectory {
+            id: "truth".into(),
+            initial_state: one.clone(),
+            steps: vec![
+                s(
+                    "get_room",
+                    json!({"room_id": "R9"}),
+                    json!({"success": false, "error": "Room R9 not found"}),
+                    false,
+                    one.clone(),
+                ),
+                s(
+                    "create_room",
+                    json!({"name": "b"}),
+                    json!({"success": true, "data": {"id": "R2"}}),
+                    true,
+                    two.clone(),
+                ),
+                s(
+                    "get_room",
+                    json!({"room_id": "R2"}),
+                    json!({"success": true, "data": {"id": "R2", "name": "b"}}),
+                    true,
+                    two.clone(),
+                ),
+                s(
+                    "list_rooms",
+                    json!({}),
+                    json!({"success": true, "data": [{"id": "R1"}, {"id": "R2"}]}),
+                    true,
+                    two.clone(),
+                ),
+                s(
+                    "delete_room",
+                    json!({"room_id": "R2"}),
+                    json!({"success": true}),
+                    true,
+                    one.clone(),
+                ),
+                s(
+                    "get_room",
+                    json!({"room_id": "R2"}),
+                    json!({"success": false, "error": "Room R2 not found"}),
+                    false,
+                    one,
+                ),
+            ],
+        }
+    }
+
+    #[test]
+    fn planted_faults_are_labelled_where_they_show() {
+        use super::super::FaultKind;
+        let rule = crate::outcome::OutcomeRule::success_key();
+        let truth = truth();
+        let plant = |kind| {
+            let mut rng = crate::rng::Rng::new(7);
+            inject_calls(&truth, kind, &rule, &mut rng).map(|(t, l)| (t, l.step, l.resource))
+        };
+        let (t, step, resource) = plant(FaultKind::VanishedCreate).unwrap();
+        assert_eq!((step, resource.as_deref()), (2, Some("rooms/R2")));
+        assert_eq!(
+            t.steps[2].observation,
+            json!({"success": false, "error": "room R2 not found"})
+        );
+        let (t, step, _) = plant(FaultKind::ResurrectedDelete).unwrap();
+        assert_eq!((step, t.steps[5].success), (5, Some(true)));
+        assert_eq!(
+            t.steps[5].observation,
+            json!({"success": true, "data": {"name": "b"}})
+        );
+        let (t, step, resource) = plant(FaultKind::PhantomEntity).unwrap();
+        assert_eq!(
+            (step, resource.as_deref(), t.steps[0].success),
+            (0, Some("R9"), Some(true))
+        );
+        let (t, step, _) = plant(FaultKind::ListOmission).unwrap();
+        assert_eq!(step, 3);
+        assert_eq!(
+            t.steps[3].observation["data"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert!(plant(FaultKind::DroppedUpdate).is_none());
+        // The audit of the calls finds the vanished create and the resurrected delete at their
+        // steps (and nothing in the clean calls).
+        let fx = Effects::default();
+        assert_eq!(
+            audit_calls(&CallTrajectory::from(&truth), &fx).violations,
+            []
+        );
+        for kind in [FaultKind::VanishedCreate, FaultKind::ResurrectedDelete] {
+            let (t, step, _) = plant(kind).unwrap();
+            let report = audit_calls(&t, &fx);
+            assert!(
+                report
+                    .violations
+                    .iter()
+                    .any(|v| v.step == step && kind.found_by().contains(&v.kind)),
+                "{kind:?}: {:?}",
+                report.violations
+            );
+        }
+    }
+}
