@@ -219,8 +219,11 @@ impl Validation {
                     self.scs_sums.1 += report.scs();
                     if let Some(f) = self.faults.get_mut(label.kind.name()) {
                         f.planted += 1;
+                        // Found at its step, or by a later step that names it as the step it
+                        // conflicts with (a retried call exposing a flip).
                         f.found += usize::from(report.violations.iter().any(|x| {
-                            x.step == label.step && label.kind.found_by().contains(&x.kind)
+                            (x.step == label.step || x.conflicting_step == Some(label.step))
+                                && label.kind.found_by().contains(&x.kind)
                         }));
                     }
                     for x in &report.violations {

@@ -949,6 +949,56 @@ fn state_before(t: &AuditTrajectory, k: usize) -> &Value {
     }
 }
 
+/// Every (later step, resource) where a top-level resource an earlier step created is still
+/// there, in step order.
+fn created_then_present(t: &AuditTrajectory) -> Vec<(usize, ResourceKey)> {
+    let n = t.steps.len();
+    let mut out = Vec::new();
+    for k in 0..n {
+        let (a, b) = (
+            resources(state_before(t, k)),
+            resources(&t.steps[k].state_after),
+        );
+        for key in b
+            .keys()
+            .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
+        {
+            for m in k + 1..n {
+                if !resources(&t.steps[m].state_after).contains_key(key) {
+                    break;
+                }
+                out.push((m, key.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Every (later step, resource, its value before removal) where a top-level resource an
+/// earlier step removed is still gone, in step order.
+fn removed_then_absent(t: &AuditTrajectory) -> Vec<(usize, ResourceKey, Value)> {
+    let n = t.steps.len();
+    let mut out = Vec::new();
+    for d in 0..n {
+        let (a, b) = (
+            resources(state_before(t, d)),
+            resources(&t.steps[d].state_after),
+        );
+        for (key, value) in a
+            .iter()
+            .filter(|(key, _)| !b.contains_key(*key) && !key.0.contains('*'))
+        {
+            for m in d + 1..n {
+                if resources(&t.steps[m].state_after).contains_key(key) {
+                    break;
+                }
+                out.push((m, key.clone(), (*value).clone()));
+            }
+        }
+    }
+    out
+}
+
 /// Sets `(kind, id)` to `value` (`None`: removes it) in `state`, creating the collection path
 /// as needed. Only resource types without `*` (top-level collections) are written.
 fn put_resource(state: &mut Value, kind: &str, id: &str, value: Option<&Value>) -> bool {
@@ -1007,25 +1057,8 @@ pub fn inject(
             Some((out, mark(k, None)))
         }
         FaultKind::VanishedCreate => {
-            // (created at, vanishes at, resource): a later step keeps it in the truth.
-            let mut candidates = Vec::new();
-            for k in 0..n {
-                let (a, b) = (
-                    resources(state_before(t, k)),
-                    resources(&t.steps[k].state_after),
-                );
-                for key in b
-                    .keys()
-                    .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
-                {
-                    for m in k + 1..n {
-                        if !resources(&t.steps[m].state_after).contains_key(key) {
-                            break;
-                        }
-                        candidates.push((m, key.clone()));
-                    }
-                }
-            }
+            // (vanishes at, resource): a later step keeps it in the truth.
+            let candidates = created_then_present(t);
             let (m, key) = rng.pick(&candidates)?.clone();
             for step in &mut out.steps[m..] {
                 if !resources(&step.state_after).contains_key(&key) {
@@ -1036,24 +1069,7 @@ pub fn inject(
             Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::ResurrectedDelete => {
-            let mut candidates = Vec::new();
-            for d in 0..n {
-                let (a, b) = (
-                    resources(state_before(t, d)),
-                    resources(&t.steps[d].state_after),
-                );
-                for (key, value) in a
-                    .iter()
-                    .filter(|(key, _)| !b.contains_key(*key) && !key.0.contains('*'))
-                {
-                    for m in d + 1..n {
-                        if resources(&t.steps[m].state_after).contains_key(key) {
-                            break;
-                        }
-                        candidates.push((m, key.clone(), (*value).clone()));
-                    }
-                }
-            }
+            let candidates = removed_then_absent(t);
             let (m, key, value) = rng.pick(&candidates)?.clone();
             for step in &mut out.steps[m..] {
                 if resources(&step.state_after).contains_key(&key) {

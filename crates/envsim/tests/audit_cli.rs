@@ -222,6 +222,22 @@ fn the_audit_finds_planted_faults_and_passes_clean_runs() {
     assert_eq!(violations, Vec::<Value>::new());
 }
 
+/// (fault kind, planted, found) of a validation.
+fn faults_of(v: &Value) -> Vec<(String, u64, u64)> {
+    v["faults"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, f)| {
+            (
+                k.clone(),
+                f["planted"].as_u64().unwrap(),
+                f["found"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// The calls-form counts of the pinned validation.
 const CALLS_CLEAN: u64 = 32;
 const CALLS_FAULTS: [(&str, u64, u64); 6] = [
@@ -268,18 +284,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
         ),
         (json!(40), json!(22), json!(0), json!(303))
     );
-    let planted_found: Vec<(String, u64, u64)> = v["faults"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, f)| {
-            (
-                k.clone(),
-                f["planted"].as_u64().unwrap(),
-                f["found"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let planted_found = faults_of(v);
     assert_eq!(
         planted_found,
         [
@@ -299,18 +304,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     // The same walks with their states dropped, faults planted in the observations.
     let v = &forms[1];
     assert_eq!(v["form"], "calls");
-    let planted_found: Vec<(String, u64, u64)> = v["faults"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, f)| {
-            (
-                k.clone(),
-                f["planted"].as_u64().unwrap(),
-                f["found"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let planted_found = faults_of(v);
     assert_eq!(
         (
             v["trajectories"].clone(),

@@ -710,7 +710,10 @@ pub fn inject_calls(
     rule: &crate::outcome::OutcomeRule,
     rng: &mut crate::rng::Rng,
 ) -> Option<(CallTrajectory, super::FaultLabel)> {
-    use super::{resources, state_before, FaultKind, FaultLabel};
+    use super::{
+        created_then_present, removed_then_absent, resources, state_before, FaultKind, FaultLabel,
+        ResourceKey,
+    };
     let n = truth.steps.len();
     let mark = |step: usize, resource: Option<String>| FaultLabel {
         trajectory: truth.id.clone(),
@@ -731,26 +734,10 @@ pub fn inject_calls(
             Some((CallTrajectory::from(&faulty), label))
         }
         FaultKind::VanishedCreate => {
-            let mut candidates = Vec::new();
-            for k in 0..n {
-                let (a, b) = (
-                    resources(state_before(truth, k)),
-                    resources(&truth.steps[k].state_after),
-                );
-                for key in b
-                    .keys()
-                    .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
-                {
-                    for m in k + 1..n {
-                        if !resources(&truth.steps[m].state_after).contains_key(key) {
-                            break;
-                        }
-                        if truth.steps[m].success == Some(true) && names_id(m, &key.1) {
-                            candidates.push((m, key.clone()));
-                        }
-                    }
-                }
-            }
+            let candidates: Vec<(usize, ResourceKey)> = created_then_present(truth)
+                .into_iter()
+                .filter(|(m, key)| truth.steps[*m].success == Some(true) && names_id(*m, &key.1))
+                .collect();
             let (m, key) = rng.pick(&candidates)?.clone();
             let noun = singular(key.0.rsplit('/').next().unwrap_or_default());
             out.steps[m].observation =
@@ -759,26 +746,12 @@ pub fn inject_calls(
             Some((out, mark(m, Some(super::label(&key)))))
         }
         FaultKind::ResurrectedDelete => {
-            let mut candidates = Vec::new();
-            for d in 0..n {
-                let (a, b) = (
-                    resources(state_before(truth, d)),
-                    resources(&truth.steps[d].state_after),
-                );
-                for (key, value) in a
-                    .iter()
-                    .filter(|(key, _)| !b.contains_key(*key) && !key.0.contains('*'))
-                {
-                    for m in d + 1..n {
-                        if resources(&truth.steps[m].state_after).contains_key(key) {
-                            break;
-                        }
-                        if truth.steps[m].success == Some(false) && names_id(m, &key.1) {
-                            candidates.push((m, key.clone(), (*value).clone()));
-                        }
-                    }
-                }
-            }
+            let candidates: Vec<(usize, ResourceKey, Value)> = removed_then_absent(truth)
+                .into_iter()
+                .filter(|(m, key, _)| {
+                    truth.steps[*m].success == Some(false) && names_id(*m, &key.1)
+                })
+                .collect();
             let (m, key, value) = rng.pick(&candidates)?.clone();
             out.steps[m].observation = rule.success_example(value)?;
             out.steps[m].success = Some(true);
