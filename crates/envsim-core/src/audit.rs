@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+pub mod bias;
 pub mod observed;
 
 /// One step of a trajectory.

@@ -5,6 +5,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
 use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
+use envsim_core::audit::bias::{
+    bias, call_transition_kind, declared_classes, outcome_class, transition_kind, OutcomeCounts,
+};
 use envsim_core::audit::observed::{audit_calls, guess_outcome, CallStep, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, TrajectoryAudit, ViolationKind,
@@ -48,6 +51,15 @@ struct CheckArgs {
     /// deletes ...) where no package was run to learn it.
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
+    /// A reference dataset (any form this command reads) whose outcome distribution per tool
+    /// is the one expected of the audited trajectories (distribution bias, SDBI). Without it,
+    /// the executor's outcomes on the same calls are expected where the corpus holds the
+    /// environment and the records carry initial states, else the statuses `--spec` declares.
+    #[arg(long, value_name = "FILE")]
+    reference_distribution: Option<PathBuf>,
+    /// Do not re-execute the calls to learn the expected outcome distribution.
+    #[arg(long)]
+    no_replay: bool,
     /// Walks per initial state that effects are learned from.
     #[arg(long, default_value_t = 6)]
     learn_walks: usize,
@@ -270,41 +282,42 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         spec_flags: Vec::new(),
         spec_violations: Vec::new(),
         forms: BTreeMap::new(),
+        counting_done: false,
+        outcomes: OutcomeCounts::default(),
+        reference: None,
+        coverage: BTreeMap::new(),
+        to_replay: Vec::new(),
     };
-    // One record at a time: only its audit (violations, flags) is kept.
-    let bytes = text.as_bytes();
-    match envsim_core::formats::record_spans(bytes) {
-        Some(spans) => {
-            for span in spans {
-                let location = span.location.to_string();
-                let value: Value = match serde_json::from_slice(&bytes[span.range.clone()]) {
-                    Ok(v) => v,
-                    // The whole-file reader gives the located syntax error.
-                    Err(_) => match envsim_core::formats::records(bytes, &source) {
-                        Err(e) => bail!("{e}"),
-                        Ok(_) => bail!("{source}: {location}: not valid JSON"),
-                    },
-                };
-                audit.record(value, &location, span.index, &source)?;
-            }
-        }
-        None => {
-            for r in envsim_core::formats::records(bytes, &source).map_err(|e| anyhow!("{e}"))? {
-                audit.record(r.value, &r.location.to_string(), r.index, &source)?;
-            }
-        }
+    // The reference dataset first: only its outcome classes are counted.
+    if let Some(reference) = &a.reference_distribution {
+        audit.reference = Some(OutcomeCounts::default());
+        let text = std::fs::read_to_string(reference)
+            .with_context(|| format!("cannot read {}", reference.display()))?;
+        let name = reference.display().to_string();
+        for_each_record(&text, &name, |value, location, index| {
+            audit.record(value, location, index, &name)
+        })?;
+        audit.forms.clear();
     }
+    // From now on records are audited (the reference's counts stay aside).
+    audit.counting_done = true;
+    // One record at a time: only its audit (violations, flags) is kept.
+    for_each_record(&text, &source, |value, location, index| {
+        audit.record(value, location, index, &source)
+    })?;
+    if audit.reports.is_empty() {
+        bail!("{source}: no trajectories");
+    }
+    let bias = audit.bias(&source)?;
     let Auditor {
         reports,
         spec_flags,
         spec_violations,
         known,
         forms,
+        coverage,
         ..
     } = audit;
-    if reports.is_empty() {
-        bail!("{source}: no trajectories");
-    }
     if let Some(out) = &a.out {
         let mut file = std::io::BufWriter::new(
             std::fs::File::create(out)
@@ -326,6 +339,8 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     let mut summary = summarize(&reports, &known);
     summary["inputs"] = json!(forms);
     summary["spec"] = spec_summary(&spec_flags);
+    summary["bias"] = bias;
+    summary["coverage"] = json!(coverage);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -339,6 +354,41 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Every record of a file, one at a time: `each` gets the parsed value, where it is, and its
+/// position.
+fn for_each_record(
+    text: &str,
+    source: &str,
+    mut each: impl FnMut(Value, &str, usize) -> Result<()>,
+) -> Result<()> {
+    let bytes = text.as_bytes();
+    match envsim_core::formats::record_spans(bytes) {
+        Some(spans) => {
+            for span in spans {
+                let location = span.location.to_string();
+                let value: Value = match serde_json::from_slice(&bytes[span.range.clone()]) {
+                    Ok(v) => v,
+                    // The whole-file reader gives the located syntax error.
+                    Err(_) => match envsim_core::formats::records(bytes, source) {
+                        Err(e) => bail!("{e}"),
+                        Ok(_) => bail!("{source}: {location}: not valid JSON"),
+                    },
+                };
+                each(value, &location, span.index)?;
+            }
+        }
+        None => {
+            for r in envsim_core::formats::records(bytes, source).map_err(|e| anyhow!("{e}"))? {
+                each(r.value, &r.location.to_string(), r.index)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What is expected of each tool's outcome classes (`None`: nothing is).
+type Expectation = Box<dyn Fn(&str) -> Option<BTreeMap<String, f64>>>;
 
 /// The audit of a file, record by record.
 struct Auditor<'a> {
@@ -356,6 +406,17 @@ struct Auditor<'a> {
     spec_violations: Vec<Value>,
     /// Records per input form.
     forms: BTreeMap<&'static str, usize>,
+    /// Whether the reference dataset has been read (records now go to the audit).
+    counting_done: bool,
+    /// Outcome classes per tool of the audited steps.
+    outcomes: OutcomeCounts,
+    /// Outcome classes of the reference dataset, when one is read.
+    reference: Option<OutcomeCounts>,
+    /// Steps per transition kind (create, read, update, delete, failure).
+    coverage: BTreeMap<&'static str, usize>,
+    /// Runs with initial states of environments the corpus holds (states after dropped), to
+    /// re-execute for the expected outcomes.
+    to_replay: Vec<envsim_bench::trajectories::RecordedRun>,
 }
 
 impl Auditor<'_> {
@@ -404,6 +465,113 @@ impl Auditor<'_> {
             self.known.insert(env.to_owned(), entry);
         }
         Ok(&self.known[env])
+    }
+
+    /// Counts the outcome class and transition kind of every step of a trajectory (into the
+    /// reference's counts while the reference dataset is read). `kinds` gives each step's
+    /// transition kind.
+    fn count(&mut self, trajectory: &CallTrajectory, kinds: &[&'static str]) {
+        let counts = match (&mut self.reference, self.counting_done) {
+            (Some(reference), false) => reference,
+            _ => &mut self.outcomes,
+        };
+        for step in &trajectory.steps {
+            counts.add(&step.tool, outcome_class(&step.observation, step.success));
+        }
+        if self.reference.is_none() || self.counting_done {
+            for kind in kinds {
+                *self.coverage.entry(kind).or_default() += 1;
+            }
+        }
+    }
+
+    /// Whether records go to the reference's counts only.
+    fn counting_reference(&self) -> bool {
+        self.reference.is_some() && !self.counting_done
+    }
+
+    /// Distribution bias of the audited steps against what is expected of them.
+    fn bias(&mut self, source: &str) -> Result<Value> {
+        let (from, expected): (String, Expectation) =
+            if let Some(reference) = self.reference.clone() {
+                let name = self
+                    .args
+                    .reference_distribution
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                (
+                    format!("reference dataset {name}"),
+                    Box::new(move |tool: &str| {
+                        (reference.steps(tool) > 0).then(|| reference.distribution(tool))
+                    }),
+                )
+            } else if !self.args.no_replay && !self.to_replay.is_empty() {
+                let executed = self.replay(source)?;
+                (
+                    "the executor, on the same calls".to_owned(),
+                    Box::new(move |tool: &str| {
+                        (executed.steps(tool) > 0).then(|| executed.distribution(tool))
+                    }),
+                )
+            } else if let Some(declared) = self.spec.as_ref().map(|s| s.declared_statuses()) {
+                (
+                    "the statuses --spec declares, each equally likely".to_owned(),
+                    Box::new(move |tool: &str| {
+                        declared
+                            .get(tool)
+                            .map(|statuses| declared_classes(statuses.iter().map(String::as_str)))
+                    }),
+                )
+            } else {
+                return Ok(json!({"expected_from": null, "observed": self.outcomes.overall()}));
+            };
+        let report = bias(&self.outcomes, expected);
+        let mut out = serde_json::to_value(&report)?;
+        out["expected_from"] = json!(from);
+        Ok(out)
+    }
+
+    /// The outcome classes the executor gives on the calls of the runs kept for replay.
+    fn replay(&mut self, source: &str) -> Result<OutcomeCounts> {
+        let runs = std::mem::take(&mut self.to_replay);
+        let packages: Vec<envsim_exec::package::EnvPackage> = self
+            .known
+            .values()
+            .filter_map(|k| k.package.clone())
+            .collect();
+        eprintln!(
+            "re-executing the calls of {} runs for the expected outcomes (--no-replay skips this)",
+            runs.len()
+        );
+        let runtime = crate::env_cmd::exec_runtime()?;
+        let limits = crate::env_cmd::exec_limits()?;
+        let env = self.args.env.clone();
+        let replayed = runtime.block_on(async {
+            let executor = std::sync::Arc::new(envsim_exec::Executor::new(2, limits).await?);
+            let choice = crate::replay_cmd::ReplayChoice {
+                env: env.as_deref(),
+                workers: 2,
+                ..Default::default()
+            };
+            crate::replay_cmd::replay_runs(executor, &packages, &runs, source, choice).await
+        })?;
+        let mut counts = OutcomeCounts::default();
+        for run in &replayed {
+            for step in &run.steps {
+                let t = &step.transition;
+                let observation = observation_value(&t.observation_json, &t.observation);
+                let success = match t.outcome {
+                    envsim_bench::collect::Outcome::Success => Some(true),
+                    envsim_bench::collect::Outcome::Failure
+                    | envsim_bench::collect::Outcome::Exception => Some(false),
+                    envsim_bench::collect::Outcome::Undetermined => None,
+                };
+                let tool = t.action["name"].as_str().unwrap_or_default();
+                counts.add(tool, outcome_class(&observation, success));
+            }
+        }
+        Ok(counts)
     }
 
     /// Audits one record.
@@ -489,6 +657,27 @@ impl Auditor<'_> {
                 return self.audit_calls(env, CallTrajectory { id, steps }, None);
             }
             let trajectory = audit_trajectory(&run, source, |o| known.classify(o))?;
+            let has_package = known.package.is_some();
+            let mut before = &trajectory.initial_state;
+            let kinds: Vec<&'static str> = trajectory
+                .steps
+                .iter()
+                .map(|s| {
+                    let kind = transition_kind(before, &s.state_after, s.success);
+                    before = &s.state_after;
+                    kind
+                })
+                .collect();
+            self.count(&CallTrajectory::from(&trajectory), &kinds);
+            if self.counting_reference() {
+                return Ok(());
+            }
+            if has_package && !self.args.no_replay && self.args.reference_distribution.is_none() {
+                let mut calls = run.clone();
+                calls.steps.iter_mut().for_each(|s| s.state_after = None);
+                self.to_replay.push(calls);
+            }
+            let known = &self.known[&env];
             let report = audit(&trajectory, &known.effects);
             self.check_spec(&env, &CallTrajectory::from(&trajectory), None);
             self.reports.push((env, report));
@@ -502,6 +691,15 @@ impl Auditor<'_> {
         trajectory: CallTrajectory,
         declared: Option<&crate::audit_spec::SpecChecks>,
     ) -> Result<()> {
+        let kinds: Vec<&'static str> = trajectory
+            .steps
+            .iter()
+            .map(|s| call_transition_kind(&self.known[&env].effects.of(&s.tool), s.success))
+            .collect();
+        self.count(&trajectory, &kinds);
+        if self.counting_reference() {
+            return Ok(());
+        }
         let report = audit_calls(&trajectory, &self.known[&env].effects);
         self.check_spec(&env, &trajectory, declared);
         self.reports.push((env, report));
@@ -643,6 +841,48 @@ fn summarize(reports: &[(String, TrajectoryAudit)], known: &BTreeMap<String, Kno
 }
 
 fn print_summary(summary: &Value) {
+    print_counts(summary);
+    print_bias(summary);
+}
+
+/// The distribution-bias lines: overall, then the tools that diverge most.
+fn print_bias(summary: &Value) {
+    let bias = &summary["bias"];
+    let Some(from) = bias["expected_from"].as_str() else {
+        return;
+    };
+    if let Some(overall) = bias["overall"].as_object() {
+        println!(
+            "distribution bias (expected from {from}): JSD {:.4}, happy-path excess {:+.4} over {} steps",
+            overall["jsd"].as_f64().unwrap_or(0.0),
+            overall["happy_path_excess"].as_f64().unwrap_or(0.0),
+            overall["steps"]
+        );
+    }
+    if let Some(tools) = bias["tools"].as_object() {
+        let mut worst: Vec<(&String, f64, f64)> = tools
+            .iter()
+            .map(|(t, b)| {
+                (
+                    t,
+                    b["jsd"].as_f64().unwrap_or(0.0),
+                    b["happy_path_excess"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .filter(|(_, jsd, _)| *jsd > 0.0)
+            .collect();
+        worst.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (tool, jsd, excess) in worst.iter().take(5) {
+            println!("  {tool:<24} JSD {jsd:.4}, happy-path excess {excess:+.4}");
+        }
+    }
+    if let Some(coverage) = summary["coverage"].as_object() {
+        let parts: Vec<String> = coverage.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("transitions exercised: {}", parts.join(", "));
+    }
+}
+
+fn print_counts(summary: &Value) {
     println!(
         "{} trajectories, {} steps: {} constraints checked, {} violated ({} relying on guessed effects)",
         summary["trajectories"], summary["steps"], summary["checked"], summary["violations"], summary["violations_on_guessed_effects"]

@@ -106,6 +106,14 @@ impl SpecChecks {
         Ok(SpecChecks::from_spec(&spec, name))
     }
 
+    /// Per tool with declared responses: the statuses it declares.
+    pub fn declared_statuses(&self) -> BTreeMap<String, Vec<String>> {
+        self.statuses
+            .iter()
+            .map(|(tool, spec)| (tool.clone(), spec.responses.keys().cloned().collect()))
+            .collect()
+    }
+
     /// How a step breaks the specification (empty: it fits).
     pub fn check(
         &self,

@@ -609,3 +609,65 @@ fn transcripts_without_states_are_audited_from_their_calls() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("swagger.json: at /swagger: "), "{err}");
 }
+
+#[test]
+fn outcomes_are_compared_with_the_executor_on_the_same_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    // A simulator that says yes to everything: a read of a ticket nobody has, and a close of a
+    // ticket already closed, both reported as successes.
+    let state = run(None)["initial_state"].clone();
+    let happy = json!({"env": "desk", "task_id": "happy", "initial_state": state, "steps": [
+        {"action": {"name": "get_ticket", "arguments": {"ticket_id": "T77"}},
+         "observation": "{'success': True, 'data': {'title': 'x', 'status': 'open', 'owner': 'desk'}}"},
+        {"action": {"name": "close_ticket", "arguments": {"ticket_id": "T3"}},
+         "observation": "{'success': True}"},
+    ]});
+    let (summary, _) = audit_records(dir.path(), &[run(None), happy.clone()], &[]);
+    let bias = &summary["bias"];
+    assert_eq!(bias["expected_from"], "the executor, on the same calls");
+    // Executed: get_ticket succeeds once (T4) and fails once (no ticket T77); close_ticket
+    // succeeds once (T4) and fails once (already closed). The records claim four successes.
+    assert_eq!(
+        bias["tools"]["get_ticket"]["expected"],
+        json!({"error": 0.5, "success": 0.5})
+    );
+    assert_eq!(
+        bias["tools"]["close_ticket"]["expected"],
+        json!({"conflict": 0.5, "success": 0.5})
+    );
+    assert_eq!(bias["tools"]["close_ticket"]["happy_path_excess"], 0.5);
+    assert_eq!(bias["overall"]["steps"], 5);
+    // Observed 5 of 5 successes; expected 3 of 5 (create, and one of each of the others).
+    let excess = bias["overall"]["happy_path_excess"].as_f64().unwrap();
+    assert!((excess - 0.4).abs() < 1e-12, "{excess}");
+    // The happy run's successes changed nothing: reads, as far as its states say.
+    assert_eq!(
+        summary["coverage"],
+        json!({"create": 1, "read": 3, "update": 1})
+    );
+    // The clean run alone: what the records say is what the executor does.
+    let (summary, _) = audit_records(dir.path(), &[run(None)], &[]);
+    assert_eq!(summary["bias"]["overall"]["jsd"], 0.0);
+    // A reference dataset instead: the clean run is what is expected.
+    let reference = dir.path().join("reference.jsonl");
+    std::fs::write(&reference, format!("{}\n", run(None))).unwrap();
+    let (summary, _) = audit_records(
+        dir.path(),
+        &[happy],
+        &["--reference-distribution", reference.to_str().unwrap()],
+    );
+    let bias = &summary["bias"];
+    assert!(
+        bias["expected_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("reference dataset "),
+        "{bias}"
+    );
+    assert_eq!(
+        bias["tools"]["get_ticket"]["expected"],
+        json!({"success": 1.0})
+    );
+    assert_eq!(bias["overall"]["jsd"], 0.0);
+}

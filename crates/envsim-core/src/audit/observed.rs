@@ -313,7 +313,7 @@ fn quotes_other_argument(text: &str, arguments: &Map<String, Value>, id: &str) -
 
 /// What a call does, for the audit without states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Read,
     Create,
     Delete,
@@ -321,7 +321,7 @@ enum Role {
     Change,
 }
 
-fn role(fx: &ToolEffects) -> Role {
+pub(crate) fn role(fx: &ToolEffects) -> Role {
     if fx.read_only {
         Role::Read
     } else if !fx.deletes.is_empty()
