@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+pub mod agreement;
 pub mod bias;
 pub mod observed;
 

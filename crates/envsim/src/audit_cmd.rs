@@ -83,6 +83,11 @@ enum AuditCommand {
     /// per check). Effects are learned from other walks (another seed) of the same
     /// environments.
     Validate(ValidateArgs),
+    /// Cross-consistency (CCR) of K simulations of the same steps: agreement per step on the
+    /// observation and the state change (exact and field by field), per tool; with `--bench`,
+    /// K prediction files scored against the truth: how well agreement predicts correctness
+    /// (reliability table, AUROC).
+    Agree(crate::audit_agree::AgreeArgs),
     /// Plant known faults in trajectories that are consistent (executed: `env replay` output or
     /// walks), one per trajectory in a `--rate` share of them, kinds in turn; write the faulty
     /// trajectories and the labels (trajectory, step, kind, resource).
@@ -139,6 +144,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
     match args.command {
         Some(AuditCommand::Validate(a)) => validate_cmd(a),
         Some(AuditCommand::Inject(a)) => inject_cmd(a),
+        Some(AuditCommand::Agree(a)) => crate::audit_agree::run(a),
         None => check_cmd(args.check),
     }
 }
@@ -357,7 +363,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
 
 /// Every record of a file, one at a time: `each` gets the parsed value, where it is, and its
 /// position.
-fn for_each_record(
+pub fn for_each_record(
     text: &str,
     source: &str,
     mut each: impl FnMut(Value, &str, usize) -> Result<()>,

@@ -1,5 +1,6 @@
 //! The `envsim` command line.
 
+mod audit_agree;
 mod audit_cmd;
 mod audit_spec;
 mod bench_cmd;

@@ -671,3 +671,108 @@ fn outcomes_are_compared_with_the_executor_on_the_same_calls() {
     );
     assert_eq!(bias["overall"]["jsd"], 0.0);
 }
+
+/// `envsim audit agree ...` with `--json`: the summary.
+fn agree(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(["audit", "agree", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn simulations_of_the_same_steps_agree_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, records: &[Value]| {
+        let path = dir.path().join(name);
+        let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let mut dropped = run(Some("dropped"));
+    dropped["task_id"] = json!("clean");
+    let (a, b, c) = (
+        write("a.jsonl", &[run(None)]),
+        write("b.jsonl", &[run(None)]),
+        write("c.jsonl", &[dropped]),
+    );
+    // Two agree on all three steps; the third drops the close (its change and its read
+    // differ).
+    let v = agree(&[&a, &b, &c]);
+    assert_eq!(v["records_missing_from_other_files"], 0);
+    assert_eq!((v["steps"].clone(), v["k"].clone()), (json!(3), json!(3)));
+    let third = 2.0 / 3.0;
+    assert_eq!(v["unanimous_steps"], 1);
+    assert_eq!(v["tools"]["create_ticket"]["ccr"], 1.0);
+    assert_eq!(v["tools"]["close_ticket"]["ccr"], third);
+    assert_eq!(v["tools"]["get_ticket"]["ccr"], third);
+    assert_eq!(v["ccr"]["observation"], (1.0 + 1.0 + third) / 3.0);
+    assert_eq!(v["states"], true);
+    // Files that do not simulate the same calls are refused, with the place.
+    let mut other = run(None);
+    other["steps"][1]["action"]["name"] = json!("get_ticket");
+    let d = write("d.jsonl", &[other]);
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(["audit", "agree", &a, &d])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("d.jsonl: line 1: step 2 calls get_ticket (or other arguments) where"),
+        "{err}"
+    );
+}
+
+#[test]
+fn agreement_predicts_correctness_on_a_benchmark() {
+    use envsim_testkit::{to_json_array, BenchOptions, NoisySimulator, SyntheticBench};
+    let dir = tempfile::tempdir().unwrap();
+    let records = SyntheticBench::records(
+        20,
+        1,
+        &BenchOptions {
+            users: 10,
+            ..BenchOptions::default()
+        },
+    );
+    let bench = dir.path().join("bench.json");
+    std::fs::write(&bench, to_json_array(&records)).unwrap();
+    let mut files = Vec::new();
+    for seed in 1..=3 {
+        let mut sim = NoisySimulator::new(seed);
+        let lines: String = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| json!({"sample_id": i, "output": sim.output(r)}).to_string() + "\n")
+            .collect();
+        let path = dir.path().join(format!("p{seed}.jsonl"));
+        std::fs::write(&path, lines).unwrap();
+        files.push(path.to_str().unwrap().to_owned());
+    }
+    let mut args: Vec<&str> = vec!["--bench", bench.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let v = agree(&args);
+    let truth = &v["truth"];
+    println!("{}", serde_json::to_string_pretty(&v).unwrap());
+    assert_eq!(v["k"], 3);
+    assert_eq!(v["steps"], 15);
+    assert_eq!(truth["auroc"], 0.839);
+    assert_eq!(
+        truth["reliability"],
+        json!([
+            {"agreement": 0.0, "answers": 21, "correct": 3},
+            {"agreement": 0.5, "answers": 6, "correct": 2},
+            {"agreement": 1.0, "answers": 18, "correct": 15},
+        ])
+    );
+    // The majority is right as often as the best of the three.
+    assert_eq!(truth["majority_accuracy"], 8.0 / 15.0);
+}
