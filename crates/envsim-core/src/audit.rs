@@ -245,6 +245,108 @@ const MIN_EVIDENCE: usize = 3;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Effects {
     tools: BTreeMap<String, ToolEffects>,
+    /// The shape of each tool's successful responses, learned with the effects.
+    shapes: BTreeMap<String, ResponseShape>,
+}
+
+/// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
+/// for an object of objects, `results[].id` for an array of objects; four levels deep) with
+/// the JSON types seen there.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResponseShape {
+    successes: usize,
+    fields: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The field paths of a response and their types.
+fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'static str)>) {
+    if depth == 4 {
+        return;
+    }
+    let join = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match value {
+        Value::Object(map) => {
+            // An object of objects is a collection: its keys are ids, not fields.
+            if map.len() > 1 && map.values().all(Value::is_object) {
+                let path = join("*");
+                for entry in map.values() {
+                    out.push((path.clone(), "object"));
+                    shape_fields(entry, &path, depth + 1, out);
+                }
+                return;
+            }
+            for (key, child) in map {
+                let path = join(key);
+                out.push((path.clone(), json_type(child)));
+                shape_fields(child, &path, depth + 1, out);
+            }
+        }
+        Value::Array(items) => {
+            let path = format!("{at}[]");
+            for item in items.iter().filter(|i| i.is_object()) {
+                shape_fields(item, &path, depth + 1, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl ResponseShape {
+    /// Adds one successful response.
+    pub fn learn(&mut self, observation: &Value) {
+        self.successes += 1;
+        let mut fields = Vec::new();
+        shape_fields(observation, "", 0, &mut fields);
+        for (path, kind) in fields {
+            self.fields.entry(path).or_default().insert(kind);
+        }
+    }
+
+    /// How a successful response departs from the shape: a field never seen, or a field with
+    /// a type never seen there (`null` fits any field, and any type fits a field once seen
+    /// `null`). Empty without evidence ([`MIN_EVIDENCE`] successes).
+    pub fn problems(&self, observation: &Value) -> Vec<String> {
+        if self.successes < MIN_EVIDENCE {
+            return Vec::new();
+        }
+        let mut fields = Vec::new();
+        shape_fields(observation, "", 0, &mut fields);
+        let mut out: Vec<String> = fields
+            .into_iter()
+            .filter_map(|(path, kind)| match self.fields.get(&path) {
+                None => Some(format!("field {path} was never in its responses")),
+                Some(seen) if kind != "null" && !seen.contains(kind) && !seen.contains("null") => {
+                    let seen: Vec<&str> = seen.iter().copied().collect();
+                    Some(format!("{path} is a {kind}; it was {}", seen.join(" or ")))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        out.dedup();
+        out
+    }
+
+    /// Whether enough successes were seen to judge a response.
+    pub fn is_known(&self) -> bool {
+        self.successes >= MIN_EVIDENCE
+    }
 }
 
 impl Effects {
@@ -266,9 +368,16 @@ impl Effects {
             deleted: usize,
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+        let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
         for t in trajectories {
             let mut before = &t.initial_state;
             for step in &t.steps {
+                if step.success == Some(true) {
+                    shapes
+                        .entry(step.tool.clone())
+                        .or_default()
+                        .learn(&step.observation);
+                }
                 let s = seen.entry(step.tool.clone()).or_default();
                 let changed = *before != step.state_after;
                 s.changed |= changed;
@@ -299,6 +408,7 @@ impl Effects {
             }
         }
         Effects {
+            shapes,
             tools: seen
                 .into_iter()
                 .map(|(tool, s)| {
@@ -331,6 +441,13 @@ impl Effects {
                 })
                 .collect(),
         }
+    }
+
+    /// How a successful response of `tool` departs from the shape learned for it (`None`: no
+    /// shape was learned with enough evidence).
+    pub fn shape_problems(&self, tool: &str, observation: &Value) -> Option<Vec<String>> {
+        let shape = self.shapes.get(tool).filter(|s| s.is_known())?;
+        Some(shape.problems(observation))
     }
 
     /// The effects of `tool`: learned, else declared, else guessed from its name.
@@ -389,11 +506,13 @@ pub enum ViolationKind {
     ListInconsistent,
     /// The same call, with nothing changed between, got another outcome or answer.
     ContradictoryRepeat,
+    /// A successful response with a field, or a field type, its tool's responses never had.
+    ResponseShape,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 9] = [
+    pub const ALL: [ViolationKind; 10] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -403,6 +522,7 @@ impl ViolationKind {
         ViolationKind::StaleRead,
         ViolationKind::ListInconsistent,
         ViolationKind::ContradictoryRepeat,
+        ViolationKind::ResponseShape,
     ];
 
     /// Its name in reports.
@@ -417,6 +537,7 @@ impl ViolationKind {
             ViolationKind::StaleRead => "stale_read",
             ViolationKind::ListInconsistent => "list_inconsistent",
             ViolationKind::ContradictoryRepeat => "contradictory_repeat",
+            ViolationKind::ResponseShape => "response_shape",
         }
     }
 }
@@ -608,6 +729,21 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
             }
             _ => {}
+        }
+        // The response's shape.
+        if step.success == Some(true) {
+            if let Some(problems) = effects.shape_problems(&step.tool, &step.observation) {
+                checked += 1;
+                if !problems.is_empty() {
+                    violation(
+                        ViolationKind::ResponseShape,
+                        None,
+                        None,
+                        None,
+                        format!("{} responds with {}", step.tool, problems.join("; ")),
+                    );
+                }
+            }
         }
         // Resources that appear or vanish.
         if changed {
@@ -826,28 +962,33 @@ pub enum FaultKind {
     HappyPathFlip,
     /// A listing loses one of its records (planted in observations only).
     ListOmission,
+    /// A successful response renames one of its fields (`ticket_id` → `ticketId`) or changes
+    /// its type (a number sent as a string).
+    SchemaDrift,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::DroppedUpdate,
         FaultKind::VanishedCreate,
         FaultKind::ResurrectedDelete,
         FaultKind::PhantomEntity,
         FaultKind::StaleRead,
         FaultKind::HappyPathFlip,
+        FaultKind::SchemaDrift,
     ];
 
     /// The kinds planted in trajectories without states ([`observed::inject_calls`]): a
     /// dropped update shows in calls only as a later stale read, which has its own kind.
-    pub const CALLS: [FaultKind; 6] = [
+    pub const CALLS: [FaultKind; 7] = [
         FaultKind::VanishedCreate,
         FaultKind::ResurrectedDelete,
         FaultKind::PhantomEntity,
         FaultKind::StaleRead,
         FaultKind::HappyPathFlip,
         FaultKind::ListOmission,
+        FaultKind::SchemaDrift,
     ];
 
     /// Its name in reports.
@@ -860,6 +1001,7 @@ impl FaultKind {
             FaultKind::StaleRead => "stale_read",
             FaultKind::HappyPathFlip => "happy_path_flip",
             FaultKind::ListOmission => "list_omission",
+            FaultKind::SchemaDrift => "schema_drift",
         }
     }
 
@@ -884,6 +1026,7 @@ impl FaultKind {
                 ViolationKind::ContradictoryRepeat,
             ],
             FaultKind::ListOmission => &[ViolationKind::ListInconsistent],
+            FaultKind::SchemaDrift => &[ViolationKind::ResponseShape],
         }
     }
 }
@@ -1152,6 +1295,59 @@ pub fn inject(
             Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::ListOmission => None,
+        FaultKind::SchemaDrift => {
+            // (step, object path in the observation, field) of a successful response; the keys
+            // that carry the outcome stay.
+            let mut candidates = Vec::new();
+            for m in 0..n {
+                if t.steps[m].success != Some(true) {
+                    continue;
+                }
+                let mut paths = Vec::new();
+                object_paths(&t.steps[m].observation, &mut Vec::new(), &mut paths);
+                for (path, object) in paths {
+                    for (field, value) in object.as_object().into_iter().flatten() {
+                        if !value.is_null()
+                            && !["success", "error", "status"].contains(&field.as_str())
+                        {
+                            candidates.push((m, path.clone(), field.clone()));
+                        }
+                    }
+                }
+            }
+            let (m, path, field) = rng.pick(&candidates)?.clone();
+            let rename = rng.chance(0.5);
+            let mut node = &mut out.steps[m].observation;
+            for part in &path {
+                node = match node {
+                    Value::Object(map) => map.get_mut(part)?,
+                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+                    _ => return None,
+                };
+            }
+            let object = node.as_object_mut()?;
+            if rename {
+                let value = object.shift_remove(&field)?;
+                object.insert(drifted_name(&field), value);
+            } else {
+                let value = object.get_mut(&field)?;
+                *value = match value.take() {
+                    Value::Number(n) => Value::String(n.to_string()),
+                    Value::String(text) => Value::Array(vec![Value::String(text)]),
+                    Value::Bool(b) => Value::String(b.to_string()),
+                    Value::Array(items) => Value::Object(
+                        items
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, v)| (i.to_string(), v))
+                            .collect(),
+                    ),
+                    Value::Object(map) => Value::Array(map.into_iter().map(|(_, v)| v).collect()),
+                    Value::Null => Value::Null,
+                };
+            }
+            Some((out, mark(m, None)))
+        }
         FaultKind::HappyPathFlip => {
             let candidates: Vec<usize> = (0..n)
                 .filter(|&k| {
@@ -1164,6 +1360,39 @@ pub fn inject(
             out.steps[k].observation = serde_json::json!({"success": true, "message": "done"});
             Some((out, mark(k, None)))
         }
+    }
+}
+
+/// A field name as another API version might spell it: snake case to camel case
+/// (`ticket_id` → `ticketId`), camel case to snake case, else with a suffix.
+fn drifted_name(field: &str) -> String {
+    if field.contains('_') {
+        let mut out = String::new();
+        let mut upper = false;
+        for c in field.chars() {
+            if c == '_' {
+                upper = true;
+            } else if upper {
+                out.extend(c.to_uppercase());
+                upper = false;
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else if field.chars().any(char::is_uppercase) {
+        let mut out = String::new();
+        for c in field.chars() {
+            if c.is_uppercase() {
+                out.push('_');
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else {
+        format!("{field}_value")
     }
 }
 
@@ -1454,6 +1683,41 @@ mod tests {
         );
         let report = audit(&t, &effects);
         assert!(report.scs() < 1.0 && report.scs() > 0.5, "{}", report.scs());
+    }
+
+    #[test]
+    fn responses_keep_their_shape() {
+        let mut shape = ResponseShape::default();
+        for (id, reason) in [
+            ("T1", json!(null)),
+            ("T2", json!("late")),
+            ("T3", json!(null)),
+        ] {
+            shape.learn(
+                &json!({"success": true, "data": {"ticket_id": id, "n": 1, "reason": reason,
+                "items": {"A-1": {"qty": 1}, "B-2": {"qty": 2}}, "tags": [{"k": "x"}]}}),
+            );
+        }
+        let ok = json!({"success": true, "data": {"ticket_id": "T9", "n": 2, "reason": null,
+            "items": {"C-3": {"qty": 5}, "D-4": {"qty": 1}}, "tags": []}});
+        assert_eq!(shape.problems(&ok), Vec::<String>::new());
+        let drifted =
+            json!({"success": true, "data": {"ticketId": "T9", "n": "2", "tags": [{"k": 1}]}});
+        assert_eq!(
+            shape.problems(&drifted),
+            [
+                "field data.ticketId was never in its responses",
+                "data.n is a string; it was number",
+                "data.tags[].k is a number; it was string",
+            ]
+        );
+        // Too little evidence: nothing to say.
+        let mut young = ResponseShape::default();
+        young.learn(&ok);
+        assert_eq!(young.problems(&drifted), Vec::<String>::new());
+        assert_eq!(drifted_name("ticket_id"), "ticketId");
+        assert_eq!(drifted_name("ticketId"), "ticket_id");
+        assert_eq!(drifted_name("status"), "status_value");
     }
 
     #[test]

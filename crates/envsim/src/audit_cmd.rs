@@ -8,7 +8,9 @@ use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
 use envsim_core::audit::bias::{
     bias, call_transition_kind, declared_classes, outcome_class, transition_kind, OutcomeCounts,
 };
-use envsim_core::audit::observed::{audit_calls, guess_outcome, CallStep, CallTrajectory};
+use envsim_core::audit::observed::{
+    audit_calls, guess_outcome, CallStep, CallTrajectory, Timeline,
+};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, TrajectoryAudit, ViolationKind,
 };
@@ -66,12 +68,30 @@ struct CheckArgs {
     /// Write every violation here as JSON Lines.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Print the summary as JSON.
+    /// How the summary is printed: a plain table, Markdown, JSON, or a self-contained HTML
+    /// report (the state constraint graph of one trajectory drawn as a timeline, the drift
+    /// curve, the SCS distribution).
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
+    format: SummaryFormat,
+    /// Print the summary as JSON (the same as `--format json`).
     #[arg(long)]
     json: bool,
+    /// The trajectory the HTML report draws: the first whose id contains this text (ids are
+    /// `line N TASK`). Default: the one with the most violations.
+    #[arg(long, value_name = "TEXT")]
+    draw: Option<String>,
     /// Exit 1 when the mean state consistency score is below this (0 to 1).
     #[arg(long, value_name = "SCS")]
     fail_under: Option<f64>,
+}
+
+/// Output formats of the summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SummaryFormat {
+    Table,
+    Markdown,
+    Json,
+    Html,
 }
 
 #[derive(Debug, Subcommand)]
@@ -293,6 +313,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         reference: None,
         coverage: BTreeMap::new(),
         to_replay: Vec::new(),
+        drawn: None,
     };
     // The reference dataset first: only its outcome classes are counted.
     if let Some(reference) = &a.reference_distribution {
@@ -322,6 +343,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         known,
         forms,
         coverage,
+        drawn,
         ..
     } = audit;
     if let Some(out) = &a.out {
@@ -347,10 +369,41 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     summary["spec"] = spec_summary(&spec_flags);
     summary["bias"] = bias;
     summary["coverage"] = json!(coverage);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+    let format = if a.json {
+        SummaryFormat::Json
     } else {
-        print_summary(&summary);
+        a.format
+    };
+    match format {
+        SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+        SummaryFormat::Table => print_summary(&summary),
+        SummaryFormat::Markdown => print!("{}", markdown_summary(&summary)),
+        SummaryFormat::Html => {
+            let (timeline, mut shown) = match drawn {
+                Some((_, timeline, violations)) => {
+                    (Some(serde_json::to_value(&timeline)?), violations)
+                }
+                None => (None, Vec::new()),
+            };
+            if let Some(id) = timeline.as_ref().and_then(|t| t["trajectory"].as_str()) {
+                shown.extend(
+                    spec_violations
+                        .iter()
+                        .filter(|v| v["trajectory"] == id)
+                        .cloned(),
+                );
+            }
+            if a.draw.is_some() && timeline.is_none() {
+                bail!(
+                    "--draw {:?}: no trajectory id contains it",
+                    a.draw.as_deref().unwrap_or_default()
+                );
+            }
+            print!(
+                "{}",
+                crate::audit_html::render(&summary, timeline.as_ref(), &shown)
+            );
+        }
     }
     let mean = summary["scs"]["mean"].as_f64().unwrap_or(1.0);
     if let Some(limit) = a.fail_under {
@@ -423,6 +476,8 @@ struct Auditor<'a> {
     /// Runs with initial states of environments the corpus holds (states after dropped), to
     /// re-execute for the expected outcomes.
     to_replay: Vec<envsim_bench::trajectories::RecordedRun>,
+    /// The trajectory the HTML report draws: its violation count, timeline and violations.
+    drawn: Option<(usize, Timeline, Vec<Value>)>,
 }
 
 impl Auditor<'_> {
@@ -489,6 +544,31 @@ impl Auditor<'_> {
                 *self.coverage.entry(kind).or_default() += 1;
             }
         }
+    }
+
+    /// Whether the HTML report should draw `report`'s trajectory: the one asked for
+    /// (`--draw`), or one with more violations than the one kept.
+    fn wants_drawing(&self, report: &TrajectoryAudit) -> bool {
+        if self.args.format != SummaryFormat::Html || self.args.json {
+            return false;
+        }
+        match &self.args.draw {
+            Some(text) => self.drawn.is_none() && report.trajectory.contains(text.as_str()),
+            None => self
+                .drawn
+                .as_ref()
+                .is_none_or(|(n, _, _)| report.violations.len() > *n),
+        }
+    }
+
+    /// Keeps a trajectory's timeline and violations for the HTML report.
+    fn keep_drawing(&mut self, report: &TrajectoryAudit, timeline: Timeline) {
+        let violations = report
+            .violations
+            .iter()
+            .filter_map(|v| serde_json::to_value(v).ok())
+            .collect();
+        self.drawn = Some((report.violations.len(), timeline, violations));
     }
 
     /// Whether records go to the reference's counts only.
@@ -686,6 +766,9 @@ impl Auditor<'_> {
             let known = &self.known[&env];
             let report = audit(&trajectory, &known.effects);
             self.check_spec(&env, &CallTrajectory::from(&trajectory), None);
+            if self.wants_drawing(&report) {
+                self.keep_drawing(&report, Timeline::of_states(&trajectory));
+            }
             self.reports.push((env, report));
             Ok(())
         }
@@ -708,6 +791,10 @@ impl Auditor<'_> {
         }
         let report = audit_calls(&trajectory, &self.known[&env].effects);
         self.check_spec(&env, &trajectory, declared);
+        if self.wants_drawing(&report) {
+            let timeline = Timeline::of_calls(&trajectory, &self.known[&env].effects);
+            self.keep_drawing(&report, timeline);
+        }
         self.reports.push((env, report));
         Ok(())
     }
@@ -841,9 +928,66 @@ fn summarize(reports: &[(String, TrajectoryAudit)], known: &BTreeMap<String, Kno
             "min": scs.first().copied().unwrap_or(1.0),
             "p10": scs.get(scs.len() / 10).copied().unwrap_or(1.0),
             "consistent_trajectories": scs.iter().filter(|x| **x >= 1.0).count(),
+            "histogram": histogram(&scs),
         },
         "environments": envs,
     })
+}
+
+/// Counts of SCS values in ten bins, [0, 0.1) … [0.9, 1.0].
+fn histogram(scs: &[f64]) -> Vec<usize> {
+    let mut bins = vec![0usize; 10];
+    for x in scs {
+        bins[((x * 10.0).floor() as usize).min(9)] += 1;
+    }
+    bins
+}
+
+/// The summary as Markdown: headline numbers, violations by kind, specification, bias.
+fn markdown_summary(summary: &Value) -> String {
+    let f = |v: &Value| v.as_f64().map_or("—".to_owned(), |x| format!("{x:.4}"));
+    let scs = &summary["scs"];
+    let mut out = format!(
+        "# envsim audit\n\n| trajectories | steps | constraints checked | violations | mean SCS | min SCS | consistent trajectories |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n\n## Violations by kind\n\n| kind | count |\n|---|---|\n",
+        summary["trajectories"], summary["steps"], summary["checked"], summary["violations"],
+        f(&scs["mean"]), f(&scs["min"]), scs["consistent_trajectories"],
+    );
+    for (kind, n) in summary["by_kind"].as_object().into_iter().flatten() {
+        out.push_str(&format!("| {kind} | {n} |\n"));
+    }
+    let spec = &summary["spec"];
+    if spec.is_object() {
+        let interval = match spec["drift"]["interval"].as_array() {
+            Some(i) => format!("[{}, {}]", f(&i[0]), f(&i[1])),
+            None => "—".to_owned(),
+        };
+        out.push_str(&format!(
+            "\n## Specification\n\n| steps | violating | SpecCS | drift slope | 95% interval |\n|---|---|---|---|---|\n| {} | {} | {} | {} | {interval} |\n",
+            spec["steps"], spec["violating_steps"], f(&spec["spec_cs_mean"]), f(&spec["drift"]["slope"]),
+        ));
+    }
+    let bias = &summary["bias"];
+    if let Some(from) = bias["expected_from"].as_str() {
+        out.push_str(&format!("\n## Distribution bias\n\nExpected from {from}.\n\n| tool | steps | JSD | happy-path excess |\n|---|---|---|---|\n"));
+        if bias["overall"].is_object() {
+            let o = &bias["overall"];
+            out.push_str(&format!(
+                "| **all** | {} | {} | {} |\n",
+                o["steps"],
+                f(&o["jsd"]),
+                f(&o["happy_path_excess"])
+            ));
+        }
+        for (tool, b) in bias["tools"].as_object().into_iter().flatten() {
+            out.push_str(&format!(
+                "| {tool} | {} | {} | {} |\n",
+                b["steps"],
+                f(&b["jsd"]),
+                f(&b["happy_path_excess"])
+            ));
+        }
+    }
+    out
 }
 
 fn print_summary(summary: &Value) {

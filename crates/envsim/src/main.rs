@@ -2,6 +2,7 @@
 
 mod audit_agree;
 mod audit_cmd;
+mod audit_html;
 mod audit_spec;
 mod bench_cmd;
 mod bundled;

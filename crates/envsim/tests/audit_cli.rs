@@ -239,13 +239,14 @@ fn faults_of(v: &Value) -> Vec<(String, u64, u64)> {
 }
 
 /// The calls-form counts of the pinned validation.
-const CALLS_CLEAN: u64 = 32;
-const CALLS_FAULTS: [(&str, u64, u64); 6] = [
+const CALLS_CLEAN: u64 = 28;
+const CALLS_FAULTS: [(&str, u64, u64); 7] = [
     ("happy_path_flip", 3, 0),
     ("list_omission", 0, 0),
     ("phantom_entity", 2, 0),
     ("resurrected_delete", 0, 0),
-    ("stale_read", 0, 0),
+    ("schema_drift", 3, 3),
+    ("stale_read", 1, 0),
     ("vanished_create", 3, 3),
 ];
 
@@ -282,17 +283,18 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             v["clean_flagged"].clone(),
             v["steps"].clone()
         ),
-        (json!(40), json!(22), json!(0), json!(303))
+        (json!(40), json!(24), json!(0), json!(299))
     );
     let planted_found = faults_of(v);
     assert_eq!(
         planted_found,
         [
-            ("dropped_update".to_owned(), 5, 5),
-            ("happy_path_flip".to_owned(), 4, 2),
-            ("phantom_entity".to_owned(), 4, 4),
+            ("dropped_update".to_owned(), 4, 4),
+            ("happy_path_flip".to_owned(), 2, 2),
+            ("phantom_entity".to_owned(), 3, 3),
             ("resurrected_delete".to_owned(), 0, 0),
-            ("stale_read".to_owned(), 1, 1),
+            ("schema_drift".to_owned(), 3, 3),
+            ("stale_read".to_owned(), 0, 0),
             ("vanished_create".to_owned(), 4, 4),
         ]
     );
@@ -300,7 +302,8 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     for (kind, c) in v["checks"].as_object().unwrap() {
         assert_eq!(c["false_positives"], 0, "{kind}");
     }
-    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 7);
+    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 6);
+    assert_eq!(v["checks"]["response_shape"]["true_positives"], 5);
     // The same walks with their states dropped, faults planted in the observations.
     let v = &forms[1];
     assert_eq!(v["form"], "calls");
@@ -775,4 +778,73 @@ fn agreement_predicts_correctness_on_a_benchmark() {
     );
     // The majority is right as often as the best of the three.
     assert_eq!(truth["majority_accuracy"], 8.0 / 15.0);
+}
+
+#[test]
+fn the_report_comes_as_markdown_or_self_contained_html() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let file = dir.path().join("runs.jsonl");
+    let text: String = [run(None), run(Some("phantom"))]
+        .iter()
+        .map(|r| format!("{r}\n"))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--format",
+            "markdown",
+            "--no-replay",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.starts_with("# envsim audit\n"), "{md}");
+    assert!(md.contains("| appeared_without_create | 1 |"), "{md}");
+    let out = envsim(
+        dir.path(),
+        &[file.to_str().unwrap(), "--format", "html", "--no-replay"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(!html.contains("<script") && !html.contains("https://"));
+    // The trajectory with the most violations is drawn: the phantom's lane is there.
+    assert!(html.contains("tickets/T9"), "the phantom's lane");
+    // One asked for by id, and one that matches nothing.
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--format",
+            "html",
+            "--draw",
+            "clean",
+            "--no-replay",
+        ],
+    );
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert!(!html.contains("tickets/T9") && html.contains("tickets/T4"));
+    let out = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--format",
+            "html",
+            "--draw",
+            "nope",
+            "--no-replay",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
 }
