@@ -108,6 +108,11 @@ enum AuditCommand {
     /// K prediction files scored against the truth: how well agreement predicts correctness
     /// (reliability table, AUROC).
     Agree(crate::audit_agree::AgreeArgs),
+    /// Run the embedded local model as a multi-step simulator of corpus walks (its own state
+    /// carried from step to step), execute every step on that same state, and compare the
+    /// audit's SCS and flags with the steps' true correctness.
+    #[cfg(feature = "local")]
+    Simulate(crate::audit_simulate::SimulateArgs),
     /// Plant known faults in trajectories that are consistent (executed: `env replay` output or
     /// walks), one per trajectory in a `--rate` share of them, kinds in turn; write the faulty
     /// trajectories and the labels (trajectory, step, kind, resource).
@@ -165,12 +170,14 @@ pub fn run(args: AuditArgs) -> Result<()> {
         Some(AuditCommand::Validate(a)) => validate_cmd(a),
         Some(AuditCommand::Inject(a)) => inject_cmd(a),
         Some(AuditCommand::Agree(a)) => crate::audit_agree::run(a),
+        #[cfg(feature = "local")]
+        Some(AuditCommand::Simulate(a)) => crate::audit_simulate::run(a),
         None => check_cmd(args.check),
     }
 }
 
 /// Walks of `steps` steps per initial state, as `bench build` walks.
-fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::bench_cmd::WalkArgs {
+pub(crate) fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::bench_cmd::WalkArgs {
     crate::bench_cmd::WalkArgs {
         walks,
         steps,
@@ -182,7 +189,7 @@ fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::bench_cmd::Wa
 
 /// What `package`'s tools do: learned from `walk` walks with `seed`, and for tools those
 /// never show, what its manifest declares.
-fn learn(
+pub(crate) fn learn(
     package: &envsim_exec::package::EnvPackage,
     walk: &crate::bench_cmd::WalkArgs,
     seed: u64,

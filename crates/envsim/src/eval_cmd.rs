@@ -110,7 +110,7 @@ pub enum TemplateArg {
 }
 
 impl TemplateArg {
-    fn template(self) -> Template {
+    pub(crate) fn template(self) -> Template {
         match self {
             TemplateArg::Envsim => Template::Envsim,
             TemplateArg::Reference => Template::Reference,
@@ -813,7 +813,7 @@ fn check_failures(
 }
 
 #[cfg(feature = "local")]
-fn local_backend(
+pub(crate) fn local_backend(
     args: &LocalArgs,
     decoding: &Decoding,
     template: Template,

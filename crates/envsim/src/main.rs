@@ -3,6 +3,8 @@
 mod audit_agree;
 mod audit_cmd;
 mod audit_html;
+#[cfg(feature = "local")]
+mod audit_simulate;
 mod audit_spec;
 mod bench_cmd;
 mod bundled;

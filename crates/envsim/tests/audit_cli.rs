@@ -848,3 +848,61 @@ fn the_report_comes_as_markdown_or_self_contained_html() {
     );
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// The local model as a multi-step simulator, audited: opt-in like every test of the 491 MB
+/// model (`ENVSIM_MODEL_TESTS=1`; `.ci/run` sets it).
+#[cfg(feature = "local")]
+#[test]
+fn the_local_model_simulates_walks_and_the_audit_is_compared_with_the_truth() {
+    if !matches!(
+        std::env::var("ENVSIM_MODEL_TESTS").ok().as_deref(),
+        Some("1" | "all")
+    ) {
+        eprintln!("skipped: set ENVSIM_MODEL_TESTS=1 to run it (it uses the default model)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let out_file = dir.path().join("sim.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args([
+            "audit", "simulate", "--env", "desk", "--walks", "1", "--steps", "2", "--json",
+        ])
+        .arg("--envs")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["steps"], 2);
+    let f = &v["flags"];
+    let total: u64 = [
+        "flagged_wrong",
+        "flagged_right",
+        "unflagged_wrong",
+        "unflagged_right",
+    ]
+    .iter()
+    .map(|k| f[*k].as_u64().unwrap())
+    .sum();
+    assert_eq!(total, 2);
+    // The simulated trajectories are a file `envsim audit` reads, each step marked right or
+    // wrong against the executor.
+    let records = read_jsonl(&out_file);
+    assert_eq!(records.len(), 1);
+    let steps = records[0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert!(steps
+        .iter()
+        .all(|s| s["correct"].is_boolean() && s["state_after"].is_object()));
+    let right = steps.iter().filter(|s| s["correct"] == true).count();
+    assert_eq!(v["right_steps"], right);
+    let (summary, _) = audit_records(dir.path(), &records, &["--no-replay"]);
+    assert_eq!(summary["trajectories"], 1);
+}
