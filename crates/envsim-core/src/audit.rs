@@ -250,8 +250,10 @@ pub struct Effects {
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
-/// for an object of objects, `results[].id` for an array of objects; four levels deep) with
-/// the JSON types seen there.
+/// for an object of objects, `results[].id` for an array of objects, `by_day.#` for keys with a
+/// digit or in capitals only, which name things rather than fields; four levels deep) with the
+/// JSON types seen
+/// there.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ResponseShape {
     successes: usize,
@@ -284,7 +286,7 @@ fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'
     match value {
         Value::Object(map) => {
             // An object of objects is a collection: its keys are ids, not fields.
-            if map.len() > 1 && map.values().all(Value::is_object) {
+            if !map.is_empty() && map.values().all(Value::is_object) {
                 let path = join("*");
                 for entry in map.values() {
                     out.push((path.clone(), "object"));
@@ -293,7 +295,12 @@ fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'
                 return;
             }
             for (key, child) in map {
-                let path = join(key);
+                // A key with a digit, or in capitals only, names a thing (`U46`, `ACC-CBL`,
+                // `2024-06-25`), not a field: every such key is one field, `#`.
+                let names_a_thing = key.chars().any(|c| c.is_ascii_digit())
+                    || (key.chars().any(char::is_uppercase)
+                        && !key.chars().any(char::is_lowercase));
+                let path = if names_a_thing { join("#") } else { join(key) };
                 out.push((path.clone(), json_type(child)));
                 shape_fields(child, &path, depth + 1, out);
             }
@@ -576,6 +583,9 @@ pub struct TrajectoryAudit {
     pub checked: usize,
     /// The violations, in step order.
     pub violations: Vec<Violation>,
+    /// Per step, the kind of transition it made ([`bias::transition_kind`]).
+    #[serde(skip)]
+    pub transitions: Vec<&'static str>,
 }
 
 impl TrajectoryAudit {
@@ -661,23 +671,36 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         if i > 0 && std::rc::Rc::ptr_eq(map, &found[i - 1]) {
             continue;
         }
-        for (kind, id) in map.keys() {
+        // Only ids the state before did not hold are new.
+        let earlier = (i > 0).then(|| &found[i - 1]);
+        for (kind, id) in map
+            .keys()
+            .filter(|key| earlier.is_none_or(|e| !e.contains_key(*key)))
+        {
             all_ids.entry(id.clone()).or_default().insert(kind.clone());
         }
     }
-    let record =
-        |history: &mut FieldHistory, map: &BTreeMap<ResourceKey, &Value>, step: Option<usize>| {
-            for (key, value) in map {
-                let fields = history.entry(key.clone()).or_default();
-                for (field, v) in scalars(value) {
-                    let values = fields.entry(field.to_owned()).or_default();
-                    if values.last().is_none_or(|(last, _)| last != v) {
-                        values.push((v.clone(), step));
-                    }
+    // Adds the field values of the resources of `map` that differ from `earlier`'s (all of them
+    // without `earlier`) to the history.
+    let record = |history: &mut FieldHistory,
+                  map: &BTreeMap<ResourceKey, &Value>,
+                  earlier: Option<&BTreeMap<ResourceKey, &Value>>,
+                  step: Option<usize>| {
+        for (key, value) in map {
+            if earlier.is_some_and(|e| e.get(key) == Some(value)) {
+                continue;
+            }
+            let fields = history.entry(key.clone()).or_default();
+            for (field, v) in scalars(value) {
+                let values = fields.entry(field.to_owned()).or_default();
+                if values.last().is_none_or(|(last, _)| last != v) {
+                    values.push((v.clone(), step));
                 }
             }
-        };
-    record(&mut history, &found[0], None);
+        }
+    };
+    record(&mut history, &found[0], None, None);
+    let mut transitions = Vec::with_capacity(trajectory.steps.len());
 
     let mut before = &trajectory.initial_state;
     for (k, step) in trajectory.steps.iter().enumerate() {
@@ -931,8 +954,24 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         }
         // An unchanged state adds nothing to the history.
         if changed {
-            record(&mut history, &found[k + 1], Some(k));
+            record(&mut history, &found[k + 1], Some(&found[k]), Some(k));
         }
+        transitions.push(if changed {
+            let (a, b) = (&found[k], &found[k + 1]);
+            if b.keys().any(|key| !a.contains_key(key)) {
+                "create"
+            } else if a.keys().any(|key| !b.contains_key(key)) {
+                "delete"
+            } else {
+                "update"
+            }
+        } else {
+            match step.success {
+                Some(true) => "read",
+                Some(false) => "failure",
+                None => "unknown",
+            }
+        });
         before = after;
     }
     TrajectoryAudit {
@@ -940,6 +979,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         steps: trajectory.steps.len(),
         checked,
         violations,
+        transitions,
     }
 }
 

@@ -78,12 +78,10 @@ type FileSteps = BTreeMap<String, (String, Vec<(String, Value, Answer)>)>;
 /// Reads a trajectory file's records into answers per step (the change is the difference of
 /// the states where the record has them; transcripts have none, so only observations compare).
 fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let source = path.display().to_string();
     let mut out: FileSteps = BTreeMap::new();
     let mut all_states = true;
-    crate::audit_cmd::for_each_record(&text, &source, |value, location, index| {
+    crate::audit_cmd::for_each_record_in(path, |value, location, index| {
         let (key, steps) = if is_transcript(&value) && value.get("initial_state").is_none() {
             all_states = false;
             let t = read_transcript(&value).map_err(|e| {

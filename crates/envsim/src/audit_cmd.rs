@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
 use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
 use envsim_core::audit::bias::{
-    bias, call_transition_kind, declared_classes, outcome_class, transition_kind, OutcomeCounts,
+    bias, call_transition_kind, declared_classes, outcome_class, OutcomeCounts,
 };
 use envsim_core::audit::observed::{
     audit_calls, guess_outcome, CallStep, CallTrajectory, Timeline,
@@ -19,7 +19,7 @@ use envsim_core::transcript::{is_transcript, read_transcript};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -206,39 +206,81 @@ pub(crate) fn learn(
 /// A recorded run as an audit trajectory (states carried forward where a step records none),
 /// with `classify` reading each observation's outcome.
 fn audit_trajectory(
-    run: &envsim_bench::trajectories::RecordedRun,
+    run: envsim_bench::trajectories::RecordedRun,
     source: &str,
     classify: impl Fn(&Value) -> Option<bool>,
 ) -> Result<AuditTrajectory> {
-    let Some(initial) = &run.initial_state else {
+    let envsim_bench::trajectories::RecordedRun {
+        location,
+        task_id,
+        initial_state,
+        steps,
+        ..
+    } = run;
+    let Some(initial) = initial_state else {
         bail!(
-            "{source}: {}: no initial state; the audit needs a trajectory's states (`envsim env replay` writes them for recorded calls)",
-            run.location
+            "{source}: {location}: no initial state; the audit needs a trajectory's states (`envsim env replay` writes them for recorded calls)"
         );
     };
-    let mut state = initial.clone();
-    let steps = run
-        .steps
-        .iter()
-        .map(|s| {
-            if let Some(after) = &s.state_after {
-                state = after.clone();
-            }
-            let observation = step_observation(s.observation.as_ref());
-            AuditStep {
-                tool: s.tool.clone(),
-                arguments: s.arguments.clone(),
-                success: classify(&observation),
-                observation,
-                state_after: state.clone(),
-            }
-        })
-        .collect();
+    // States are moved, not copied; a step that records none repeats the state before it.
+    let mut out: Vec<AuditStep> = Vec::with_capacity(steps.len());
+    for s in steps {
+        let state_after = match s.state_after {
+            Some(after) => after,
+            None => out
+                .last()
+                .map_or_else(|| initial.clone(), |p| p.state_after.clone()),
+        };
+        let observation = step_observation(s.observation.as_ref());
+        out.push(AuditStep {
+            tool: s.tool,
+            arguments: s.arguments,
+            success: classify(&observation),
+            observation,
+            state_after,
+        });
+    }
     Ok(AuditTrajectory {
-        id: format!("{} {}", run.location, run.task_id),
-        initial_state: initial.clone(),
-        steps,
+        id: format!("{location} {task_id}"),
+        initial_state: initial,
+        steps: out,
     })
+}
+
+/// [`read_run`] on a record it may take apart: its states are moved into the run instead of
+/// copied (the rest of the record is read as `read_run` reads it, with the same errors).
+fn run_of(
+    mut value: Value,
+    location: &str,
+    index: usize,
+    format: TrajectoryFormat,
+    source: &str,
+) -> Result<envsim_bench::trajectories::RecordedRun> {
+    if format != TrajectoryFormat::Envsim {
+        return Ok(read_run(&value, location, index, format, source)?);
+    }
+    let take = |slot: Option<&mut Value>| match slot {
+        Some(v @ Value::Object(_)) => Some(v.take()),
+        _ => None,
+    };
+    let initial = take(value.get_mut("initial_state"));
+    let afters: Vec<Option<Value>> = match value.get_mut("steps").and_then(Value::as_array_mut) {
+        Some(steps) => steps
+            .iter_mut()
+            .map(|s| take(s.get_mut("state_after")))
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut run = read_run(&value, location, index, format, source)?;
+    if initial.is_some() {
+        run.initial_state = initial;
+    }
+    for (step, after) in run.steps.iter_mut().zip(afters) {
+        if after.is_some() {
+            step.state_after = after;
+        }
+    }
+    Ok(run)
 }
 
 fn inject_cmd(a: InjectArgs) -> Result<()> {
@@ -256,7 +298,7 @@ fn inject_cmd(a: InjectArgs) -> Result<()> {
     let mut plan = envsim_core::audit::FaultPlan::default();
     let mut planted = 0usize;
     for run in &runs {
-        let mut written = audit_trajectory(run, &source, |o| rule.classify(o))?;
+        let mut written = audit_trajectory(run.clone(), &source, |o| rule.classify(o))?;
         if let Some((faulty, label)) = plan.plant(&written, a.rate, &mut rng) {
             written = faulty;
             labels.push_str(&serde_json::to_string(&label)?);
@@ -301,8 +343,6 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         .as_deref()
         .map(crate::audit_spec::SpecChecks::from_file)
         .transpose()?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let source = path.display().to_string();
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
     let mut audit = Auditor {
@@ -325,10 +365,8 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     // The reference dataset first: only its outcome classes are counted.
     if let Some(reference) = &a.reference_distribution {
         audit.reference = Some(OutcomeCounts::default());
-        let text = std::fs::read_to_string(reference)
-            .with_context(|| format!("cannot read {}", reference.display()))?;
         let name = reference.display().to_string();
-        for_each_record(&text, &name, |value, location, index| {
+        for_each_record_in(reference, |value, location, index| {
             audit.record(value, location, index, &name)
         })?;
         audit.forms.clear();
@@ -336,7 +374,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     // From now on records are audited (the reference's counts stay aside).
     audit.counting_done = true;
     // One record at a time: only its audit (violations, flags) is kept.
-    for_each_record(&text, &source, |value, location, index| {
+    for_each_record_in(path, |value, location, index| {
         audit.record(value, location, index, &source)
     })?;
     if audit.reports.is_empty() {
@@ -421,7 +459,68 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     Ok(())
 }
 
-/// Every record of a file, one at a time: `each` gets the parsed value, where it is, and its
+/// Every record of a file, one at a time, read as it goes: JSON Lines are read line by line, so
+/// memory holds one record, however long the file (a JSON array is read whole).
+pub fn for_each_record_in(
+    path: &Path,
+    mut each: impl FnMut(Value, &str, usize) -> Result<()>,
+) -> Result<()> {
+    use std::io::{BufRead, Read};
+    let source = path.display().to_string();
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {source}"))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let first = {
+        let buffer = reader
+            .fill_buf()
+            .with_context(|| format!("cannot read {source}"))?;
+        let buffer = buffer
+            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+            .unwrap_or(buffer);
+        buffer.iter().copied().find(|b| !b.is_ascii_whitespace())
+    };
+    match first {
+        None => bail!("{source}: the file is empty"),
+        Some(b'[') => {
+            let mut text = String::new();
+            reader
+                .read_to_string(&mut text)
+                .with_context(|| format!("cannot read {source}"))?;
+            return for_each_record(&text, &source, each);
+        }
+        Some(_) => {}
+    }
+    let (mut line, mut number, mut index) = (Vec::new(), 0usize, 0usize);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("cannot read {source}"))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        let mut text = line.trim_ascii();
+        if number == 1 {
+            text = text
+                .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+                .unwrap_or(text);
+        }
+        if text.is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_slice(text).map_err(|e| {
+            anyhow!(
+                "{source}: line {number}, column {}: not valid JSON: {e}",
+                e.column()
+            )
+        })?;
+        each(value, &format!("line {number}"), index)?;
+        index += 1;
+    }
+    Ok(())
+}
+
+/// Every record of a text, one at a time: `each` gets the parsed value, where it is, and its
 /// position.
 pub fn for_each_record(
     text: &str,
@@ -724,14 +823,15 @@ impl Auditor<'_> {
             let format = TrajectoryFormat::detect(&value).ok_or_else(|| {
                 anyhow!("{source}: {location}: not a trajectory record: expected `steps` (envsim), `task_info` + `trajectory` (reference), `messages` (OpenAI chat) or `conversations` (ShareGPT/Hermes)")
             })?;
-            let run = read_run(&value, location, index, format, source)?;
+            let run = run_of(value, location, index, format, source)?;
             let form = if run.initial_state.is_none() {
                 "calls"
             } else {
                 "states"
             };
             *self.forms.entry(form).or_default() += 1;
-            let known = self.known(&env)?;
+            self.known(&env)?;
+            let known = &self.known[&env];
             if run.initial_state.is_none() {
                 let steps = run
                     .steps
@@ -749,30 +849,39 @@ impl Auditor<'_> {
                 let id = format!("{} {}", run.location, run.task_id);
                 return self.audit_calls(env, CallTrajectory { id, steps }, None);
             }
-            let trajectory = audit_trajectory(&run, source, |o| known.classify(o))?;
             let has_package = known.package.is_some();
-            let mut before = &trajectory.initial_state;
-            let kinds: Vec<&'static str> = trajectory
-                .steps
-                .iter()
-                .map(|s| {
-                    let kind = transition_kind(before, &s.state_after, s.success);
-                    before = &s.state_after;
-                    kind
-                })
-                .collect();
-            self.count(&CallTrajectory::from(&trajectory), &kinds);
+            if has_package && !self.args.no_replay && self.args.reference_distribution.is_none() {
+                // The calls only: the replay starts from the initial state.
+                self.to_replay
+                    .push(envsim_bench::trajectories::RecordedRun {
+                        location: run.location.clone(),
+                        format: run.format,
+                        env: run.env.clone(),
+                        task_id: run.task_id.clone(),
+                        initial_state: run.initial_state.clone(),
+                        steps: run
+                            .steps
+                            .iter()
+                            .map(|s| envsim_bench::trajectories::RecordedStep {
+                                state_after: None,
+                                tool: s.tool.clone(),
+                                arguments: s.arguments.clone(),
+                                observation: s.observation.clone(),
+                                seed: s.seed,
+                                clock: s.clock,
+                            })
+                            .collect(),
+                    });
+            }
+            let trajectory = audit_trajectory(run, source, |o| known.classify(o))?;
+            let known = &self.known[&env];
+            let report = audit(&trajectory, &known.effects);
+            let calls = CallTrajectory::from(&trajectory);
+            self.count(&calls, &report.transitions);
             if self.counting_reference() {
                 return Ok(());
             }
-            if has_package && !self.args.no_replay && self.args.reference_distribution.is_none() {
-                let mut calls = run.clone();
-                calls.steps.iter_mut().for_each(|s| s.state_after = None);
-                self.to_replay.push(calls);
-            }
-            let known = &self.known[&env];
-            let report = audit(&trajectory, &known.effects);
-            self.check_spec(&env, &CallTrajectory::from(&trajectory), None);
+            self.check_spec(&env, &calls, None);
             if self.wants_drawing(&report) {
                 self.keep_drawing(&report, Timeline::of_states(&trajectory));
             }

@@ -704,6 +704,7 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
         steps: trajectory.steps.len(),
         checked,
         violations,
+        transitions: Vec::new(),
     }
 }
 
