@@ -31,12 +31,19 @@ pub fn trajectories_from_walks(
     for ((env, state, walk), mut steps) in runs {
         steps.sort_by_key(|r| r.step);
         let Some(first) = steps.first() else { continue };
-        let trajectory = AuditTrajectory {
-            id: format!("{env}/{state}/{walk}"),
-            initial_state: first.config_before.value(),
-            steps: steps
-                .iter()
-                .map(|r| AuditStep {
+        let initial = std::sync::Arc::new(first.config_before.value());
+        // An unchanged state is the state before, shared.
+        let mut previous = std::sync::Arc::clone(&initial);
+        let steps = steps
+            .iter()
+            .map(|r| {
+                let state_after = if r.config_after == r.config_before {
+                    std::sync::Arc::clone(&previous)
+                } else {
+                    std::sync::Arc::new(r.config_after.value())
+                };
+                previous = std::sync::Arc::clone(&state_after);
+                AuditStep {
                     tool: r.action["name"].as_str().unwrap_or_default().to_owned(),
                     arguments: r.action["arguments"]
                         .as_object()
@@ -48,9 +55,14 @@ pub fn trajectories_from_walks(
                         Outcome::Failure | Outcome::Exception => Some(false),
                         Outcome::Undetermined => None,
                     },
-                    state_after: r.config_after.value(),
-                })
-                .collect(),
+                    state_after,
+                }
+            })
+            .collect();
+        let trajectory = AuditTrajectory {
+            id: format!("{env}/{state}/{walk}"),
+            initial_state: initial,
+            steps,
         };
         out.entry(env).or_default().push(trajectory);
     }

@@ -42,8 +42,9 @@ pub struct AuditStep {
     pub observation: Value,
     /// Success or failure, when known.
     pub success: Option<bool>,
-    /// The state after the step.
-    pub state_after: Value,
+    /// The state after the step (shared with the step before when it did not change, so an
+    /// unchanged state is neither copied nor compared).
+    pub state_after: std::sync::Arc<Value>,
 }
 
 /// A trajectory with its states.
@@ -52,7 +53,7 @@ pub struct AuditTrajectory {
     /// Identifier (for reports).
     pub id: String,
     /// The state before the first step.
-    pub initial_state: Value,
+    pub initial_state: std::sync::Arc<Value>,
     /// The steps.
     pub steps: Vec<AuditStep>,
 }
@@ -62,6 +63,19 @@ pub type ResourceKey = (String, String);
 
 /// The resources of a state, with their values.
 pub fn resources(state: &Value) -> BTreeMap<ResourceKey, &Value> {
+    resource_refs(state)
+        .into_iter()
+        .map(|((kind, id), v)| ((kind.into_owned(), id.to_owned()), v))
+        .collect()
+}
+
+/// A resource as the audit keeps it while it reads a trajectory: its type (borrowed from the
+/// state when it is a top-level collection's name) and id, borrowed from the state, so finding
+/// the resources of a state allocates nothing per resource.
+type KeyRef<'v> = (std::borrow::Cow<'v, str>, &'v str);
+
+/// [`resources`] with borrowed keys.
+fn resource_refs(state: &Value) -> BTreeMap<KeyRef<'_>, &Value> {
     let mut out = BTreeMap::new();
     collect_resources(state, &mut Vec::new(), &mut out);
     out
@@ -73,8 +87,8 @@ pub fn resources(state: &Value) -> BTreeMap<ResourceKey, &Value> {
 /// one.
 fn collect_resources<'v>(
     value: &'v Value,
-    pattern: &mut Vec<String>,
-    out: &mut BTreeMap<ResourceKey, &'v Value>,
+    pattern: &mut Vec<&'v str>,
+    out: &mut BTreeMap<KeyRef<'v>, &'v Value>,
 ) {
     let Value::Object(map) = value else {
         return;
@@ -83,12 +97,15 @@ fn collect_resources<'v>(
         let Value::Object(entries) = child else {
             continue;
         };
-        pattern.push(key.clone());
+        pattern.push(key);
         if !entries.is_empty() && entries.values().all(Value::is_object) {
-            let kind = pattern.join("/");
+            let kind: std::borrow::Cow<'v, str> = match pattern.as_slice() {
+                [only] => std::borrow::Cow::Borrowed(only),
+                parts => std::borrow::Cow::Owned(parts.join("/")),
+            };
             for (id, resource) in entries {
-                out.insert((kind.clone(), id.clone()), resource);
-                pattern.push("*".into());
+                out.insert((kind.clone(), id.as_str()), resource);
+                pattern.push("*");
                 collect_resources(resource, pattern, out);
                 pattern.pop();
             }
@@ -484,10 +501,12 @@ impl Effects {
 /// nested resource, a resource it belongs to (any argument value that is one of its ancestors'
 /// ids cannot be told from the key alone, so nested resources always count as named).
 fn names(arguments: &Map<String, Value>, key: &ResourceKey) -> bool {
-    key.0.contains('*')
-        || arguments
-            .values()
-            .any(|v| v.as_str() == Some(key.1.as_str()))
+    names_of(arguments, &key.0, &key.1)
+}
+
+/// [`names`] for a type and id given apart.
+fn names_of(arguments: &Map<String, Value>, kind: &str, id: &str) -> bool {
+    kind.contains('*') || arguments.values().any(|v| v.as_str() == Some(id))
 }
 
 /// Kinds of violations.
@@ -599,8 +618,13 @@ impl TrajectoryAudit {
 }
 
 fn label((kind, id): &ResourceKey) -> String {
+    label_of(kind, id)
+}
+
+/// `type/id` (the id alone for a resource without a type).
+fn label_of(kind: &str, id: &str) -> String {
     if kind.is_empty() {
-        id.clone()
+        id.to_owned()
     } else {
         format!("{kind}/{id}")
     }
@@ -638,76 +662,80 @@ fn objects<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
     }
 }
 
-/// Per resource and field: the values it had, each with the step that set it (`None`: the
-/// initial state).
-type FieldHistory = HashMap<ResourceKey, HashMap<String, Vec<(Value, Option<usize>)>>>;
+/// The keys only `b` has (added) and only `a` has (removed), by walking both sorted key lists
+/// once.
+fn key_changes<'m, 'v>(
+    a: &'m BTreeMap<KeyRef<'v>, &'v Value>,
+    b: &'m BTreeMap<KeyRef<'v>, &'v Value>,
+) -> (Vec<&'m KeyRef<'v>>, Vec<&'m KeyRef<'v>>) {
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    let (mut x, mut y) = (a.keys().peekable(), b.keys().peekable());
+    loop {
+        match (x.peek(), y.peek()) {
+            (Some(p), Some(q)) => match p.cmp(q) {
+                std::cmp::Ordering::Less => removed.extend(x.next()),
+                std::cmp::Ordering::Greater => added.extend(y.next()),
+                std::cmp::Ordering::Equal => {
+                    x.next();
+                    y.next();
+                }
+            },
+            (Some(_), None) => removed.extend(x.next()),
+            (None, Some(_)) => added.extend(y.next()),
+            (None, None) => return (added, removed),
+        }
+    }
+}
 
 /// Audits one trajectory.
 pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit {
     let mut violations = Vec::new();
     let mut checked = 0usize;
     // Per resource: the step that last removed it (for resurrections and reads after delete).
-    let mut removed_at: HashMap<ResourceKey, usize> = HashMap::new();
-    // Per resource and field: the values it had, with the step that set each.
-    let mut history: FieldHistory = HashMap::new();
+    let mut removed_at: HashMap<KeyRef<'_>, usize> = HashMap::new();
     // Every id any state of the trajectory holds, by type.
-    let mut all_ids: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let mut all_ids: HashMap<&str, BTreeSet<std::borrow::Cow<'_, str>>> = HashMap::new();
     // The resources of every state, found once: index 0 is the initial state, k + 1 the state
     // after step k. Unchanged states share the map of the state before.
-    let mut found: Vec<std::rc::Rc<BTreeMap<ResourceKey, &Value>>> =
+    let mut found: Vec<std::rc::Rc<BTreeMap<KeyRef<'_>, &Value>>> =
         Vec::with_capacity(trajectory.steps.len() + 1);
-    found.push(std::rc::Rc::new(resources(&trajectory.initial_state)));
+    found.push(std::rc::Rc::new(resource_refs(&trajectory.initial_state)));
+    // Whether each step changed the state (compared once).
+    let mut changes = Vec::with_capacity(trajectory.steps.len());
     let mut previous = &trajectory.initial_state;
     for step in &trajectory.steps {
-        let map = if step.state_after == *previous {
-            std::rc::Rc::clone(&found[found.len() - 1])
+        let changed = step.state_after != *previous;
+        let map = if changed {
+            std::rc::Rc::new(resource_refs(&step.state_after))
         } else {
-            std::rc::Rc::new(resources(&step.state_after))
+            std::rc::Rc::clone(&found[found.len() - 1])
         };
+        changes.push(changed);
         found.push(map);
         previous = &step.state_after;
     }
-    for (i, map) in found.iter().enumerate() {
-        if i > 0 && std::rc::Rc::ptr_eq(map, &found[i - 1]) {
-            continue;
-        }
-        // Only ids the state before did not hold are new.
-        let earlier = (i > 0).then(|| &found[i - 1]);
-        for (kind, id) in map
-            .keys()
-            .filter(|key| earlier.is_none_or(|e| !e.contains_key(*key)))
-        {
-            all_ids.entry(id.clone()).or_default().insert(kind.clone());
-        }
+    // Per step: the resources it added and removed (empty when the state did not change).
+    let mut deltas = Vec::with_capacity(trajectory.steps.len());
+    for (kind, id) in found[0].keys() {
+        all_ids.entry(*id).or_default().insert(kind.clone());
     }
-    // Adds the field values of the resources of `map` that differ from `earlier`'s (all of them
-    // without `earlier`) to the history.
-    let record = |history: &mut FieldHistory,
-                  map: &BTreeMap<ResourceKey, &Value>,
-                  earlier: Option<&BTreeMap<ResourceKey, &Value>>,
-                  step: Option<usize>| {
-        for (key, value) in map {
-            if earlier.is_some_and(|e| e.get(key) == Some(value)) {
-                continue;
-            }
-            let fields = history.entry(key.clone()).or_default();
-            for (field, v) in scalars(value) {
-                let values = fields.entry(field.to_owned()).or_default();
-                if values.last().is_none_or(|(last, _)| last != v) {
-                    values.push((v.clone(), step));
-                }
-            }
+    for k in 0..trajectory.steps.len() {
+        let delta = if changes[k] {
+            key_changes(&found[k], &found[k + 1])
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        for (kind, id) in &delta.0 {
+            all_ids.entry(*id).or_default().insert(kind.clone());
         }
-    };
-    record(&mut history, &found[0], None, None);
+        deltas.push(delta);
+    }
     let mut transitions = Vec::with_capacity(trajectory.steps.len());
 
-    let mut before = &trajectory.initial_state;
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let guessed = fx.source == EffectSource::Guessed;
-        let after = &step.state_after;
-        let changed = before != after;
+        let changed = changes[k];
         let mut violation = |kind: ViolationKind,
                              resource: Option<String>,
                              field: Option<String>,
@@ -770,22 +798,16 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         }
         // Resources that appear or vanish.
         if changed {
-            let (a, b) = (&found[k], &found[k + 1]);
+            let (added, removed) = &deltas[k];
             // Only top-level resources: nested ones come and go with their parents and with
             // updates of them.
-            let created = b
-                .keys()
-                .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
-                .count();
-            for key in b
-                .keys()
-                .filter(|key| !a.contains_key(*key) && !key.0.contains('*'))
-            {
+            let created = added.iter().filter(|key| !key.0.contains('*')).count();
+            for key in added.iter().copied().filter(|key| !key.0.contains('*')) {
                 checked += 1;
                 if fx.may_create(&key.0) && created > fx.max_created {
                     violation(
                         ViolationKind::AppearedWithoutCreate,
-                        Some(label(key)),
+                        Some(label_of(&key.0, key.1)),
                         None,
                         None,
                         format!(
@@ -796,45 +818,48 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 } else if !fx.may_create(&key.0) {
                     let earlier = removed_at.get(key).copied();
                     let why = match earlier {
-                        Some(j) => format!("{} reappears after step {j} removed it, under {} which never creates {}", label(key), step.tool, key.0),
-                        None => format!("{} appears under {} which never creates {}", label(key), step.tool, key.0),
+                        Some(j) => format!("{} reappears after step {j} removed it, under {} which never creates {}", label_of(&key.0, key.1), step.tool, key.0),
+                        None => format!("{} appears under {} which never creates {}", label_of(&key.0, key.1), step.tool, key.0),
                     };
                     violation(
                         ViolationKind::AppearedWithoutCreate,
-                        Some(label(key)),
+                        Some(label_of(&key.0, key.1)),
                         None,
                         earlier,
                         why,
                     );
                 }
             }
-            for key in a.keys().filter(|key| !b.contains_key(*key)) {
+            for key in removed.iter().copied() {
                 removed_at.insert(key.clone(), k);
                 if key.0.contains('*') {
                     continue;
                 }
                 checked += 1;
-                if fx.may_delete(&key.0) && fx.deletes_named_only && !names(&step.arguments, key) {
+                if fx.may_delete(&key.0)
+                    && fx.deletes_named_only
+                    && !names_of(&step.arguments, &key.0, key.1)
+                {
                     violation(
                         ViolationKind::VanishedWithoutDelete,
-                        Some(label(key)),
+                        Some(label_of(&key.0, key.1)),
                         None,
                         None,
                         format!(
                             "{} vanishes under {}, which deletes only what its arguments name",
-                            label(key),
+                            label_of(&key.0, key.1),
                             step.tool
                         ),
                     );
                 } else if !fx.may_delete(&key.0) {
                     violation(
                         ViolationKind::VanishedWithoutDelete,
-                        Some(label(key)),
+                        Some(label_of(&key.0, key.1)),
                         None,
                         None,
                         format!(
                             "{} vanishes under {} which never deletes {}",
-                            label(key),
+                            label_of(&key.0, key.1),
                             step.tool,
                             key.0
                         ),
@@ -845,7 +870,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         // Reads: ids named by the arguments, fields returned by the observation.
         if step.success == Some(true) && fx.read_only {
             let current = &found[k + 1];
-            let mut named: Vec<ResourceKey> = Vec::new();
+            let mut named: Vec<KeyRef<'_>> = Vec::new();
             for (arg, value) in &step.arguments {
                 let Some(id) = value.as_str() else { continue };
                 let lower = arg.to_lowercase();
@@ -868,10 +893,8 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                     ),
                     None => {}
                     Some(kinds) => {
-                        let keys: Vec<ResourceKey> = kinds
-                            .iter()
-                            .map(|kind| (kind.clone(), id.to_owned()))
-                            .collect();
+                        let keys: Vec<KeyRef<'_>> =
+                            kinds.iter().map(|kind| (kind.clone(), id)).collect();
                         if keys.iter().all(|key| !current.contains_key(key)) {
                             let gone = keys
                                 .iter()
@@ -879,13 +902,13 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                             if let Some((key, j)) = gone {
                                 violation(
                                     ViolationKind::ReadAfterDelete,
-                                    Some(label(key)),
+                                    Some(label_of(&key.0, key.1)),
                                     Some(arg.clone()),
                                     Some(j),
                                     format!(
                                         "{} succeeds on {}, which step {j} removed",
                                         step.tool,
-                                        label(key)
+                                        label_of(&key.0, key.1)
                                     ),
                                 );
                             }
@@ -895,8 +918,8 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
             }
             // The observation object that best matches each named resource, field by field.
-            let mut found = Vec::new();
-            objects(&step.observation, &mut found);
+            let mut returned = Vec::new();
+            objects(&step.observation, &mut returned);
             for key in &named {
                 let Some(resource) = current.get(key) else {
                     continue;
@@ -905,7 +928,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 // An object describes the resource when at least two of its fields equal the
                 // resource's and at least half of its fields are the resource's fields (a
                 // folio that quotes a reservation's id is not the reservation).
-                let best = found
+                let best = returned
                     .iter()
                     .map(|o| {
                         let seen = scalars(o);
@@ -928,23 +951,32 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                     if *actual == value {
                         continue;
                     }
-                    let past = history
-                        .get(key)
-                        .and_then(|h| h.get(field))
-                        .and_then(|values| values.iter().rev().skip(1).find(|(v, _)| v == value));
+                    // The latest earlier state with the returned value, and the step that set
+                    // it there (`None`: the initial state had it).
+                    let value_at = |i: usize| found[i].get(key).and_then(|r| r.get(field));
+                    let past = (0..=k)
+                        .rev()
+                        .find(|&i| value_at(i) == Some(value))
+                        .map(|i| {
+                            let mut start = i;
+                            while start > 0 && value_at(start - 1) == Some(value) {
+                                start -= 1;
+                            }
+                            start.checked_sub(1)
+                        });
                     let (conflict, why) = match past {
-                        Some((_, set)) => (
-                            *set,
-                            format!("{} returns {}.{field} = {value}, a value it had before; it is {actual}", step.tool, label(key)),
+                        Some(set) => (
+                            set,
+                            format!("{} returns {}.{field} = {value}, a value it had before; it is {actual}", step.tool, label_of(&key.0, key.1)),
                         ),
                         None => (
                             None,
-                            format!("{} returns {}.{field} = {value}; the state holds {actual}", step.tool, label(key)),
+                            format!("{} returns {}.{field} = {value}; the state holds {actual}", step.tool, label_of(&key.0, key.1)),
                         ),
                     };
                     violation(
                         ViolationKind::StaleRead,
-                        Some(label(key)),
+                        Some(label_of(&key.0, key.1)),
                         Some(field.to_owned()),
                         conflict,
                         why,
@@ -952,15 +984,10 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
             }
         }
-        // An unchanged state adds nothing to the history.
-        if changed {
-            record(&mut history, &found[k + 1], Some(&found[k]), Some(k));
-        }
         transitions.push(if changed {
-            let (a, b) = (&found[k], &found[k + 1]);
-            if b.keys().any(|key| !a.contains_key(key)) {
+            if !deltas[k].0.is_empty() {
                 "create"
-            } else if a.keys().any(|key| !b.contains_key(key)) {
+            } else if !deltas[k].1.is_empty() {
                 "delete"
             } else {
                 "update"
@@ -972,7 +999,6 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 None => "unknown",
             }
         });
-        before = after;
     }
     TrajectoryAudit {
         trajectory: trajectory.id.clone(),
@@ -1126,7 +1152,7 @@ impl FaultPlan {
 }
 
 /// The state before step `k`.
-fn state_before(t: &AuditTrajectory, k: usize) -> &Value {
+fn state_before(t: &AuditTrajectory, k: usize) -> &std::sync::Arc<Value> {
     if k == 0 {
         &t.initial_state
     } else {
@@ -1249,7 +1275,12 @@ pub fn inject(
                 if !resources(&step.state_after).contains_key(&key) {
                     break;
                 }
-                put_resource(&mut step.state_after, &key.0, &key.1, None);
+                put_resource(
+                    std::sync::Arc::make_mut(&mut step.state_after),
+                    &key.0,
+                    &key.1,
+                    None,
+                );
             }
             Some((out, mark(m, Some(label(&key)))))
         }
@@ -1260,7 +1291,12 @@ pub fn inject(
                 if resources(&step.state_after).contains_key(&key) {
                     break;
                 }
-                put_resource(&mut step.state_after, &key.0, &key.1, Some(&value));
+                put_resource(
+                    std::sync::Arc::make_mut(&mut step.state_after),
+                    &key.0,
+                    &key.1,
+                    Some(&value),
+                );
             }
             Some((out, mark(m, Some(label(&key)))))
         }
@@ -1278,7 +1314,12 @@ pub fn inject(
             let id = format!("PHANTOM-{:04}", rng.below(10_000));
             let phantom = (key.0.clone(), id.clone());
             for step in &mut out.steps[m..] {
-                put_resource(&mut step.state_after, &key.0, &id, Some(&value));
+                put_resource(
+                    std::sync::Arc::make_mut(&mut step.state_after),
+                    &key.0,
+                    &id,
+                    Some(&value),
+                );
             }
             Some((out, mark(m, Some(label(&phantom)))))
         }
@@ -1554,13 +1595,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn step(tool: &str, args: Value, observation: Value, success: bool, after: Value) -> AuditStep {
+    fn step(
+        tool: &str,
+        args: Value,
+        observation: Value,
+        success: bool,
+        after: impl Into<std::sync::Arc<Value>>,
+    ) -> AuditStep {
         AuditStep {
             tool: tool.into(),
             arguments: args.as_object().cloned().unwrap_or_default(),
             observation,
             success: Some(success),
-            state_after: after,
+            state_after: after.into(),
         }
     }
 
@@ -1575,7 +1622,7 @@ mod tests {
         let s3 = json!({"tickets": {"T2": t2_closed}, "next": 3});
         AuditTrajectory {
             id: "t".into(),
-            initial_state: s0,
+            initial_state: s0.into(),
             steps: vec![
                 step(
                     "create_ticket",
@@ -1676,7 +1723,7 @@ mod tests {
         );
         // T2 vanishes at the close.
         let mut t = clean();
-        t.steps[1].state_after["tickets"]
+        std::sync::Arc::make_mut(&mut t.steps[1].state_after)["tickets"]
             .as_object_mut()
             .unwrap()
             .remove("T2");
@@ -1685,7 +1732,7 @@ mod tests {
         assert_eq!(kinds(&t), [(1, ViolationKind::VanishedWithoutDelete, None)]);
         // T1 comes back after its delete, under a read; then a read of a deleted one.
         let mut t = clean();
-        let mut back = t.steps[3].state_after.clone();
+        let mut back = (*t.steps[3].state_after).clone();
         back["tickets"]["T1"] = json!({"status": "open", "title": "a", "owner": "ann"});
         t.steps.push(step(
             "get_ticket",
@@ -1813,10 +1860,10 @@ mod tests {
         assert_eq!(audit(&clean(), &effects).violations, []);
         // Two tickets from one create: more than the declaration allows.
         let mut t = clean();
-        t.steps[0].state_after["tickets"]["T7"] =
+        std::sync::Arc::make_mut(&mut t.steps[0].state_after)["tickets"]["T7"] =
             json!({"status": "open", "title": "x", "owner": "x"});
         for step in &mut t.steps[1..3] {
-            step.state_after["tickets"]["T7"] =
+            std::sync::Arc::make_mut(&mut step.state_after)["tickets"]["T7"] =
                 json!({"status": "open", "title": "x", "owner": "x"});
         }
         t.steps.truncate(3);

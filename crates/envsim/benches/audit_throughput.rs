@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p envsim --bench audit_throughput`. Knobs: `ENVSIM_AUDIT_TRAJECTORIES` (3000),
 //! `ENVSIM_AUDIT_STEPS` (16 per trajectory), `ENVSIM_AUDIT_TICKETS` (50 in the initial state),
-//! `ENVSIM_AUDIT_RUNS` (3). Wall time, MB/s and the command's peak memory (its `VmHWM`, polled).
+//! `ENVSIM_AUDIT_RUNS` (3), `ENVSIM_AUDIT_DIR` (keep the generated files there). Wall time, MB/s and the command's peak memory (its `VmHWM`, polled).
 //!
 //! Baseline in the same run: CPython's `json` module only parsing the same file line by line
 //! (`python3`, or `ENVSIM_AUDIT_PYTHON`), the least any Python auditor would have to do.
@@ -199,9 +199,13 @@ fn main() {
     let steps = knob("ENVSIM_AUDIT_STEPS", 16);
     let tickets = knob("ENVSIM_AUDIT_TICKETS", 50);
     let runs = knob("ENVSIM_AUDIT_RUNS", 3);
-    let dir = tempfile::tempdir().unwrap();
-    write_package(dir.path());
-    let file = dir.path().join("runs.jsonl");
+    // `ENVSIM_AUDIT_DIR` keeps the generated files there (for profiling), else a temporary folder.
+    let kept = std::env::var_os("ENVSIM_AUDIT_DIR").map(std::path::PathBuf::from);
+    let temporary = tempfile::tempdir().unwrap();
+    let dir_path = kept.unwrap_or_else(|| temporary.path().to_path_buf());
+    std::fs::create_dir_all(&dir_path).unwrap();
+    write_package(&dir_path);
+    let file = dir_path.join("runs.jsonl");
     let bytes = write_file(&file, n, steps, tickets, 1);
     let mb = bytes as f64 / 1e6;
     println!(
@@ -213,7 +217,7 @@ fn main() {
         c.arg("audit")
             .arg(path)
             .args(["--learn-walks", "0", "--no-replay", "--json", "--envs"])
-            .arg(dir.path());
+            .arg(&dir_path);
         c
     };
     let python = std::env::var("ENVSIM_AUDIT_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -244,7 +248,7 @@ fn main() {
         rate(best.0) / rate(parse_best)
     );
     if knob("ENVSIM_AUDIT_SCALE", 0) == 1 {
-        let big = dir.path().join("runs10.jsonl");
+        let big = dir_path.join("runs10.jsonl");
         let big_bytes = write_file(&big, n, steps, tickets, 10);
         let (wall, peak) = measure(&mut audit(&big));
         println!(

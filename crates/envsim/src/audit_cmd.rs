@@ -222,14 +222,13 @@ fn audit_trajectory(
             "{source}: {location}: no initial state; the audit needs a trajectory's states (`envsim env replay` writes them for recorded calls)"
         );
     };
-    // States are moved, not copied; a step that records none repeats the state before it.
+    // States are moved, not copied; a step that records none shares the state before it.
+    let initial = std::sync::Arc::new(initial);
     let mut out: Vec<AuditStep> = Vec::with_capacity(steps.len());
     for s in steps {
         let state_after = match s.state_after {
-            Some(after) => after,
-            None => out
-                .last()
-                .map_or_else(|| initial.clone(), |p| p.state_after.clone()),
+            Some(after) => std::sync::Arc::new(after),
+            None => std::sync::Arc::clone(out.last().map_or(&initial, |p| &p.state_after)),
         };
         let observation = step_observation(s.observation.as_ref());
         out.push(AuditStep {
@@ -311,10 +310,10 @@ fn inject_cmd(a: InjectArgs) -> Result<()> {
             .map(|s| {
                 json!({"action": {"name": s.tool, "arguments": s.arguments},
                        "observation": match &s.observation { Value::String(t) => t.clone(), other => other.to_string() },
-                       "state_after": s.state_after})
+                       "state_after": s.state_after.as_ref()})
             })
             .collect();
-        let record = json!({"env": run.env, "task_id": run.task_id, "initial_state": written.initial_state, "steps": steps});
+        let record = json!({"env": run.env, "task_id": run.task_id, "initial_state": written.initial_state.as_ref(), "steps": steps});
         out.push_str(&record.to_string());
         out.push('\n');
     }

@@ -104,7 +104,7 @@ pub fn run(a: SimulateArgs) -> Result<()> {
         )?;
         for truth in trajectories_from_walks(&walks).into_values().flatten() {
             let clock = package.clock(0).seconds;
-            let mut state = truth.initial_state.clone();
+            let mut state = (*truth.initial_state).clone();
             let mut simulated: Vec<Simulated> = Vec::new();
             for (k, call) in truth.steps.iter().enumerate() {
                 let action = Action {
@@ -148,7 +148,7 @@ pub fn run(a: SimulateArgs) -> Result<()> {
                         arguments: call.arguments.clone(),
                         success: package.outcome.classify(&observation),
                         observation,
-                        state_after: after.clone(),
+                        state_after: std::sync::Arc::new(after.clone()),
                     },
                     correct,
                 });
@@ -181,12 +181,12 @@ pub fn run(a: SimulateArgs) -> Result<()> {
                 "violations": report.violations.len(),
             }));
             let record = json!({
-                "env": env, "task_id": truth.id, "initial_state": truth.initial_state,
+                "env": env, "task_id": truth.id, "initial_state": truth.initial_state.as_ref(),
                 "simulator": model,
                 "steps": simulated.iter().map(|s| json!({
                     "action": {"name": s.step.tool, "arguments": s.step.arguments},
                     "observation": s.step.observation,
-                    "state_after": s.step.state_after,
+                    "state_after": s.step.state_after.as_ref(),
                     "correct": s.correct,
                 })).collect::<Vec<_>>(),
             });

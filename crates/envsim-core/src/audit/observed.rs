@@ -1179,13 +1179,13 @@ mod tests {
             arguments: args.as_object().cloned().unwrap(),
             observation: obs,
             success: Some(ok),
-            state_after: after,
+            state_after: std::sync::Arc::new(after),
         };
         let one = json!({"rooms": {"R1": {"name": "a"}}});
         let two = json!({"rooms": {"R1": {"name": "a"}, "R2": {"name": "b"}}});
         AuditTrajectory {
             id: "truth".into(),
-            initial_state: one.clone(),
+            initial_state: one.clone().into(),
             steps: vec![
                 s(
                     "get_room",
