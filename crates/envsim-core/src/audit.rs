@@ -1553,40 +1553,66 @@ impl Sums {
 }
 
 /// The drift of per-step violation flags (`flags[t][k]`: step `k` of trajectory `t` breaks the
-/// specification), with `resamples` bootstrap resamples of the trajectories from `seed`. Each
-/// resample costs one addition of five sums per trajectory, whatever the trajectories' length.
+/// specification), with `resamples` bootstrap resamples of the trajectories from `seed`.
 pub fn drift(flags: &[Vec<bool>], resamples: usize, seed: u64) -> Drift {
-    let longest = flags.iter().map(Vec::len).max().unwrap_or(0);
-    let mut by_index = vec![(0usize, 0usize); longest];
-    for t in flags {
-        for (k, &bad) in t.iter().enumerate() {
-            by_index[k].0 += 1;
-            by_index[k].1 += usize::from(bad);
+    let mut tally = DriftTally::default();
+    flags.iter().for_each(|t| tally.add(t));
+    tally.finish(resamples, seed)
+}
+
+/// [`drift`] one trajectory at a time: it keeps five sums per trajectory and a count per step
+/// index, not the flags.
+#[derive(Clone, Default)]
+pub struct DriftTally {
+    by_index: Vec<(usize, usize)>,
+    sums: Vec<Sums>,
+}
+
+impl DriftTally {
+    /// Adds one trajectory's flags.
+    pub fn add(&mut self, flags: &[bool]) {
+        if self.by_index.len() < flags.len() {
+            self.by_index.resize(flags.len(), (0, 0));
         }
+        for (k, &bad) in flags.iter().enumerate() {
+            self.by_index[k].0 += 1;
+            self.by_index[k].1 += usize::from(bad);
+        }
+        self.sums.push(Sums::of(flags));
     }
-    let sums: Vec<Sums> = flags.iter().map(|t| Sums::of(t)).collect();
-    let mut total = Sums::default();
-    sums.iter().for_each(|s| total.add(s));
-    let interval = if flags.is_empty() || resamples == 0 {
-        None
-    } else {
-        let mut rng = crate::rng::Rng::new(seed);
-        let below = crate::rng::Below::new(flags.len());
-        let slopes: Vec<f64> = (0..resamples)
-            .map(|_| {
-                let mut resampled = Sums::default();
-                for _ in 0..flags.len() {
-                    resampled.add(&sums[rng.below_with(&below)]);
-                }
-                resampled.slope()
-            })
-            .collect();
-        crate::stats::percentile_interval(slopes, 0.95)
-    };
-    Drift {
-        by_index,
-        slope: total.slope(),
-        interval,
+
+    /// Trajectories added.
+    pub fn trajectories(&self) -> usize {
+        self.sums.len()
+    }
+
+    /// The drift, with `resamples` bootstrap resamples of the trajectories from `seed`. Each
+    /// resample costs one addition of five sums per trajectory, whatever their length.
+    pub fn finish(self, resamples: usize, seed: u64) -> Drift {
+        let DriftTally { by_index, sums } = self;
+        let mut total = Sums::default();
+        sums.iter().for_each(|s| total.add(s));
+        let interval = if sums.is_empty() || resamples == 0 {
+            None
+        } else {
+            let mut rng = crate::rng::Rng::new(seed);
+            let below = crate::rng::Below::new(sums.len());
+            let slopes: Vec<f64> = (0..resamples)
+                .map(|_| {
+                    let mut resampled = Sums::default();
+                    for _ in 0..sums.len() {
+                        resampled.add(&sums[rng.below_with(&below)]);
+                    }
+                    resampled.slope()
+                })
+                .collect();
+            crate::stats::percentile_interval(slopes, 0.95)
+        };
+        Drift {
+            by_index,
+            slope: total.slope(),
+            interval,
+        }
     }
 }
 

@@ -350,9 +350,9 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         spec,
         known: BTreeMap::new(),
         declared: HashMap::new(),
-        reports: Vec::new(),
-        spec_flags: Vec::new(),
-        spec_violations: Vec::new(),
+        tally: Tally::default(),
+        out: None,
+        spec_tally: SpecTally::default(),
         forms: BTreeMap::new(),
         counting_done: false,
         outcomes: OutcomeCounts::default(),
@@ -372,45 +372,37 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     }
     // From now on records are audited (the reference's counts stay aside).
     audit.counting_done = true;
+    if let Some(out) = &a.out {
+        audit.out = Some(std::io::BufWriter::new(
+            std::fs::File::create(out)
+                .with_context(|| format!("cannot create {}", out.display()))?,
+        ));
+    }
     // One record at a time: only its audit (violations, flags) is kept.
     for_each_record_in(path, |value, location, index| {
         audit.record(value, location, index, &source)
     })?;
-    if audit.reports.is_empty() {
+    if audit.tally.scs.is_empty() {
         bail!("{source}: no trajectories");
     }
     let bias = audit.bias(&source)?;
     let Auditor {
-        reports,
-        spec_flags,
-        spec_violations,
+        tally,
+        spec_tally,
         known,
         forms,
         coverage,
         drawn,
+        out: writer,
         ..
     } = audit;
-    if let Some(out) = &a.out {
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(out)
-                .with_context(|| format!("cannot create {}", out.display()))?,
-        );
-        for (_, report) in &reports {
-            for v in &report.violations {
-                serde_json::to_writer(&mut file, v)?;
-                file.write_all(b"\n")?;
-            }
-        }
-        for v in &spec_violations {
-            serde_json::to_writer(&mut file, v)?;
-            file.write_all(b"\n")?;
-        }
+    if let (Some(mut file), Some(out)) = (writer, &a.out) {
         file.flush()
             .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
     }
-    let mut summary = summarize(&reports, &known);
+    let mut summary = summarize(tally, &known);
     summary["inputs"] = json!(forms);
-    summary["spec"] = spec_summary(&spec_flags);
+    summary["spec"] = spec_summary(spec_tally);
     summary["bias"] = bias;
     summary["coverage"] = json!(coverage);
     let format = if a.json {
@@ -423,20 +415,12 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         SummaryFormat::Table => print_summary(&summary),
         SummaryFormat::Markdown => print!("{}", markdown_summary(&summary)),
         SummaryFormat::Html => {
-            let (timeline, mut shown) = match drawn {
+            let (timeline, shown) = match drawn {
                 Some((_, timeline, violations)) => {
                     (Some(serde_json::to_value(&timeline)?), violations)
                 }
                 None => (None, Vec::new()),
             };
-            if let Some(id) = timeline.as_ref().and_then(|t| t["trajectory"].as_str()) {
-                shown.extend(
-                    spec_violations
-                        .iter()
-                        .filter(|v| v["trajectory"] == id)
-                        .cloned(),
-                );
-            }
             if a.draw.is_some() && timeline.is_none() {
                 bail!(
                     "--draw {:?}: no trajectory id contains it",
@@ -564,10 +548,13 @@ struct Auditor<'a> {
     known: BTreeMap<String, Known>,
     /// Tool lists transcripts declare, compiled once each (by their JSON text).
     declared: HashMap<String, std::rc::Rc<crate::audit_spec::SpecChecks>>,
-    reports: Vec<(String, TrajectoryAudit)>,
-    /// Per trajectory with a specification: which steps break it.
-    spec_flags: Vec<Vec<bool>>,
-    spec_violations: Vec<Value>,
+    /// Running totals of the audits (nothing per step is kept).
+    tally: Tally,
+    /// Where violations go as they are found (`--out`).
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    /// Specification: steps checked, steps that break it, the sum of per-trajectory shares
+    /// that fit, and the drift's running sums.
+    spec_tally: SpecTally,
     /// Records per input form.
     forms: BTreeMap<&'static str, usize>,
     /// Whether the reference dataset has been read (records now go to the audit).
@@ -667,11 +654,12 @@ impl Auditor<'_> {
     }
 
     /// Keeps a trajectory's timeline and violations for the HTML report.
-    fn keep_drawing(&mut self, report: &TrajectoryAudit, timeline: Timeline) {
+    fn keep_drawing(&mut self, report: &TrajectoryAudit, spec: &[Value], timeline: Timeline) {
         let violations = report
             .violations
             .iter()
             .filter_map(|v| serde_json::to_value(v).ok())
+            .chain(spec.iter().cloned())
             .collect();
         self.drawn = Some((report.violations.len(), timeline, violations));
     }
@@ -880,12 +868,11 @@ impl Auditor<'_> {
             if self.counting_reference() {
                 return Ok(());
             }
-            self.check_spec(&env, &calls, None);
+            let spec = self.check_spec(&env, &calls, None);
             if self.wants_drawing(&report) {
-                self.keep_drawing(&report, Timeline::of_states(&trajectory));
+                self.keep_drawing(&report, &spec, Timeline::of_states(&trajectory));
             }
-            self.reports.push((env, report));
-            Ok(())
+            self.finish(report, spec)
         }
     }
 
@@ -905,12 +892,28 @@ impl Auditor<'_> {
             return Ok(());
         }
         let report = audit_calls(&trajectory, &self.known[&env].effects);
-        self.check_spec(&env, &trajectory, declared);
+        let spec = self.check_spec(&env, &trajectory, declared);
         if self.wants_drawing(&report) {
             let timeline = Timeline::of_calls(&trajectory, &self.known[&env].effects);
-            self.keep_drawing(&report, timeline);
+            self.keep_drawing(&report, &spec, timeline);
         }
-        self.reports.push((env, report));
+        self.finish(report, spec)
+    }
+
+    /// Adds a trajectory's audit to the totals and writes its violations (state checks, then
+    /// specification) to `--out`.
+    fn finish(&mut self, report: TrajectoryAudit, spec: Vec<Value>) -> Result<()> {
+        self.tally.add(&report);
+        if let Some(file) = &mut self.out {
+            for v in &report.violations {
+                serde_json::to_writer(&mut *file, v)?;
+                file.write_all(b"\n")?;
+            }
+            for v in &spec {
+                serde_json::to_writer(&mut *file, v)?;
+                file.write_all(b"\n")?;
+            }
+        }
         Ok(())
     }
 
@@ -921,8 +924,9 @@ impl Auditor<'_> {
         env: &str,
         trajectory: &CallTrajectory,
         declared: Option<&crate::audit_spec::SpecChecks>,
-    ) {
+    ) -> Vec<Value> {
         let id = &trajectory.id;
+        let mut found = Vec::new();
         let package = self.known.get(env).and_then(|k| k.package.as_ref());
         let mut flags = Vec::with_capacity(trajectory.steps.len());
         for (k, step) in trajectory.steps.iter().enumerate() {
@@ -945,16 +949,17 @@ impl Auditor<'_> {
                     vec![("unknown_tool", format!("{tool} is not a tool of {env}"))]
                 }
             } else {
-                return;
+                return found;
             };
             flags.push(!problems.is_empty());
             for (kind, explanation) in problems {
-                self.spec_violations.push(json!({
+                found.push(json!({
                     "trajectory": id, "step": k, "tool": tool, "kind": kind, "explanation": explanation,
                 }));
             }
         }
-        self.spec_flags.push(flags);
+        self.spec_tally.add(&flags);
+        found
     }
 }
 
@@ -987,24 +992,71 @@ impl Known {
     }
 }
 
+/// Running totals of the trajectories audited: what the summary reports, without keeping any
+/// trajectory.
+#[derive(Default)]
+struct Tally {
+    /// Each trajectory's SCS (for its distribution).
+    scs: Vec<f64>,
+    steps: usize,
+    checked: usize,
+    violations: usize,
+    guessed: usize,
+    by_kind: BTreeMap<&'static str, usize>,
+}
+
+impl Tally {
+    fn add(&mut self, report: &TrajectoryAudit) {
+        self.scs.push(report.scs());
+        self.steps += report.steps;
+        self.checked += report.checked;
+        self.violations += report.violations.len();
+        for v in &report.violations {
+            *self.by_kind.entry(v.kind.name()).or_default() += 1;
+            self.guessed += usize::from(v.guessed);
+        }
+    }
+}
+
+/// Running totals of the specification checks.
+#[derive(Default)]
+struct SpecTally {
+    steps: usize,
+    violating_steps: usize,
+    /// Sum over trajectories with steps of the share of their steps that fit.
+    share_sum: f64,
+    with_steps: usize,
+    drift: envsim_core::audit::DriftTally,
+}
+
+impl SpecTally {
+    fn add(&mut self, flags: &[bool]) {
+        let bad = flags.iter().filter(|b| **b).count();
+        self.steps += flags.len();
+        self.violating_steps += bad;
+        if !flags.is_empty() {
+            self.share_sum += (flags.len() - bad) as f64 / flags.len() as f64;
+            self.with_steps += 1;
+        }
+        self.drift.add(flags);
+    }
+}
+
 /// Specification conformance (SpecCS: the mean share of a trajectory's steps whose call fits
 /// its tool's schema) and drift (the slope of violations on the step index), over the
-/// trajectories of known environments.
-fn spec_summary(flags: &[Vec<bool>]) -> Value {
-    if flags.is_empty() {
+/// trajectories with a specification.
+fn spec_summary(tally: SpecTally) -> Value {
+    let trajectories = tally.drift.trajectories();
+    if trajectories == 0 {
         return json!(null);
     }
-    let shares: Vec<f64> = flags
-        .iter()
-        .filter(|t| !t.is_empty())
-        .map(|t| t.iter().filter(|bad| !**bad).count() as f64 / t.len() as f64)
-        .collect();
-    let drift = envsim_core::audit::drift(flags, 1000, 42);
+    let spec_cs_mean = tally.share_sum / tally.with_steps.max(1) as f64;
+    let drift = tally.drift.finish(1000, 42);
     json!({
-        "trajectories": flags.len(),
-        "steps": flags.iter().map(Vec::len).sum::<usize>(),
-        "violating_steps": flags.iter().flatten().filter(|b| **b).count(),
-        "spec_cs_mean": shares.iter().sum::<f64>() / shares.len().max(1) as f64,
+        "trajectories": trajectories,
+        "steps": tally.steps,
+        "violating_steps": tally.violating_steps,
+        "spec_cs_mean": spec_cs_mean,
         "drift": {
             "slope": drift.slope,
             "interval": drift.interval.map(|i| json!([i.lo, i.hi])),
@@ -1014,29 +1066,25 @@ fn spec_summary(flags: &[Vec<bool>]) -> Value {
 }
 
 /// The summary: counts, SCS distribution, violations by kind, per environment.
-fn summarize(reports: &[(String, TrajectoryAudit)], known: &BTreeMap<String, Known>) -> Value {
-    let mut scs: Vec<f64> = reports.iter().map(|(_, r)| r.scs()).collect();
+fn summarize(tally: Tally, known: &BTreeMap<String, Known>) -> Value {
+    let mut scs = tally.scs;
     scs.sort_by(f64::total_cmp);
     let n = scs.len().max(1);
     let mut kinds: BTreeMap<&str, usize> =
         ViolationKind::ALL.iter().map(|k| (k.name(), 0)).collect();
-    let mut guessed = 0;
-    for (_, r) in reports {
-        for v in &r.violations {
-            *kinds.entry(v.kind.name()).or_default() += 1;
-            guessed += usize::from(v.guessed);
-        }
+    for (kind, count) in tally.by_kind {
+        kinds.insert(kind, count);
     }
     let envs: Vec<Value> = known
         .iter()
         .map(|(env, k)| json!({"env": env, "effects": if k.package.is_some() { "learned" } else { "guessed" }}))
         .collect();
     json!({
-        "trajectories": reports.len(),
-        "steps": reports.iter().map(|(_, r)| r.steps).sum::<usize>(),
-        "checked": reports.iter().map(|(_, r)| r.checked).sum::<usize>(),
-        "violations": reports.iter().map(|(_, r)| r.violations.len()).sum::<usize>(),
-        "violations_on_guessed_effects": guessed,
+        "trajectories": scs.len(),
+        "steps": tally.steps,
+        "checked": tally.checked,
+        "violations": tally.violations,
+        "violations_on_guessed_effects": tally.guessed,
         "by_kind": kinds,
         "scs": {
             "mean": scs.iter().sum::<f64>() / n as f64,

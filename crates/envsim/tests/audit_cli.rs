@@ -563,9 +563,9 @@ fn transcripts_without_states_are_audited_from_their_calls() {
         kinds,
         [
             owned("line 1 chat-1", 2, "read_after_delete"),
+            owned("line 1 chat-1", 2, "response_schema"),
             owned("line 2 hermes-1", 1, "contradictory_repeat"),
             owned("line 2 hermes-1", 1, "phantom_id"),
-            owned("line 1 chat-1", 2, "response_schema"),
         ]
     );
     // The effects came from the OpenAPI paths, not from guesses.
