@@ -393,6 +393,7 @@ impl Effects {
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
         let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
+
         for t in trajectories {
             let mut before = &t.initial_state;
             for step in &t.steps {
@@ -402,6 +403,7 @@ impl Effects {
                         .or_default()
                         .learn(&step.observation);
                 }
+
                 let s = seen.entry(step.tool.clone()).or_default();
                 let changed = *before != step.state_after;
                 s.changed |= changed;
@@ -534,11 +536,13 @@ pub enum ViolationKind {
     ContradictoryRepeat,
     /// A successful response with a field, or a field type, its tool's responses never had.
     ResponseShape,
+    /// A failure says "not found" for a resource the state holds.
+    ErrorContradictsState,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 10] = [
+    pub const ALL: [ViolationKind; 11] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -549,6 +553,7 @@ impl ViolationKind {
         ViolationKind::ListInconsistent,
         ViolationKind::ContradictoryRepeat,
         ViolationKind::ResponseShape,
+        ViolationKind::ErrorContradictsState,
     ];
 
     /// Its name in reports.
@@ -564,6 +569,7 @@ impl ViolationKind {
             ViolationKind::ListInconsistent => "list_inconsistent",
             ViolationKind::ContradictoryRepeat => "contradictory_repeat",
             ViolationKind::ResponseShape => "response_shape",
+            ViolationKind::ErrorContradictsState => "error_contradicts_state",
         }
     }
 }
@@ -792,6 +798,41 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                         None,
                         None,
                         format!("{} responds with {}", step.tool, problems.join("; ")),
+                    );
+                }
+            }
+        }
+        // A failure that says a resource it names is not found, when the state holds it.
+        if step.success == Some(false) && observed::says_not_found(&step.observation) {
+            let text = match &step.observation {
+                Value::String(t) => t.clone(),
+                other => other.to_string(),
+            };
+            let quoted: Vec<&str> = step
+                .arguments
+                .iter()
+                .filter(|(arg, _)| observed::id_noun(arg).is_some())
+                .filter_map(|(_, v)| v.as_str())
+                .filter(|id| observed::mentions(&text, id))
+                .collect();
+            if let [id] = quoted.as_slice() {
+                checked += 1;
+                let held = all_ids.get(id).and_then(|kinds| {
+                    kinds
+                        .iter()
+                        .find(|kind| found[k].contains_key(&((*kind).clone(), *id)))
+                });
+                if let Some(kind) = held {
+                    violation(
+                        ViolationKind::ErrorContradictsState,
+                        Some(label_of(kind, id)),
+                        None,
+                        None,
+                        format!(
+                            "{} says {id} is not found; the state holds {}",
+                            step.tool,
+                            label_of(kind, id)
+                        ),
                     );
                 }
             }
@@ -1031,11 +1072,13 @@ pub enum FaultKind {
     /// A successful response renames one of its fields (`ticket_id` → `ticketId`) or changes
     /// its type (a number sent as a string).
     SchemaDrift,
+    /// A failure says another kind of error than the real one (not found for a conflict, ...).
+    WrongError,
 }
 
 impl FaultKind {
     /// Every kind, in report order.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::DroppedUpdate,
         FaultKind::VanishedCreate,
         FaultKind::ResurrectedDelete,
@@ -1043,11 +1086,12 @@ impl FaultKind {
         FaultKind::StaleRead,
         FaultKind::HappyPathFlip,
         FaultKind::SchemaDrift,
+        FaultKind::WrongError,
     ];
 
     /// The kinds planted in trajectories without states ([`observed::inject_calls`]): a
     /// dropped update shows in calls only as a later stale read, which has its own kind.
-    pub const CALLS: [FaultKind; 7] = [
+    pub const CALLS: [FaultKind; 8] = [
         FaultKind::VanishedCreate,
         FaultKind::ResurrectedDelete,
         FaultKind::PhantomEntity,
@@ -1055,6 +1099,7 @@ impl FaultKind {
         FaultKind::HappyPathFlip,
         FaultKind::ListOmission,
         FaultKind::SchemaDrift,
+        FaultKind::WrongError,
     ];
 
     /// Its name in reports.
@@ -1068,6 +1113,7 @@ impl FaultKind {
             FaultKind::HappyPathFlip => "happy_path_flip",
             FaultKind::ListOmission => "list_omission",
             FaultKind::SchemaDrift => "schema_drift",
+            FaultKind::WrongError => "wrong_error",
         }
     }
 
@@ -1093,6 +1139,11 @@ impl FaultKind {
             ],
             FaultKind::ListOmission => &[ViolationKind::ListInconsistent],
             FaultKind::SchemaDrift => &[ViolationKind::ResponseShape],
+            FaultKind::WrongError => &[
+                ViolationKind::ErrorContradictsState,
+                ViolationKind::VanishedWithoutDelete,
+                ViolationKind::ContradictoryRepeat,
+            ],
         }
     }
 }
@@ -1376,6 +1427,44 @@ pub fn inject(
             Some((out, mark(m, Some(label(&key)))))
         }
         FaultKind::ListOmission => None,
+        FaultKind::WrongError => {
+            // A failure whose text says something: replaced by the text of another kind.
+            let candidates: Vec<usize> = (0..n)
+                .filter(|&k| {
+                    t.steps[k].success == Some(false)
+                        && error_text(&t.steps[k].observation).is_some()
+                })
+                .collect();
+            let &k = rng.pick(&candidates)?;
+            let now = bias::outcome_class(&t.steps[k].observation, Some(false));
+            let others: Vec<&str> = ["not_found", "invalid_argument", "conflict", "permission"]
+                .into_iter()
+                .filter(|c| *c != now)
+                .collect();
+            // A "not found" quotes the id the call names, as simulators write it.
+            let named = t.steps[k].arguments.iter().find_map(|(arg, v)| {
+                observed::id_noun(arg)?;
+                v.as_str().map(|id| format!("{arg} {id}"))
+            });
+            let text = match *rng.pick(&others)? {
+                "not_found" => match named {
+                    Some(what) => format!("{what} not found"),
+                    None => "the requested record was not found".to_owned(),
+                },
+                "invalid_argument" => "invalid argument: the request must be corrected".to_owned(),
+                "conflict" => "the operation is not allowed in the current state".to_owned(),
+                _ => "permission denied for this operation".to_owned(),
+            };
+            let slot = error_text(&mut out.steps[k].observation)?;
+            // Keep a prefix the outcome rule reads (`Error: ...`).
+            let prefix = slot
+                .split_once(':')
+                .filter(|(head, _)| head.len() <= 12 && !head.contains(' '))
+                .map(|(head, _)| format!("{head}: "))
+                .unwrap_or_default();
+            *slot = format!("{prefix}{text}");
+            Some((out, mark(k, None)))
+        }
         FaultKind::SchemaDrift => {
             // (step, object path in the observation, field) of a successful response; the keys
             // that carry the outcome stay.
@@ -1440,6 +1529,50 @@ pub fn inject(
             out.steps[k].success = Some(true);
             out.steps[k].observation = serde_json::json!({"success": true, "message": "done"});
             Some((out, mark(k, None)))
+        }
+    }
+}
+
+/// The error text of a failure's observation: the text itself, or its `error` / `message` /
+/// `detail` string.
+fn error_text<V: ErrorSlot>(observation: V) -> Option<V::Text> {
+    observation.error_text()
+}
+
+/// Reading or writing the error text of an observation.
+trait ErrorSlot {
+    type Text;
+    fn error_text(self) -> Option<Self::Text>;
+}
+
+impl<'v> ErrorSlot for &'v Value {
+    type Text = &'v str;
+    fn error_text(self) -> Option<&'v str> {
+        match self {
+            Value::String(s) => Some(s),
+            Value::Object(map) => ["error", "message", "detail"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str)),
+            _ => None,
+        }
+    }
+}
+
+impl<'v> ErrorSlot for &'v mut Value {
+    type Text = &'v mut String;
+    fn error_text(self) -> Option<&'v mut String> {
+        match self {
+            Value::String(s) => Some(s),
+            Value::Object(map) => {
+                let key = ["error", "message", "detail"]
+                    .into_iter()
+                    .find(|k| map.get(*k).is_some_and(Value::is_string))?;
+                match map.get_mut(key) {
+                    Some(Value::String(s)) => Some(s),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 }
@@ -1861,11 +1994,61 @@ mod tests {
                 *planted.entry((kind, found)).or_insert(0) += 1;
             }
         }
-        // Every planted fault is found at its step.
+        // Every planted fault is found at its step, except a wrong error text: it shows only
+        // when the new text says "not found" for something the state holds, and this
+        // fixture's only failure is on a ticket already gone.
         for kind in FaultKind::ALL {
             let missed = planted.get(&(kind, false)).copied().unwrap_or(0);
-            assert_eq!(missed, 0, "{kind:?} missed {missed} of 40");
+            let expected = if kind == FaultKind::WrongError { 40 } else { 0 };
+            assert_eq!(missed, expected, "{kind:?} missed {missed} of 40");
         }
+    }
+
+    #[test]
+    fn a_not_found_for_what_the_state_holds_contradicts_it() {
+        let mut t = clean();
+        let s2 = t.steps[2].state_after.clone();
+        // Closing T2 again: the real answer is a conflict.
+        t.steps.insert(
+            3,
+            step(
+                "close_ticket",
+                json!({"ticket_id": "T2"}),
+                json!({"success": false, "error": "T2 is already closed"}),
+                false,
+                s2,
+            ),
+        );
+        let effects = Effects::learn(&[t.clone(), t.clone(), t.clone()]);
+        assert_eq!(audit(&t, &effects).violations, []);
+        let mut wrong = t.clone();
+        wrong.steps[3].observation = json!({"success": false, "error": "ticket_id T2 not found"});
+        let found_in = |t: &AuditTrajectory| -> Vec<(usize, ViolationKind)> {
+            audit(t, &effects)
+                .violations
+                .iter()
+                .map(|v| (v.step, v.kind))
+                .collect()
+        };
+        assert_eq!(
+            found_in(&wrong),
+            [(3, ViolationKind::ErrorContradictsState)]
+        );
+        // The injector writes such texts among the kinds it swaps in.
+        let mut found = 0;
+        for seed in 0..30 {
+            let mut rng = crate::rng::Rng::new(seed);
+            let (faulty, label) = inject(&t, FaultKind::WrongError, &mut rng).unwrap();
+            assert_eq!(label.step, 3);
+            found += usize::from(
+                audit(&faulty, &effects)
+                    .violations
+                    .iter()
+                    .any(|v| v.step == 3 && v.kind == ViolationKind::ErrorContradictsState),
+            );
+        }
+        // One in three of the swapped kinds is "not found".
+        assert_eq!(found, 9, "of 30");
     }
 
     #[test]

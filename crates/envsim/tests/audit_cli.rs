@@ -239,15 +239,16 @@ fn faults_of(v: &Value) -> Vec<(String, u64, u64)> {
 }
 
 /// The calls-form counts of the pinned validation.
-const CALLS_CLEAN: u64 = 28;
-const CALLS_FAULTS: [(&str, u64, u64); 7] = [
+const CALLS_CLEAN: u64 = 29;
+const CALLS_FAULTS: [(&str, u64, u64); 8] = [
     ("happy_path_flip", 3, 0),
     ("list_omission", 0, 0),
-    ("phantom_entity", 2, 0),
+    ("phantom_entity", 3, 0),
     ("resurrected_delete", 0, 0),
-    ("schema_drift", 3, 3),
-    ("stale_read", 1, 0),
-    ("vanished_create", 3, 3),
+    ("schema_drift", 2, 2),
+    ("stale_read", 0, 0),
+    ("vanished_create", 2, 2),
+    ("wrong_error", 1, 0),
 ];
 
 #[test]
@@ -283,27 +284,28 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             v["clean_flagged"].clone(),
             v["steps"].clone()
         ),
-        (json!(40), json!(24), json!(0), json!(299))
+        (json!(40), json!(23), json!(0), json!(309))
     );
     let planted_found = faults_of(v);
     assert_eq!(
         planted_found,
         [
-            ("dropped_update".to_owned(), 4, 4),
-            ("happy_path_flip".to_owned(), 2, 2),
+            ("dropped_update".to_owned(), 3, 3),
+            ("happy_path_flip".to_owned(), 3, 2),
             ("phantom_entity".to_owned(), 3, 3),
             ("resurrected_delete".to_owned(), 0, 0),
             ("schema_drift".to_owned(), 3, 3),
             ("stale_read".to_owned(), 0, 0),
-            ("vanished_create".to_owned(), 4, 4),
+            ("vanished_create".to_owned(), 3, 3),
+            ("wrong_error".to_owned(), 2, 0),
         ]
     );
     // No check fires on a clean trajectory or before a fault.
     for (kind, c) in v["checks"].as_object().unwrap() {
         assert_eq!(c["false_positives"], 0, "{kind}");
     }
-    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 6);
-    assert_eq!(v["checks"]["response_shape"]["true_positives"], 5);
+    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 5);
+    assert_eq!(v["checks"]["response_shape"]["true_positives"], 6);
     // The same walks with their states dropped, faults planted in the observations.
     let v = &forms[1];
     assert_eq!(v["form"], "calls");

@@ -274,7 +274,7 @@ fn walk_records<'v>(
 }
 
 /// Whether a failure's text says something was not found.
-fn says_not_found(observation: &Value) -> bool {
+pub(crate) fn says_not_found(observation: &Value) -> bool {
     let text = match observation {
         Value::String(s) => s.to_lowercase(),
         other => other.to_string().to_lowercase(),
@@ -294,7 +294,7 @@ fn says_not_found(observation: &Value) -> bool {
 }
 
 /// Whether `text` quotes `id` as a word of its own (`O5` is not quoted by `O50`).
-fn mentions(text: &str, id: &str) -> bool {
+pub(crate) fn mentions(text: &str, id: &str) -> bool {
     let word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     text.match_indices(id).any(|(at, _)| {
         let before = text[..at].chars().next_back();
@@ -745,7 +745,7 @@ pub fn inject_calls(
     };
     let mut out = CallTrajectory::from(truth);
     match kind {
-        FaultKind::StaleRead | FaultKind::SchemaDrift => {
+        FaultKind::StaleRead | FaultKind::SchemaDrift | FaultKind::WrongError => {
             let (faulty, label) = super::inject(truth, kind, rng)?;
             Some((CallTrajectory::from(&faulty), label))
         }
