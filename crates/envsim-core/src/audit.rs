@@ -817,10 +817,15 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 .collect();
             if let [id] = quoted.as_slice() {
                 checked += 1;
+                // The resource with that id whose type the text names ("Access code D4 not
+                // found" is not about device D4).
+                let lower = text.to_lowercase();
                 let held = all_ids.get(id).and_then(|kinds| {
-                    kinds
-                        .iter()
-                        .find(|kind| found[k].contains_key(&((*kind).clone(), *id)))
+                    kinds.iter().find(|kind| {
+                        let noun = observed::singular(kind.rsplit('/').next().unwrap_or_default())
+                            .replace('_', " ");
+                        lower.contains(&noun) && found[k].contains_key(&((*kind).clone(), *id))
+                    })
                 });
                 if let Some(kind) = held {
                     violation(
