@@ -277,17 +277,6 @@ pub struct ResponseShape {
     fields: BTreeMap<String, BTreeSet<&'static str>>,
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// The field paths of a response and their types.
 fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'static str)>) {
     if depth == 4 {
@@ -318,7 +307,7 @@ fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'
                     || (key.chars().any(char::is_uppercase)
                         && !key.chars().any(char::is_lowercase));
                 let path = if names_a_thing { join("#") } else { join(key) };
-                out.push((path.clone(), json_type(child)));
+                out.push((path.clone(), crate::extract::type_name(child)));
                 shape_fields(child, &path, depth + 1, out);
             }
         }

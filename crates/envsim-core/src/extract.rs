@@ -966,7 +966,8 @@ fn whole_value(slice: &str) -> Option<Value> {
         })
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// The JSON type of a value, in JSON Schema's words (`boolean`, `array`, ...).
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

@@ -122,15 +122,20 @@ fn audit_records(dir: &Path, records: &[Value], extra: &[&str]) -> (Value, Vec<V
     ];
     args.extend_from_slice(extra);
     let out = envsim(dir, &args);
+    succeeded(&out);
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        read_jsonl(&out_file),
+    )
+}
+
+/// Fails the test with the command's error output unless it succeeded.
+fn succeeded(out: &Output) {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (
-        serde_json::from_slice(&out.stdout).unwrap(),
-        read_jsonl(&out_file),
-    )
 }
 
 /// The records of a JSON Lines file.
@@ -172,11 +177,7 @@ fn the_audit_finds_planted_faults_and_passes_clean_runs() {
             out_file.to_str().unwrap(),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["trajectories"], 3);
     assert_eq!(summary["steps"], 9);
@@ -268,11 +269,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
     let v = &forms[0];
     assert_eq!(v["form"], "states");
@@ -347,11 +344,7 @@ fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
         .arg(&labels)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let labels: Vec<Value> = read_jsonl(&labels);
     // Kinds in turn, one per trajectory; the run deletes nothing and never fails, so no
     // delete can be resurrected and no failure flipped (those two stay clean).
@@ -375,11 +368,7 @@ fn injected_faults_are_labelled_and_the_audit_finds_them_there() {
             violations.to_str().unwrap(),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let found: Vec<Value> = read_jsonl(&violations);
     for label in &labels {
         assert!(
@@ -684,11 +673,7 @@ fn agree(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -801,11 +786,7 @@ fn the_report_comes_as_markdown_or_self_contained_html() {
             "--no-replay",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let md = String::from_utf8(out.stdout).unwrap();
     assert!(md.starts_with("# envsim audit\n"), "{md}");
     assert!(md.contains("| appeared_without_create | 1 |"), "{md}");
@@ -813,11 +794,7 @@ fn the_report_comes_as_markdown_or_self_contained_html() {
         dir.path(),
         &[file.to_str().unwrap(), "--format", "html", "--no-replay"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let html = String::from_utf8(out.stdout).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(!html.contains("<script") && !html.contains("https://"));
@@ -876,11 +853,7 @@ fn the_local_model_simulates_walks_and_the_audit_is_compared_with_the_truth() {
         .arg(&out_file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["steps"], 2);
     let f = &v["flags"];
