@@ -797,24 +797,35 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 Value::String(t) => t.clone(),
                 other => other.to_string(),
             };
-            let quoted: Vec<&str> = step
+            // Only a call that names one id, quoted by the text: with a parent's id too, "not
+            // found" may mean "not under that parent".
+            let ids: Vec<&str> = step
                 .arguments
                 .iter()
                 .filter(|(arg, _)| observed::id_noun(arg).is_some())
                 .filter_map(|(_, v)| v.as_str())
-                .filter(|id| observed::mentions(&text, id))
                 .collect();
-            if let [id] = quoted.as_slice() {
+            let quoted = match ids.as_slice() {
+                [id] if observed::mentions(&text, id) => Some(*id),
+                _ => None,
+            };
+            if let Some(id) = quoted {
                 checked += 1;
                 // The resource with that id whose type the text names ("Access code D4 not
                 // found" is not about device D4).
                 let lower = text.to_lowercase();
                 let held = all_ids.get(id).and_then(|kinds| {
-                    kinds.iter().find(|kind| {
-                        let noun = observed::singular(kind.rsplit('/').next().unwrap_or_default())
-                            .replace('_', " ");
-                        lower.contains(&noun) && found[k].contains_key(&((*kind).clone(), *id))
-                    })
+                    // Top-level resources only: a nested one is "not found" under another
+                    // parent.
+                    kinds
+                        .iter()
+                        .filter(|kind| !kind.contains('*'))
+                        .find(|kind| {
+                            let noun =
+                                observed::singular(kind.rsplit('/').next().unwrap_or_default())
+                                    .replace('_', " ");
+                            lower.contains(&noun) && found[k].contains_key(&((*kind).clone(), id))
+                        })
                 });
                 if let Some(kind) = held {
                     violation(
