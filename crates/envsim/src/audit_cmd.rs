@@ -98,10 +98,11 @@ enum SummaryFormat {
 enum AuditCommand {
     /// Prove the detectors on executed ground truth: seeded walks of every environment become
     /// clean trajectories, a share of them get one planted fault each (dropped update, vanished
-    /// create, resurrected delete, phantom entity, stale read, happy-path flip), and every check
-    /// is scored against the labels (recall per fault, precision and clean-trajectory flag rate
-    /// per check). Effects are learned from other walks (another seed) of the same
-    /// environments.
+    /// create, resurrected delete, phantom entity, stale read, happy-path flip, schema drift,
+    /// wrong error; as calls only, list omission instead of dropped update), and every check is
+    /// scored against the labels (recall per fault, precision and clean-trajectory flag rate per
+    /// check), once with the states and once with the calls only. Effects are learned from
+    /// other walks (another seed) of the same environments.
     Validate(ValidateArgs),
     /// Cross-consistency (CCR) of K simulations of the same steps: agreement per step on the
     /// observation and the state change (exact and field by field), per tool; with `--bench`,
