@@ -527,11 +527,14 @@ pub enum ViolationKind {
     ResponseShape,
     /// A failure says "not found" for a resource the state holds.
     ErrorContradictsState,
+    /// A created resource refers (`customer_id`) to a resource of a collection the state has
+    /// but that it does not hold.
+    DanglingReference,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 11] = [
+    pub const ALL: [ViolationKind; 12] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -543,6 +546,7 @@ impl ViolationKind {
         ViolationKind::ContradictoryRepeat,
         ViolationKind::ResponseShape,
         ViolationKind::ErrorContradictsState,
+        ViolationKind::DanglingReference,
     ];
 
     /// Its name in reports.
@@ -559,6 +563,7 @@ impl ViolationKind {
             ViolationKind::ContradictoryRepeat => "contradictory_repeat",
             ViolationKind::ResponseShape => "response_shape",
             ViolationKind::ErrorContradictsState => "error_contradicts_state",
+            ViolationKind::DanglingReference => "dangling_reference",
         }
     }
 }
@@ -910,6 +915,45 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                             key.0
                         ),
                     );
+                }
+            }
+        }
+        // Referential integrity: what a created resource refers to by id exists, when the state
+        // has a collection of that kind.
+        if changed && deltas[k].0.iter().any(|key| !key.0.contains('*')) {
+            let after = &found[k + 1];
+            // Top-level collections by the singular of their name (`customers` → `customer`).
+            let mut collections: BTreeMap<String, &str> = BTreeMap::new();
+            for (kind, _) in after.keys().filter(|key| !key.0.contains('*')) {
+                collections
+                    .entry(observed::singular(kind))
+                    .or_insert(kind.as_ref());
+            }
+            for key in deltas[k].0.iter().filter(|key| !key.0.contains('*')) {
+                let Some(Value::Object(fields)) = after.get(*key) else {
+                    continue;
+                };
+                for (field, value) in fields {
+                    let (Some(noun), Some(id)) = (observed::id_noun(field), value.as_str()) else {
+                        continue;
+                    };
+                    let Some(kind) = collections.get(&noun) else {
+                        continue;
+                    };
+                    checked += 1;
+                    if !after.contains_key(&(std::borrow::Cow::Borrowed(*kind), id)) {
+                        violation(
+                            ViolationKind::DanglingReference,
+                            Some(label_of(&key.0, key.1)),
+                            Some(field.clone()),
+                            None,
+                            format!(
+                                "{} creates {} with {field} = {id:?}, and {kind} holds no {id}",
+                                step.tool,
+                                label_of(&key.0, key.1)
+                            ),
+                        );
+                    }
                 }
             }
         }
@@ -2007,6 +2051,44 @@ mod tests {
             let expected = if kind == FaultKind::WrongError { 40 } else { 0 };
             assert_eq!(missed, expected, "{kind:?} missed {missed} of 40");
         }
+    }
+
+    #[test]
+    fn what_a_created_resource_refers_to_exists() {
+        let s0 =
+            json!({"customers": {"C1": {"name": "ann"}}, "orders": {"O1": {"customer_id": "C1"}}});
+        let good = json!({"customers": {"C1": {"name": "ann"}},
+            "orders": {"O1": {"customer_id": "C1"}, "O2": {"customer_id": "C1", "note_id": "N9"}}});
+        let bad = json!({"customers": {"C1": {"name": "ann"}},
+            "orders": {"O1": {"customer_id": "C1"}, "O2": {"customer_id": "C7"}}});
+        let t = |after: &Value| AuditTrajectory {
+            id: "t".into(),
+            initial_state: s0.clone().into(),
+            steps: vec![step(
+                "place_order",
+                json!({"customer_id": "C1"}),
+                json!({"success": true}),
+                true,
+                after.clone(),
+            )],
+        };
+        let effects = Effects::default();
+        // A reference to a collection the state does not have (notes) is not checked.
+        assert_eq!(audit(&t(&good), &effects).violations, []);
+        let report = audit(&t(&bad), &effects);
+        let found: Vec<(ViolationKind, Option<&str>, Option<&str>)> = report
+            .violations
+            .iter()
+            .map(|v| (v.kind, v.resource.as_deref(), v.field.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                ViolationKind::DanglingReference,
+                Some("orders/O2"),
+                Some("customer_id")
+            )]
+        );
     }
 
     #[test]
