@@ -109,59 +109,6 @@ impl RecordedRun {
     }
 }
 
-/// [`read_runs`] one run at a time: `each` gets every run in file order and may stop the
-/// reading with its error. Only one record is parsed at a time, so memory holds the text and
-/// one run (a file the quick record scan cannot split, or one JSON array of chat messages, is
-/// read whole, as [`read_runs`] reads it). A bad record is the same located error as there.
-pub fn for_each_run<E: From<TrajectoryError>>(
-    text: &str,
-    source: &str,
-    format: Option<TrajectoryFormat>,
-    mut each: impl FnMut(RecordedRun) -> Result<(), E>,
-) -> Result<(), E> {
-    let bytes = text.as_bytes();
-    let first_is_message = envsim_core::formats::RecordSpans::new(bytes)
-        .next()
-        .flatten()
-        .and_then(|span| serde_json::from_slice::<Value>(&bytes[span.range]).ok())
-        .is_some_and(|v| v.get("role").is_some_and(Value::is_string));
-    let spans: Option<Vec<_>> = if first_is_message {
-        None
-    } else {
-        envsim_core::formats::record_spans(bytes)
-    };
-    let Some(spans) = spans else {
-        for run in read_runs(text, source, format)? {
-            each(run)?;
-        }
-        return Ok(());
-    };
-    for span in spans {
-        let location = span.location.to_string();
-        let value: Value = serde_json::from_slice(&bytes[span.range.clone()]).map_err(|_| {
-            // The whole-file reader gives the located syntax error.
-            match read_runs(text, source, format) {
-                Err(e) => e,
-                Ok(_) => TrajectoryError {
-                    source_name: source.to_owned(),
-                    location: location.clone(),
-                    message: "not valid JSON".into(),
-                },
-            }
-        })?;
-        let Some(format) = format.or_else(|| TrajectoryFormat::detect(&value)) else {
-            return Err(TrajectoryError {
-                source_name: source.to_owned(),
-                location,
-                message: "not a trajectory record: expected `task_info` + `trajectory` (reference), `steps` (envsim) or `messages` (OpenAI chat)".into(),
-            }
-            .into());
-        };
-        each(read_run(&value, &location, span.index, format, source)?)?;
-    }
-    Ok(())
-}
-
 /// Reads recorded runs; `format` `None` detects it per record.
 pub fn read_runs(
     text: &str,
@@ -781,41 +728,5 @@ mod tests {
             read_runs("{\"x\": 1}", "what.jsonl", None).unwrap_err().to_string(),
             "what.jsonl: line 1: not a trajectory record: expected `task_info` + `trajectory` (reference), `steps` (envsim) or `messages` (OpenAI chat)"
         );
-    }
-
-    #[test]
-    fn runs_one_at_a_time_are_the_runs_read_whole() {
-        let run = |task: &str| {
-            serde_json::json!({"env": "e", "task_id": task, "initial_state": {"n": 0},
-                "steps": [{"action": {"name": "inc", "arguments": {}}, "observation": "ok", "state_after": {"n": 1}}]})
-        };
-        let lines = format!("{}\n\n{}\n", run("a"), run("b"));
-        let array = format!("[{}, {}]", run("a"), run("b"));
-        let transcript = r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "inc", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "1", "content": "ok"}]"#;
-        for text in [lines.as_str(), array.as_str(), transcript] {
-            let mut streamed = Vec::new();
-            for_each_run(text, "f", None, |r| -> Result<(), TrajectoryError> {
-                streamed.push(r);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(streamed, read_runs(text, "f", None).unwrap(), "{text}");
-        }
-        // The same located errors; the runs before a bad record came first.
-        let bad = format!("{}\n{{\"steps\": 3}}\n", run("a"));
-        let mut seen = 0;
-        let error = for_each_run(&bad, "f", None, |_| -> Result<(), TrajectoryError> {
-            seen += 1;
-            Ok(())
-        })
-        .unwrap_err();
-        assert_eq!(Err(error), read_runs(&bad, "f", None));
-        assert_eq!(seen, 1);
-        let broken = format!("{}\n{{\"steps\": \n", run("a"));
-        let error = for_each_run(&broken, "f", None, |_| -> Result<(), TrajectoryError> {
-            Ok(())
-        })
-        .unwrap_err();
-        assert_eq!(Err(error), read_runs(&broken, "f", None));
     }
 }

@@ -887,33 +887,27 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                     continue;
                 }
                 checked += 1;
-                if fx.may_delete(&key.0)
-                    && fx.deletes_named_only
-                    && !names_of(&step.arguments, &key.0, key.1)
-                {
+                let resource = label_of(&key.0, key.1);
+                let why = if !fx.may_delete(&key.0) {
+                    Some(format!(
+                        "{resource} vanishes under {} which never deletes {}",
+                        step.tool, key.0
+                    ))
+                } else if fx.deletes_named_only && !names_of(&step.arguments, &key.0, key.1) {
+                    Some(format!(
+                        "{resource} vanishes under {}, which deletes only what its arguments name",
+                        step.tool
+                    ))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
                     violation(
                         ViolationKind::VanishedWithoutDelete,
-                        Some(label_of(&key.0, key.1)),
+                        Some(resource),
                         None,
                         None,
-                        format!(
-                            "{} vanishes under {}, which deletes only what its arguments name",
-                            label_of(&key.0, key.1),
-                            step.tool
-                        ),
-                    );
-                } else if !fx.may_delete(&key.0) {
-                    violation(
-                        ViolationKind::VanishedWithoutDelete,
-                        Some(label_of(&key.0, key.1)),
-                        None,
-                        None,
-                        format!(
-                            "{} vanishes under {} which never deletes {}",
-                            label_of(&key.0, key.1),
-                            step.tool,
-                            key.0
-                        ),
+                        why,
                     );
                 }
             }
@@ -1074,21 +1068,12 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
             }
         }
-        transitions.push(if changed {
-            if !deltas[k].0.is_empty() {
-                "create"
-            } else if !deltas[k].1.is_empty() {
-                "delete"
-            } else {
-                "update"
-            }
-        } else {
-            match step.success {
-                Some(true) => "read",
-                Some(false) => "failure",
-                None => "unknown",
-            }
-        });
+        transitions.push(bias::transition_kind(
+            changed,
+            !deltas[k].0.is_empty(),
+            !deltas[k].1.is_empty(),
+            step.success,
+        ));
     }
     TrajectoryAudit {
         trajectory: trajectory.id.clone(),
@@ -1480,8 +1465,7 @@ pub fn inject(
             // A failure whose text says something: replaced by the text of another kind.
             let candidates: Vec<usize> = (0..n)
                 .filter(|&k| {
-                    t.steps[k].success == Some(false)
-                        && error_text(&t.steps[k].observation).is_some()
+                    t.steps[k].success == Some(false) && has_error_text(&t.steps[k].observation)
                 })
                 .collect();
             let &k = rng.pick(&candidates)?;
@@ -1582,47 +1566,32 @@ pub fn inject(
     }
 }
 
-/// The error text of a failure's observation: the text itself, or its `error` / `message` /
-/// `detail` string.
-fn error_text<V: ErrorSlot>(observation: V) -> Option<V::Text> {
-    observation.error_text()
+/// Keys under which an observation object keeps its error text.
+const ERROR_KEYS: [&str; 3] = ["error", "message", "detail"];
+
+/// Whether a failure's observation has an error text: it is text, or has an `error` /
+/// `message` / `detail` string.
+fn has_error_text(observation: &Value) -> bool {
+    observation.is_string()
+        || ERROR_KEYS
+            .iter()
+            .any(|k| observation.get(k).is_some_and(Value::is_string))
 }
 
-/// Reading or writing the error text of an observation.
-trait ErrorSlot {
-    type Text;
-    fn error_text(self) -> Option<Self::Text>;
-}
-
-impl<'v> ErrorSlot for &'v Value {
-    type Text = &'v str;
-    fn error_text(self) -> Option<&'v str> {
-        match self {
-            Value::String(s) => Some(s),
-            Value::Object(map) => ["error", "message", "detail"]
-                .iter()
-                .find_map(|k| map.get(*k).and_then(Value::as_str)),
-            _ => None,
-        }
-    }
-}
-
-impl<'v> ErrorSlot for &'v mut Value {
-    type Text = &'v mut String;
-    fn error_text(self) -> Option<&'v mut String> {
-        match self {
-            Value::String(s) => Some(s),
-            Value::Object(map) => {
-                let key = ["error", "message", "detail"]
-                    .into_iter()
-                    .find(|k| map.get(*k).is_some_and(Value::is_string))?;
-                match map.get_mut(key) {
-                    Some(Value::String(s)) => Some(s),
-                    _ => None,
-                }
+/// The error text of a failure's observation (see [`has_error_text`]), to rewrite.
+fn error_text(observation: &mut Value) -> Option<&mut String> {
+    match observation {
+        Value::String(s) => Some(s),
+        Value::Object(map) => {
+            let key = ERROR_KEYS
+                .into_iter()
+                .find(|k| map.get(*k).is_some_and(Value::is_string))?;
+            match map.get_mut(key) {
+                Some(Value::String(s)) => Some(s),
+                _ => None,
             }
-            _ => None,
         }
+        _ => None,
     }
 }
 

@@ -38,6 +38,22 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     Some(CenteredSample::new(values)?.mean_of(0..values.len()))
 }
 
+/// Pearson's correlation of two paired series; `None` with fewer than two pairs, series of
+/// different lengths, or a constant series.
+pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() < 2 || x.len() != y.len() {
+        return None;
+    }
+    let (mx, my) = (mean(x)?, mean(y)?);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
 /// The `q`-th percentile, `q` in `[0, 100]`, by linear interpolation between the closest ranks
 /// (NumPy's default `"linear"` method): with the `n` non-NaN values sorted ascending as
 /// `v[0..n]`, the rank is `h = (n − 1) · q / 100` and the result
@@ -381,6 +397,15 @@ impl CenteredSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pearson_of_paired_series() {
+        assert_eq!(pearson(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0]), Some(1.0));
+        assert_eq!(pearson(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        assert_eq!(pearson(&[1.0, 1.0], &[0.0, 1.0]), None);
+        assert_eq!(pearson(&[1.0], &[1.0]), None);
+        assert_eq!(pearson(&[1.0, 2.0], &[1.0]), None);
+    }
 
     #[test]
     fn mean_handles_empty_constant_and_extreme_data() {

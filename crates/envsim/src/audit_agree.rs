@@ -1,13 +1,11 @@
 //! `envsim audit agree`: cross-consistency (CCR) of K simulations of the same steps, and on a
 //! benchmark with truth, how well agreement predicts correctness.
 
+use crate::audit_cmd::AuditRecord;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use envsim_bench::audit_check::observation_value;
-use envsim_bench::trajectories::{read_run, TrajectoryFormat};
 use envsim_core::audit::agreement::{agreement, auroc, reliability, Agreement, Answer};
 use envsim_core::sample::Prediction;
-use envsim_core::transcript::{is_transcript, read_transcript};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -82,62 +80,56 @@ fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
     let mut out: FileSteps = BTreeMap::new();
     let mut all_states = true;
     crate::audit_cmd::for_each_record_in(path, |value, location, index| {
-        let (key, steps) = if is_transcript(&value) && value.get("initial_state").is_none() {
-            all_states = false;
-            let t = read_transcript(&value).map_err(|e| {
-                anyhow::anyhow!("{source}: {location}: at {}: {}", e.pointer, e.message)
-            })?;
-            let steps = t
-                .calls
-                .into_iter()
-                .map(|c| {
-                    let observation = normalized(c.observation.unwrap_or(Value::Null));
-                    (
-                        c.tool,
-                        Value::Object(c.arguments),
-                        Answer {
-                            observation,
-                            changes: BTreeMap::new(),
-                        },
-                    )
-                })
-                .collect();
-            (t.id.unwrap_or_else(|| index.to_string()), steps)
-        } else {
-            let format = TrajectoryFormat::detect(&value)
-                .ok_or_else(|| anyhow::anyhow!("{source}: {location}: not a trajectory record"))?;
-            let run = read_run(&value, location, index, format, &source)?;
-            let mut state = run.initial_state.clone();
-            all_states &= state.is_some();
-            let steps = run
-                .steps
-                .iter()
-                .map(|s| {
-                    let observation = normalized(match &s.observation {
-                        Some(Value::String(t)) => observation_value(&Value::Null, t),
-                        Some(v) => v.clone(),
-                        None => Value::Null,
-                    });
-                    let answer = match &state {
-                        Some(before) => {
-                            let after = s.state_after.clone().unwrap_or_else(|| before.clone());
-                            let answer = Answer::from_states(observation, before, &after);
-                            state = Some(after);
-                            answer
-                        }
-                        None => Answer {
-                            observation,
-                            changes: BTreeMap::new(),
-                        },
-                    };
-                    (s.tool.clone(), Value::Object(s.arguments.clone()), answer)
-                })
-                .collect();
-            let key = match &run.env {
-                Some(env) => format!("{env}/{}", run.task_id),
-                None => run.task_id.clone(),
-            };
-            (key, steps)
+        let (key, steps) = match crate::audit_cmd::read_record(value, location, index, &source)? {
+            AuditRecord::Transcript(t) => {
+                all_states = false;
+                let steps = t
+                    .calls
+                    .into_iter()
+                    .map(|c| {
+                        let observation = normalized(c.observation.unwrap_or(Value::Null));
+                        (
+                            c.tool,
+                            Value::Object(c.arguments),
+                            Answer {
+                                observation,
+                                changes: BTreeMap::new(),
+                            },
+                        )
+                    })
+                    .collect();
+                (t.id.unwrap_or_else(|| index.to_string()), steps)
+            }
+            AuditRecord::Run(run) => {
+                let mut state = run.initial_state.clone();
+                all_states &= state.is_some();
+                let steps = run
+                    .steps
+                    .iter()
+                    .map(|s| {
+                        let observation =
+                            normalized(crate::audit_cmd::step_observation(s.observation.as_ref()));
+                        let answer = match &state {
+                            Some(before) => {
+                                let after = s.state_after.clone().unwrap_or_else(|| before.clone());
+                                let answer = Answer::from_states(observation, before, &after);
+                                state = Some(after);
+                                answer
+                            }
+                            None => Answer {
+                                observation,
+                                changes: BTreeMap::new(),
+                            },
+                        };
+                        (s.tool.clone(), Value::Object(s.arguments.clone()), answer)
+                    })
+                    .collect();
+                let key = match &run.env {
+                    Some(env) => format!("{env}/{}", run.task_id),
+                    None => run.task_id.clone(),
+                };
+                (key, steps)
+            }
         };
         if out.contains_key(&key) {
             bail!("{source}: {location}: a second record for {key:?}; records are matched across files by their id");

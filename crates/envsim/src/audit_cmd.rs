@@ -536,6 +536,78 @@ pub fn for_each_record(
     Ok(())
 }
 
+/// One record read in the first form that fits it.
+pub(crate) enum AuditRecord {
+    /// A function-calling transcript without states.
+    Transcript(envsim_core::transcript::Transcript),
+    /// An envsim or reference run (with states when it has an initial state).
+    Run(envsim_bench::trajectories::RecordedRun),
+}
+
+/// Reads one record: a transcript (`messages` / `conversations`, no initial state), else a
+/// trajectory record; errors name the file, the record and the field.
+pub(crate) fn read_record(
+    value: Value,
+    location: &str,
+    index: usize,
+    source: &str,
+) -> Result<AuditRecord> {
+    if is_transcript(&value) && value.get("initial_state").is_none() {
+        return read_transcript(&value)
+            .map(AuditRecord::Transcript)
+            .map_err(|e| {
+                anyhow!(
+                    "{source}: {location}: at {}: {}",
+                    if e.pointer.is_empty() {
+                        "the record"
+                    } else {
+                        &e.pointer
+                    },
+                    e.message
+                )
+            });
+    }
+    let format = TrajectoryFormat::detect(&value).ok_or_else(|| {
+        anyhow!("{source}: {location}: not a trajectory record: expected `steps` (envsim), `task_info` + `trajectory` (reference), `messages` (OpenAI chat) or `conversations` (ShareGPT/Hermes)")
+    })?;
+    Ok(AuditRecord::Run(run_of(
+        value, location, index, format, source,
+    )?))
+}
+
+/// A step as the outcome counts and the specification checks read it, borrowed from a
+/// trajectory with or without states (nothing is copied).
+struct StepView<'a> {
+    tool: &'a str,
+    arguments: &'a serde_json::Map<String, Value>,
+    observation: &'a Value,
+    success: Option<bool>,
+}
+
+fn views_of_calls(t: &CallTrajectory) -> Vec<StepView<'_>> {
+    t.steps
+        .iter()
+        .map(|s| StepView {
+            tool: &s.tool,
+            arguments: &s.arguments,
+            observation: &s.observation,
+            success: s.success,
+        })
+        .collect()
+}
+
+fn views_of_states(t: &AuditTrajectory) -> Vec<StepView<'_>> {
+    t.steps
+        .iter()
+        .map(|s| StepView {
+            tool: &s.tool,
+            arguments: &s.arguments,
+            observation: &s.observation,
+            success: s.success,
+        })
+        .collect()
+}
+
 /// What is expected of each tool's outcome classes (`None`: nothing is).
 type Expectation = Box<dyn Fn(&str) -> Option<BTreeMap<String, f64>>>;
 
@@ -621,21 +693,22 @@ impl Auditor<'_> {
         Ok(&self.known[env])
     }
 
-    /// Counts the outcome class and transition kind of every step of a trajectory (into the
-    /// reference's counts while the reference dataset is read). `kinds` gives each step's
-    /// transition kind.
-    fn count(&mut self, trajectory: &CallTrajectory, kinds: &[&'static str]) {
+    /// Counts the outcome class of every step of a trajectory (into the reference's counts
+    /// while the reference dataset is read).
+    fn count_outcomes(&mut self, steps: &[StepView<'_>]) {
         let counts = match (&mut self.reference, self.counting_done) {
             (Some(reference), false) => reference,
             _ => &mut self.outcomes,
         };
-        for step in &trajectory.steps {
-            counts.add(&step.tool, outcome_class(&step.observation, step.success));
+        for step in steps {
+            counts.add(step.tool, outcome_class(step.observation, step.success));
         }
-        if self.reference.is_none() || self.counting_done {
-            for kind in kinds {
-                *self.coverage.entry(kind).or_default() += 1;
-            }
+    }
+
+    /// Counts the transition kinds of an audited trajectory's steps.
+    fn count_coverage(&mut self, kinds: &[&'static str]) {
+        for kind in kinds {
+            *self.coverage.entry(kind).or_default() += 1;
         }
     }
 
@@ -762,119 +835,74 @@ impl Auditor<'_> {
             .clone()
             .or_else(|| value.get("env").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_default();
-        if is_transcript(&value) && value.get("initial_state").is_none() {
-            let t = read_transcript(&value).map_err(|e| {
-                anyhow!(
-                    "{source}: {location}: at {}: {}",
-                    if e.pointer.is_empty() {
-                        "the record"
-                    } else {
-                        &e.pointer
-                    },
-                    e.message
-                )
-            })?;
-            *self.forms.entry(t.form.name()).or_default() += 1;
-            let declared = if t.tools.is_empty() || self.spec.is_some() {
-                None
-            } else {
-                let key = serde_json::to_string(&t.tools)?;
-                if !self.declared.contains_key(&key) {
-                    let checks = crate::audit_spec::SpecChecks::from_tools(
-                        &t.tools,
-                        format!("the tools {source} {location} declares"),
-                    )?;
-                    self.declared.insert(key.clone(), std::rc::Rc::new(checks));
-                }
-                Some(std::rc::Rc::clone(&self.declared[&key]))
-            };
-            let known = self.known(&env)?;
-            let steps = t
-                .calls
-                .iter()
-                .map(|c| {
-                    let observation = c.observation.clone().unwrap_or(Value::Null);
-                    CallStep {
-                        tool: c.tool.clone(),
-                        arguments: c.arguments.clone(),
-                        success: known.classify(&observation),
-                        observation,
+        let run = match read_record(value, location, index, source)? {
+            AuditRecord::Transcript(t) => {
+                *self.forms.entry(t.form.name()).or_default() += 1;
+                let declared = if t.tools.is_empty() || self.spec.is_some() {
+                    None
+                } else {
+                    let key = serde_json::to_string(&t.tools)?;
+                    if !self.declared.contains_key(&key) {
+                        let checks = crate::audit_spec::SpecChecks::from_tools(
+                            &t.tools,
+                            format!("the tools {source} {location} declares"),
+                        )?;
+                        self.declared.insert(key.clone(), std::rc::Rc::new(checks));
                     }
-                })
-                .collect();
-            let id = format!(
-                "{location} {}",
-                t.id.clone().unwrap_or_else(|| index.to_string())
-            );
-            self.audit_calls(env, CallTrajectory { id, steps }, declared.as_deref())
-        } else {
-            let format = TrajectoryFormat::detect(&value).ok_or_else(|| {
-                anyhow!("{source}: {location}: not a trajectory record: expected `steps` (envsim), `task_info` + `trajectory` (reference), `messages` (OpenAI chat) or `conversations` (ShareGPT/Hermes)")
-            })?;
-            let run = run_of(value, location, index, format, source)?;
-            let form = if run.initial_state.is_none() {
-                "calls"
-            } else {
-                "states"
-            };
-            *self.forms.entry(form).or_default() += 1;
-            self.known(&env)?;
-            let known = &self.known[&env];
-            if run.initial_state.is_none() {
-                let steps = run
-                    .steps
-                    .iter()
-                    .map(|s| {
-                        let observation = step_observation(s.observation.as_ref());
-                        CallStep {
-                            tool: s.tool.clone(),
-                            arguments: s.arguments.clone(),
-                            success: known.classify(&observation),
-                            observation,
-                        }
+                    Some(std::rc::Rc::clone(&self.declared[&key]))
+                };
+                let known = self.known(&env)?;
+                let steps = t
+                    .calls
+                    .into_iter()
+                    .map(|c| {
+                        known.call_step(c.tool, c.arguments, c.observation.unwrap_or(Value::Null))
                     })
                     .collect();
-                let id = format!("{} {}", run.location, run.task_id);
-                return self.audit_calls(env, CallTrajectory { id, steps }, None);
+                let id = format!("{location} {}", t.id.unwrap_or_else(|| index.to_string()));
+                return self.audit_calls(env, CallTrajectory { id, steps }, declared.as_deref());
             }
-            let has_package = known.package.is_some();
-            if has_package && !self.args.no_replay && self.args.reference_distribution.is_none() {
-                // The calls only: the replay starts from the initial state.
-                self.to_replay
-                    .push(envsim_bench::trajectories::RecordedRun {
-                        location: run.location.clone(),
-                        format: run.format,
-                        env: run.env.clone(),
-                        task_id: run.task_id.clone(),
-                        initial_state: run.initial_state.clone(),
-                        steps: run
-                            .steps
-                            .iter()
-                            .map(|s| envsim_bench::trajectories::RecordedStep {
-                                state_after: None,
-                                tool: s.tool.clone(),
-                                arguments: s.arguments.clone(),
-                                observation: s.observation.clone(),
-                                seed: s.seed,
-                                clock: s.clock,
-                            })
-                            .collect(),
-                    });
-            }
-            let trajectory = audit_trajectory(run, source, |o| known.classify(o))?;
-            let known = &self.known[&env];
-            let report = audit(&trajectory, &known.effects);
-            let calls = CallTrajectory::from(&trajectory);
-            self.count(&calls, &report.transitions);
-            if self.counting_reference() {
-                return Ok(());
-            }
-            let spec = self.check_spec(&env, &calls, None);
-            if self.wants_drawing(&report) {
-                self.keep_drawing(&report, &spec, Timeline::of_states(&trajectory));
-            }
-            self.finish(report, spec)
+            AuditRecord::Run(run) => run,
+        };
+        let form = if run.initial_state.is_none() {
+            "calls"
+        } else {
+            "states"
+        };
+        *self.forms.entry(form).or_default() += 1;
+        self.known(&env)?;
+        let known = &self.known[&env];
+        if run.initial_state.is_none() {
+            let id = format!("{} {}", run.location, run.task_id);
+            let steps = run
+                .steps
+                .into_iter()
+                .map(|s| {
+                    let observation = step_observation(s.observation.as_ref());
+                    known.call_step(s.tool, s.arguments, observation)
+                })
+                .collect();
+            return self.audit_calls(env, CallTrajectory { id, steps }, None);
         }
+        if known.package.is_some()
+            && !self.args.no_replay
+            && self.args.reference_distribution.is_none()
+        {
+            self.to_replay.push(calls_of(&run));
+        }
+        let trajectory = audit_trajectory(run, source, |o| known.classify(o))?;
+        let steps = views_of_states(&trajectory);
+        self.count_outcomes(&steps);
+        if self.counting_reference() {
+            return Ok(());
+        }
+        let report = audit(&trajectory, &self.known[&env].effects);
+        self.count_coverage(&report.transitions);
+        let spec = self.check_spec(&env, &trajectory.id, &steps, None);
+        if self.wants_drawing(&report) {
+            self.keep_drawing(&report, &spec, Timeline::of_states(&trajectory));
+        }
+        self.finish(report, spec)
     }
 
     fn audit_calls(
@@ -883,17 +911,20 @@ impl Auditor<'_> {
         trajectory: CallTrajectory,
         declared: Option<&crate::audit_spec::SpecChecks>,
     ) -> Result<()> {
-        let kinds: Vec<&'static str> = trajectory
-            .steps
-            .iter()
-            .map(|s| call_transition_kind(&self.known[&env].effects.of(&s.tool), s.success))
-            .collect();
-        self.count(&trajectory, &kinds);
+        let steps = views_of_calls(&trajectory);
+        self.count_outcomes(&steps);
         if self.counting_reference() {
             return Ok(());
         }
-        let report = audit_calls(&trajectory, &self.known[&env].effects);
-        let spec = self.check_spec(&env, &trajectory, declared);
+        let effects = &self.known[&env].effects;
+        let kinds: Vec<&'static str> = trajectory
+            .steps
+            .iter()
+            .map(|s| call_transition_kind(&effects.of(&s.tool), s.success))
+            .collect();
+        let report = audit_calls(&trajectory, effects);
+        self.count_coverage(&kinds);
+        let spec = self.check_spec(&env, &trajectory.id, &steps, declared);
         if self.wants_drawing(&report) {
             let timeline = Timeline::of_calls(&trajectory, &self.known[&env].effects);
             self.keep_drawing(&report, &spec, timeline);
@@ -923,34 +954,39 @@ impl Auditor<'_> {
     fn check_spec(
         &mut self,
         env: &str,
-        trajectory: &CallTrajectory,
+        id: &str,
+        steps: &[StepView<'_>],
         declared: Option<&crate::audit_spec::SpecChecks>,
     ) -> Vec<Value> {
-        let id = &trajectory.id;
         let mut found = Vec::new();
         let package = self.known.get(env).and_then(|k| k.package.as_ref());
-        let mut flags = Vec::with_capacity(trajectory.steps.len());
-        for (k, step) in trajectory.steps.iter().enumerate() {
-            let (tool, arguments) = (step.tool.as_str(), &step.arguments);
-            let problems: Vec<(&str, String)> = if let Some(spec) = self.spec.as_ref().or(declared)
-            {
-                spec.check(tool, arguments, &step.observation, step.success)
+        let spec = self.spec.as_ref().or(declared);
+        if spec.is_none() && package.is_none() {
+            return found;
+        }
+        let tools = package.map(|p| p.manifest.tool_names()).unwrap_or_default();
+        let mut flags = Vec::with_capacity(steps.len());
+        for (k, step) in steps.iter().enumerate() {
+            let (tool, arguments) = (step.tool, step.arguments);
+            let problems: Vec<(&str, String)> = match (spec, package) {
+                (Some(spec), _) => spec
+                    .check(tool, arguments, step.observation, step.success)
                     .into_iter()
                     .map(|p| (p.kind, p.explanation))
-                    .collect()
-            } else if let Some(package) = package {
-                if package.manifest.tool_names().iter().any(|t| t == tool) {
-                    let problems = package.arguments.check(tool, arguments);
-                    if problems.is_empty() {
-                        Vec::new()
+                    .collect(),
+                (None, Some(package)) => {
+                    if tools.iter().any(|t| t == tool) {
+                        let problems = package.arguments.check(tool, arguments);
+                        if problems.is_empty() {
+                            Vec::new()
+                        } else {
+                            vec![("argument_schema", problems.join("; "))]
+                        }
                     } else {
-                        vec![("argument_schema", problems.join("; "))]
+                        vec![("unknown_tool", format!("{tool} is not a tool of {env}"))]
                     }
-                } else {
-                    vec![("unknown_tool", format!("{tool} is not a tool of {env}"))]
                 }
-            } else {
-                return found;
+                (None, None) => Vec::new(),
             };
             flags.push(!problems.is_empty());
             for (kind, explanation) in problems {
@@ -964,8 +1000,33 @@ impl Auditor<'_> {
     }
 }
 
+/// The calls of a run, without its states after (a replay starts from its initial state).
+fn calls_of(
+    run: &envsim_bench::trajectories::RecordedRun,
+) -> envsim_bench::trajectories::RecordedRun {
+    envsim_bench::trajectories::RecordedRun {
+        location: run.location.clone(),
+        format: run.format,
+        env: run.env.clone(),
+        task_id: run.task_id.clone(),
+        initial_state: run.initial_state.clone(),
+        steps: run
+            .steps
+            .iter()
+            .map(|s| envsim_bench::trajectories::RecordedStep {
+                state_after: None,
+                tool: s.tool.clone(),
+                arguments: s.arguments.clone(),
+                observation: s.observation.clone(),
+                seed: s.seed,
+                clock: s.clock,
+            })
+            .collect(),
+    }
+}
+
 /// A recorded observation as a value: text parsed as JSON or a Python literal, else kept.
-fn step_observation(observation: Option<&Value>) -> Value {
+pub(crate) fn step_observation(observation: Option<&Value>) -> Value {
     match observation {
         Some(Value::String(text)) => observation_value(&Value::Null, text),
         Some(other) => other.clone(),
@@ -983,6 +1044,21 @@ struct Known {
 }
 
 impl Known {
+    /// A call of a trajectory without states, its outcome read from its observation.
+    fn call_step(
+        &self,
+        tool: String,
+        arguments: serde_json::Map<String, Value>,
+        observation: Value,
+    ) -> CallStep {
+        CallStep {
+            tool,
+            arguments,
+            success: self.classify(&observation),
+            observation,
+        }
+    }
+
     /// Success or failure of an observation: the environment's outcome rule, else the guess
     /// for APIs nobody described.
     fn classify(&self, observation: &Value) -> Option<bool> {

@@ -14,6 +14,7 @@ use envsim_core::delta::Delta;
 use envsim_core::extract::extract_object;
 use envsim_core::sample::Action;
 use envsim_core::score::{strict_feedback, OUTPUT_KEYS};
+use envsim_core::stats::{mean, pearson};
 use envsim_eval::config::Decoding;
 use envsim_eval::runner::Simulator;
 use envsim_exec::{Call, Executor};
@@ -204,22 +205,6 @@ pub fn run(a: SimulateArgs) -> Result<()> {
     Ok(())
 }
 
-/// Pearson correlation of two series (`None` when either is constant).
-fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
-    let n = x.len() as f64;
-    if x.len() < 2 {
-        return None;
-    }
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in x.iter().zip(y) {
-        sxy += (a - mx) * (b - my);
-        sxx += (a - mx) * (a - mx);
-        syy += (b - my) * (b - my);
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
-}
-
 fn summarize(rows: &[Value], steps: &[(bool, bool)], model: &str) -> Value {
     let column = |key: &str| -> Vec<f64> {
         rows.iter()
@@ -243,8 +228,8 @@ fn summarize(rows: &[Value], steps: &[(bool, bool)], model: &str) -> Value {
         "trajectories": rows,
         "steps": steps.len(),
         "right_steps": fr + ur,
-        "mean_scs": column("scs").iter().sum::<f64>() / rows.len().max(1) as f64,
-        "mean_accuracy": column("accuracy").iter().sum::<f64>() / rows.len().max(1) as f64,
+        "mean_scs": mean(&column("scs")).unwrap_or(0.0),
+        "mean_accuracy": mean(&column("accuracy")).unwrap_or(0.0),
         "pearson_scs_accuracy": pearson(&column("scs"), &column("accuracy")),
         "flags": {
             "flagged_wrong": fw, "flagged_right": fr, "unflagged_wrong": uw, "unflagged_right": ur,

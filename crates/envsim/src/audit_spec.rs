@@ -149,9 +149,7 @@ impl SpecChecks {
             }
         }
         if let Some(spec) = self.statuses.get(tool) {
-            let status = ["status_code", "status", "code"]
-                .iter()
-                .find_map(|k| observation.get(k).and_then(Value::as_u64))
+            let status = envsim_core::audit::bias::http_status(observation)
                 .filter(|s| (100..600).contains(s));
             if let Some(status) = status {
                 if !spec.declares(status as u16) {

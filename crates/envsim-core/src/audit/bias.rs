@@ -34,10 +34,7 @@ pub fn outcome_class(observation: &Value, success: Option<bool>) -> &'static str
         None => "unknown",
         Some(true) => "success",
         Some(false) => {
-            let status = ["status_code", "status", "code"]
-                .iter()
-                .find_map(|k| observation.get(k).and_then(Value::as_u64))
-                .filter(|s| (400..600).contains(s));
+            let status = http_status(observation).filter(|s| (400..600).contains(s));
             if let Some(status) = status {
                 return status_class(status as u16);
             }
@@ -94,6 +91,14 @@ pub fn outcome_class(observation: &Value, success: Option<bool>) -> &'static str
     }
 }
 
+/// The HTTP status an observation carries: its first integer `status_code`, `status` or
+/// `code`.
+pub fn http_status(observation: &Value) -> Option<u64> {
+    ["status_code", "status", "code"]
+        .iter()
+        .find_map(|k| observation.get(k).and_then(Value::as_u64))
+}
+
 /// The class an HTTP status stands for.
 pub fn status_class(status: u16) -> &'static str {
     match status {
@@ -123,25 +128,22 @@ pub fn declared_classes<'a>(statuses: impl IntoIterator<Item = &'a str>) -> BTre
     normalize(classes)
 }
 
-/// The kind of state transition a step exercised, from its states: `create` (a resource
-/// appeared), `delete` (one vanished), `update` (the state changed otherwise), `read` (a
-/// success that changed nothing), `failure`, or `unknown`.
-pub fn transition_kind(before: &Value, after: &Value, success: Option<bool>) -> &'static str {
-    if before != after {
-        let (a, b) = (super::resources(before), super::resources(after));
-        if b.keys().any(|k| !a.contains_key(k)) {
-            "create"
-        } else if a.keys().any(|k| !b.contains_key(k)) {
-            "delete"
-        } else {
-            "update"
-        }
-    } else {
-        match success {
-            Some(true) => "read",
-            Some(false) => "failure",
-            None => "unknown",
-        }
+/// The kind of state transition a step exercised: `create` (a resource appeared), `delete`
+/// (one vanished), `update` (the state changed otherwise), `read` (a success that changed
+/// nothing), `failure`, or `unknown`.
+pub fn transition_kind(
+    changed: bool,
+    created: bool,
+    deleted: bool,
+    success: Option<bool>,
+) -> &'static str {
+    match (changed, success) {
+        (true, _) if created => "create",
+        (true, _) if deleted => "delete",
+        (true, _) => "update",
+        (false, Some(true)) => "read",
+        (false, Some(false)) => "failure",
+        (false, None) => "unknown",
     }
 }
 
