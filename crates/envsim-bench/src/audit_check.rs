@@ -5,7 +5,8 @@
 //! trajectories each violation kind flags (the false-positive rate).
 
 use crate::collect::{Outcome, TransitionRecord};
-use envsim_core::audit::observed::{audit_calls, CallTrajectory};
+use crate::spec_checks::SpecChecks;
+use envsim_core::audit::observed::{audit_calls, guess_outcome, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultPlan, ViolationKind,
 };
@@ -109,6 +110,11 @@ pub enum InputForm {
     /// Calls and observations only (a chat transcript): faults planted in observations,
     /// audited with [`audit_calls`].
     Calls,
+    /// Calls and observations with only an OpenAPI description of the environment: effects
+    /// from the description's methods and paths, outcomes read from the observations
+    /// ([`guess_outcome`]), and the description's argument and response schemas checked.
+    #[serde(rename = "openapi")]
+    OpenApi,
 }
 
 impl InputForm {
@@ -117,8 +123,31 @@ impl InputForm {
         match self {
             InputForm::States => "states",
             InputForm::Calls => "calls",
+            InputForm::OpenApi => "openapi",
         }
     }
+}
+
+/// The specification checks the OpenAPI form adds, by name (those of [`SpecChecks::check`]
+/// that a description generated from a package can break).
+pub const SPEC_KINDS: [&str; 3] = ["unknown_tool", "argument_schema", "response_schema"];
+
+/// Whether a flag of `kind` finds a planted `fault`: one of the state checks that find it,
+/// or, for a renamed or retyped field, the response schema.
+fn finds(fault: FaultKind, kind: &str) -> bool {
+    fault.found_by().iter().any(|k| k.name() == kind)
+        || (fault == FaultKind::SchemaDrift && kind == "response_schema")
+}
+
+/// What an input form is told of an environment.
+pub struct Known<'a> {
+    /// Its tools' effects, learned from executed walks (states and calls forms).
+    pub effects: &'a Effects,
+    /// Its outcome rule: how the planted observations are written (every form), and how
+    /// outcomes are read (states and calls forms).
+    pub rule: &'a OutcomeRule,
+    /// Its API description (the OpenAPI form's only knowledge besides the answers).
+    pub spec: Option<&'a SpecChecks>,
 }
 
 /// The result of validating the audit on one input form.
@@ -162,24 +191,21 @@ impl Validation {
     }
 
     /// Plants one fault in a `rate` share of an environment's trajectories (kinds in turn
-    /// across environments, [`FaultPlan`]), audits every trajectory with the environment's
-    /// effects `fx`, and adds the scores against the labels. Environments are added one at a
-    /// time, so memory holds one environment's trajectories.
-    /// With the calls form, `rule` (the environment's outcome rule) writes the planted
-    /// observations.
+    /// across environments, [`FaultPlan`]), audits every trajectory with what the form knows
+    /// of the environment (`known`), and adds the scores against the labels. Environments are
+    /// added one at a time, so memory holds one environment's trajectories.
     pub fn add(
         &mut self,
         env: &str,
         runs: &[AuditTrajectory],
-        fx: &Effects,
-        rule: &OutcomeRule,
+        known: &Known<'_>,
         rate: f64,
         seed: u64,
     ) {
         if self.faults.is_empty() {
             let kinds: &[FaultKind] = match self.form {
                 InputForm::States => &FaultKind::ALL,
-                InputForm::Calls => &FaultKind::CALLS,
+                InputForm::Calls | InputForm::OpenApi => &FaultKind::CALLS,
             };
             for &kind in kinds {
                 self.faults
@@ -189,20 +215,62 @@ impl Validation {
                 self.checks
                     .insert(kind.name().into(), CheckCounts::default());
             }
+            if self.form == InputForm::OpenApi {
+                for kind in SPEC_KINDS {
+                    self.checks.insert(kind.into(), CheckCounts::default());
+                }
+            }
         }
         self.environments += 1;
         let mut rng = Rng::derive(seed, env);
+        let fx = match (self.form, known.spec) {
+            (InputForm::OpenApi, Some(spec)) => Effects::default().with_annotations(&spec.effects),
+            _ => known.effects.clone(),
+        };
         for t in runs {
-            let (report, label) = match self.form {
-                InputForm::States => match self.plan.plant(t, rate, &mut rng) {
-                    Some((faulty, label)) => (audit(&faulty, fx), Some(label)),
-                    None => (audit(t, fx), None),
-                },
-                InputForm::Calls => match self.plan.plant_calls(t, rate, rule, &mut rng) {
-                    Some((faulty, label)) => (audit_calls(&faulty, fx), Some(label)),
-                    None => (audit_calls(&CallTrajectory::from(t), fx), None),
-                },
+            let (report, flags, label) = match self.form {
+                InputForm::States => {
+                    let (report, label) = match self.plan.plant(t, rate, &mut rng) {
+                        Some((faulty, label)) => (audit(&faulty, &fx), Some(label)),
+                        None => (audit(t, &fx), None),
+                    };
+                    (report, Vec::new(), label)
+                }
+                InputForm::Calls | InputForm::OpenApi => {
+                    let (mut calls, label) =
+                        match self.plan.plant_calls(t, rate, known.rule, &mut rng) {
+                            Some((faulty, label)) => (faulty, Some(label)),
+                            None => (CallTrajectory::from(t), None),
+                        };
+                    let mut flags = Vec::new();
+                    if self.form == InputForm::OpenApi {
+                        // Nothing says how this API answers failure but the answers.
+                        for step in &mut calls.steps {
+                            step.success = guess_outcome(&step.observation);
+                        }
+                        if let Some(spec) = known.spec {
+                            for (k, step) in calls.steps.iter().enumerate() {
+                                let problems = spec.check(
+                                    &step.tool,
+                                    &step.arguments,
+                                    &step.observation,
+                                    step.success,
+                                );
+                                flags.extend(problems.into_iter().map(|p| (k, None, p.kind)));
+                            }
+                        }
+                    }
+                    (audit_calls(&calls, &fx), flags, label)
+                }
             };
+            // Every flag: (step, conflicting step, kind).
+            let mut flags: Vec<(usize, Option<usize>, &'static str)> = flags;
+            flags.extend(
+                report
+                    .violations
+                    .iter()
+                    .map(|x| (x.step, x.conflicting_step, x.kind.name())),
+            );
             let label = label.as_ref();
             self.trajectories += 1;
             self.steps += report.steps;
@@ -210,18 +278,17 @@ impl Validation {
                 None => {
                     self.clean += 1;
                     self.scs_sums.0 += report.scs();
-                    self.clean_flagged += usize::from(!report.violations.is_empty());
-                    let mut kinds: Vec<ViolationKind> =
-                        report.violations.iter().map(|x| x.kind).collect();
-                    for x in &report.violations {
-                        if let Some(c) = self.checks.get_mut(x.kind.name()) {
+                    self.clean_flagged += usize::from(!flags.is_empty());
+                    let mut kinds: Vec<&str> = flags.iter().map(|x| x.2).collect();
+                    for kind in &kinds {
+                        if let Some(c) = self.checks.get_mut(*kind) {
                             c.false_positives += 1;
                         }
                     }
                     kinds.sort();
                     kinds.dedup();
                     for kind in kinds {
-                        if let Some(c) = self.checks.get_mut(kind.name()) {
+                        if let Some(c) = self.checks.get_mut(kind) {
                             c.clean_flagged += 1;
                         }
                     }
@@ -233,14 +300,14 @@ impl Validation {
                         f.planted += 1;
                         // Found at its step, or by a later step that names it as the step it
                         // conflicts with (a retried call exposing a flip).
-                        f.found += usize::from(report.violations.iter().any(|x| {
-                            (x.step == label.step || x.conflicting_step == Some(label.step))
-                                && label.kind.found_by().contains(&x.kind)
+                        f.found += usize::from(flags.iter().any(|(step, conflicting, kind)| {
+                            (*step == label.step || *conflicting == Some(label.step))
+                                && finds(label.kind, kind)
                         }));
                     }
-                    for x in &report.violations {
-                        if let Some(c) = self.checks.get_mut(x.kind.name()) {
-                            if x.step >= label.step {
+                    for (step, _, kind) in &flags {
+                        if let Some(c) = self.checks.get_mut(*kind) {
+                            if *step >= label.step {
                                 c.true_positives += 1;
                             } else {
                                 c.false_positives += 1;
@@ -269,6 +336,7 @@ impl Validation {
             match self.form {
                 InputForm::States => "trajectories with their states",
                 InputForm::Calls => "calls and observations only (states dropped)",
+                InputForm::OpenApi => "calls and observations with only a generated OpenAPI description (no package: effects from paths, outcomes read from the answers, schemas checked)",
             },
             self.trajectories,
             self.steps,

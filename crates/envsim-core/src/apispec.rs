@@ -43,6 +43,13 @@
 //! | collection `/things` | List | Create | Update | Delete |
 //! | action `POST /things/{id}/cancel` | | Update of `things` | | |
 //!
+//! Custom methods (the `:verb` suffix of Google's API design guide): `/things/{id}:cancel` is
+//! an action on the item (a read with GET or HEAD), `/things:reindex` an update of the
+//! collection as a whole with no id (a listing with GET or HEAD). A path that is the
+//! operation's own name and nothing else (`POST /sendMessage` with `operationId:
+//! sendMessage`), with a method other than GET or HEAD, is a remote procedure: it has no
+//! effects, and the audit guesses them from the name.
+//!
 //! Item and action effects name the last path parameter as `id_parameter`. An action's last
 //! segment follows a parameter and is (or starts with) one of [`ACTION_VERBS`]; with another
 //! method than POST that path is a collection. OPTIONS and TRACE have no effects. The resource
@@ -210,7 +217,9 @@ impl ToolSpec {
             (Shape::Item, "POST" | "PUT" | "PATCH") => Operation::Update,
             (Shape::Collection, "GET" | "HEAD") => Operation::List,
             (Shape::Collection, "POST") => Operation::Create,
-            (Shape::Collection, "PUT" | "PATCH") | (Shape::Action, _) => Operation::Update,
+            (Shape::Collection, "PUT" | "PATCH") | (Shape::Action | Shape::CollectionAction, _) => {
+                Operation::Update
+            }
             (_, "DELETE") => Operation::Delete,
             _ => return Vec::new(),
         };
@@ -233,7 +242,7 @@ impl ToolSpec {
 
     fn shape(&self) -> Option<(PathShape, &HttpOperation)> {
         let http = self.http.as_ref()?;
-        Some((PathShape::of(http)?, http))
+        Some((PathShape::of(&self.name, http)?, http))
     }
 }
 
@@ -242,6 +251,8 @@ enum Shape {
     Item,
     Collection,
     Action,
+    /// A custom method changing a collection as a whole (`POST /things:reindex`).
+    CollectionAction,
 }
 
 /// An operation's path read as a resource.
@@ -257,32 +268,70 @@ fn parameter_segment(segment: &str) -> Option<&str> {
 }
 
 impl PathShape {
-    fn of(http: &HttpOperation) -> Option<PathShape> {
+    fn of(tool: &str, http: &HttpOperation) -> Option<PathShape> {
         let mut segments: Vec<&str> = http.path.split('/').filter(|s| !s.is_empty()).collect();
         let prefixes = segments.iter().take_while(|s| is_api_prefix(s)).count();
         segments.drain(..prefixes);
-        let param = |index: usize| segments.get(index).and_then(|s| parameter_segment(s));
         let last = segments.len().checked_sub(1)?;
-        let (kind, owner, id) = match (param(last), last.checked_sub(1).and_then(param)) {
-            (Some(id), _) => (Shape::Item, &segments[..], Some(id)),
+        // A custom method (`/things/{id}:cancel`, `/things:search`) acts on what precedes the
+        // colon: an item's change (or read), or a collection-wide change (or listing).
+        if let Some((base, _verb)) = custom_method(segments[last]) {
+            let reads = matches!(http.method.as_str(), "GET" | "HEAD");
+            segments[last] = base;
+            let id = parameter_segment(base);
+            let kind = match (id, reads) {
+                (Some(_), true) => Shape::Item,
+                (Some(_), false) => Shape::Action,
+                (None, true) => Shape::Collection,
+                (None, false) => Shape::CollectionAction,
+            };
+            return PathShape::build(kind, &segments, id);
+        }
+        // A mutating endpoint named after its operation alone (`POST /sendMessage`) is a remote
+        // procedure, not a collection of things it creates.
+        if last == 0 && segments[0] == tool && !matches!(http.method.as_str(), "GET" | "HEAD") {
+            return None;
+        }
+        let param = |index: usize| segments.get(index).and_then(|s| parameter_segment(s));
+        let (kind, id) = match (param(last), last.checked_sub(1).and_then(param)) {
+            (Some(id), _) => (Shape::Item, Some(id)),
             (None, Some(id)) if http.method == "POST" && is_action_verb(segments[last]) => {
-                (Shape::Action, &segments[..last - 1], Some(id))
+                (Shape::Action, Some(id))
             }
-            _ => (Shape::Collection, &segments[..], None),
+            _ => (Shape::Collection, None),
         };
-        // The resource: up to the last literal segment, parameters as `*`.
+        let owner = match kind {
+            Shape::Action => &segments[..last],
+            _ => &segments[..],
+        };
+        PathShape::build(kind, owner, id)
+    }
+
+    /// The shape of a path ending in the item or collection acted on (`owner`): its resource
+    /// is the path up to its last literal segment, parameters as `*`.
+    fn build(kind: Shape, owner: &[&str], id: Option<&str>) -> Option<PathShape> {
         let end = owner.iter().rposition(|s| parameter_segment(s).is_none())?;
         let parts: Vec<&str> = owner[..=end]
             .iter()
             .map(|s| parameter_segment(s).map_or(*s, |_| "*"))
             .collect();
-        let (resource, id_parameter) = (parts.join("/"), id.map(str::to_owned));
         Some(PathShape {
             kind,
-            resource,
-            id_parameter,
+            resource: parts.join("/"),
+            id_parameter: id.map(str::to_owned),
         })
     }
+}
+
+/// A custom method's segment (`{id}:cancel`, `things:search`) as (what it acts on, verb).
+fn custom_method(segment: &str) -> Option<(&str, &str)> {
+    let at = match segment.rfind('}') {
+        Some(close) => close + 1,
+        None => segment.find(':')?,
+    };
+    let (base, verb) = segment.split_at(at);
+    let verb = verb.strip_prefix(':')?;
+    (!base.is_empty() && !verb.is_empty()).then_some((base, verb))
 }
 
 /// `v1`, `v2`, ..., `api` (any case).
@@ -1130,6 +1179,16 @@ mod tests {
                 Some(List),
                 false,
             ),
+            ("POST", "/things/{id}:cancel", "things", Some(Update), true),
+            ("GET", "/things/{id}:preview", "things", Some(Read), true),
+            (
+                "POST",
+                "/v1/a/{a}/things:reindex",
+                "a/*/things",
+                Some(Update),
+                false,
+            ),
+            ("GET", "/things:search", "things", Some(List), false),
             ("OPTIONS", "/things", "things", None, false),
             ("TRACE", "/things/{id}", "things", None, false),
         ];
@@ -1160,6 +1219,18 @@ mod tests {
         }
         let spec = parse_spec(&petstore()).unwrap();
         assert_eq!(tool(&spec, "adoptPet").resource().as_deref(), Some("pets"));
+        // A remote procedure named by its own path has no effects; read with GET it lists.
+        let rpc = |method: &str, name: &str| ToolSpec {
+            name: name.to_owned(),
+            ..http_tool(method, "/sendMessage")
+        };
+        assert!(rpc("POST", "sendMessage").effects().is_empty());
+        assert_eq!(rpc("POST", "send").effects()[0].operation, Create);
+        assert_eq!(rpc("GET", "sendMessage").effects()[0].operation, List);
+        assert_eq!(custom_method("{id}:cancel"), Some(("{id}", "cancel")));
+        assert_eq!(custom_method("{a:b}"), None);
+        assert_eq!(custom_method("things:"), None);
+        assert_eq!(custom_method(":x"), None);
         let plain = parse_spec(&json!([{"name": "f"}])).unwrap();
         assert!(tool(&plain, "f").effects().is_empty());
         assert_eq!(tool(&plain, "f").resource(), None);

@@ -75,6 +75,7 @@ pub mod reference;
 pub mod report;
 pub mod rng;
 pub mod sample;
+pub mod schema_learn;
 pub mod score;
 pub mod slice;
 pub mod state_patch;

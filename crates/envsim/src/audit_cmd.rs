@@ -101,7 +101,9 @@ enum AuditCommand {
     /// create, resurrected delete, phantom entity, stale read, happy-path flip, schema drift,
     /// wrong error; as calls only, list omission instead of dropped update), and every check is
     /// scored against the labels (recall per fault, precision and clean-trajectory flag rate per
-    /// check), once with the states and once with the calls only. Effects are learned from
+    /// check), three times: with the states; with the calls only; and with the calls and only
+    /// an OpenAPI description generated from the package (effects from its paths, outcomes read
+    /// from the answers, its schemas checked). Effects and the description are learned from
     /// other walks (another seed) of the same environments.
     Validate(ValidateArgs),
     /// Cross-consistency (CCR) of K simulations of the same steps: agreement per step on the
@@ -195,13 +197,22 @@ pub(crate) fn learn(
     walk: &crate::bench_cmd::WalkArgs,
     seed: u64,
 ) -> Result<Effects> {
+    Ok(learn_runs(package, walk, seed)?.1)
+}
+
+/// [`learn`], with the walks it learned from.
+pub(crate) fn learn_runs(
+    package: &envsim_exec::package::EnvPackage,
+    walk: &crate::bench_cmd::WalkArgs,
+    seed: u64,
+) -> Result<(Vec<AuditTrajectory>, Effects)> {
     let records = crate::bench_cmd::walk_transitions(vec![package.clone()], walk, seed)?;
-    Ok(trajectories_from_walks(&records)
+    let runs = trajectories_from_walks(&records)
         .into_values()
         .next()
-        .map(|runs| Effects::learn(&runs))
-        .unwrap_or_default()
-        .with_annotations(&package.manifest.effects))
+        .unwrap_or_default();
+    let effects = Effects::learn(&runs).with_annotations(&package.manifest.effects);
+    Ok((runs, effects))
 }
 
 /// A recorded run as an audit trajectory (states carried forward where a step records none),
@@ -341,7 +352,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     let spec = a
         .spec
         .as_deref()
-        .map(crate::audit_spec::SpecChecks::from_file)
+        .map(crate::audit_spec::spec_from_file)
         .transpose()?;
     let source = path.display().to_string();
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
@@ -616,11 +627,11 @@ struct Auditor<'a> {
     args: &'a CheckArgs,
     corpus: crate::env_cmd::Corpus,
     /// The `--spec` description.
-    spec: Option<crate::audit_spec::SpecChecks>,
+    spec: Option<envsim_bench::spec_checks::SpecChecks>,
     /// Per environment: its effects and outcome rule (learned once).
     known: BTreeMap<String, Known>,
     /// Tool lists transcripts declare, compiled once each (by their JSON text).
-    declared: HashMap<String, std::rc::Rc<crate::audit_spec::SpecChecks>>,
+    declared: HashMap<String, std::rc::Rc<envsim_bench::spec_checks::SpecChecks>>,
     /// Running totals of the audits (nothing per step is kept).
     tally: Tally,
     /// Where violations go as they are found (`--out`).
@@ -843,10 +854,16 @@ impl Auditor<'_> {
                 } else {
                     let key = serde_json::to_string(&t.tools)?;
                     if !self.declared.contains_key(&key) {
-                        let checks = crate::audit_spec::SpecChecks::from_tools(
-                            &t.tools,
-                            format!("the tools {source} {location} declares"),
-                        )?;
+                        let name = format!("the tools {source} {location} declares");
+                        let checks =
+                            envsim_bench::spec_checks::SpecChecks::from_tools(&t.tools, name)
+                                .map_err(|e| {
+                                    anyhow::anyhow!(
+                                        "{source} {location}: tools at {}: {}",
+                                        e.pointer,
+                                        e.message
+                                    )
+                                })?;
                         self.declared.insert(key.clone(), std::rc::Rc::new(checks));
                     }
                     Some(std::rc::Rc::clone(&self.declared[&key]))
@@ -909,7 +926,7 @@ impl Auditor<'_> {
         &mut self,
         env: String,
         trajectory: CallTrajectory,
-        declared: Option<&crate::audit_spec::SpecChecks>,
+        declared: Option<&envsim_bench::spec_checks::SpecChecks>,
     ) -> Result<()> {
         let steps = views_of_calls(&trajectory);
         self.count_outcomes(&steps);
@@ -956,7 +973,7 @@ impl Auditor<'_> {
         env: &str,
         id: &str,
         steps: &[StepView<'_>],
-        declared: Option<&crate::audit_spec::SpecChecks>,
+        declared: Option<&envsim_bench::spec_checks::SpecChecks>,
     ) -> Vec<Value> {
         let mut found = Vec::new();
         let package = self.known.get(env).and_then(|k| k.package.as_ref());
@@ -974,6 +991,8 @@ impl Auditor<'_> {
                     .into_iter()
                     .map(|p| (p.kind, p.explanation))
                     .collect(),
+                // A refused call fits (as `SpecChecks::check` says).
+                (None, Some(_)) if step.success == Some(false) => Vec::new(),
                 (None, Some(package)) => {
                     if tools.iter().any(|t| t == tool) {
                         let problems = package.arguments.check(tool, arguments);
@@ -1324,6 +1343,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
     let mut results = [
         Validation::new(InputForm::States),
         Validation::new(InputForm::Calls),
+        Validation::new(InputForm::OpenApi),
     ];
     for package in packages {
         let name = package.manifest.name.clone();
@@ -1339,12 +1359,30 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             );
             continue;
         }
-        let effects = learn(&package, &walk(a.learn_walks), a.seed.wrapping_add(1))?;
+        let (learned, effects) =
+            learn_runs(&package, &walk(a.learn_walks), a.seed.wrapping_add(1))?;
+        // The OpenAPI form's description, generated from the same learning walks.
+        let doc = envsim_bench::openapi::describe(&package.manifest, &learned, &effects);
+        drop(learned);
+        let spec = envsim_core::apispec::parse_spec(&doc).map_err(|e| {
+            anyhow::anyhow!(
+                "{name}: the generated description at {}: {}",
+                e.pointer,
+                e.message
+            )
+        })?;
+        let spec =
+            envsim_bench::spec_checks::SpecChecks::from_spec(&spec, format!("{name} (generated)"));
         let rule = package.outcome.clone();
+        let known = envsim_bench::audit_check::Known {
+            effects: &effects,
+            rule: &rule,
+            spec: Some(&spec),
+        };
         let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
         for (env, runs) in trajectories_from_walks(&audited) {
             for result in &mut results {
-                result.add(&env, &runs, &effects, &rule, a.rate, a.seed);
+                result.add(&env, &runs, &known, a.rate, a.seed);
             }
         }
         eprintln!("{name}: {} trajectories so far", results[0].trajectories);

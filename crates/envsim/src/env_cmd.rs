@@ -178,6 +178,11 @@ enum EnvCommand {
     /// bfcl-eval --no-deps; pip install mpmath) as packages: one per class, with one state per
     /// task, the ground truth as scripted tests and as call-only trajectories.
     ImportBfcl(ImportBfclArgs),
+    /// Write an OpenAPI 3.1 document describing an environment: its tools as REST operations
+    /// whose method and path say what each does to which resources, and the shapes of its
+    /// answers — learned by running seeded walks of the package. What a simulator or an audit
+    /// given only an API description gets (`envsim audit --spec`).
+    Openapi(OpenapiArgs),
 }
 
 #[derive(Debug, Args)]
@@ -296,6 +301,13 @@ pub fn run(args: EnvArgs) -> Result<()> {
                 force,
             } => import(&file, &tasks, &state_field, &out, force),
             EnvCommand::ImportBfcl(bfcl) => import_bfcl(bfcl).await,
+            // Its walks start a runtime of their own, so they run on a thread outside this one.
+            EnvCommand::Openapi(a) => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| openapi_cmd(&root, a))
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow!("generating the description failed")))
+            }),
         }
     })
 }
@@ -930,5 +942,67 @@ fn import(
         summary.envs.len(),
         out.display()
     );
+    Ok(())
+}
+
+/// Arguments of `envsim env openapi`.
+#[derive(Args, Debug)]
+pub struct OpenapiArgs {
+    /// The environment.
+    name: String,
+    /// Where to write it (YAML when the name ends in .yaml or .yml, else JSON); standard
+    /// output (JSON) when absent.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Walks per initial state that the tools are learned from.
+    #[arg(long, default_value_t = 6)]
+    walks: usize,
+    /// Calls per walk.
+    #[arg(long, default_value_t = 16)]
+    steps: usize,
+    /// Seed of the walks.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Sandboxed workers.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+}
+
+fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
+    let package = root.load(&a.name)?;
+    let walk = crate::audit_cmd::walk_args(a.walks, a.steps, a.workers);
+    let (runs, effects) = crate::audit_cmd::learn_runs(&package, &walk, a.seed)?;
+    let doc = envsim_bench::openapi::describe(&package.manifest, &runs, &effects);
+    let operations: usize = doc["paths"]
+        .as_object()
+        .map(|p| {
+            p.values()
+                .filter_map(Value::as_object)
+                .map(|o| o.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    for (tool, shown, back) in envsim_bench::openapi::role_mismatches(&doc, &effects) {
+        eprintln!(
+            "note: {tool} reads back from its path as {back:?}, though running it showed {shown:?} (its path was taken)"
+        );
+    }
+    let text = match &a.out {
+        Some(path) if crate::audit_spec::is_yaml(path) => yaml_serde::to_string(&doc)?,
+        _ => serde_json::to_string_pretty(&doc)? + "\n",
+    };
+    match &a.out {
+        Some(path) => {
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "{}: {operations} operations, learned from {} walks, written to {}",
+                a.name,
+                runs.len(),
+                path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
     Ok(())
 }

@@ -319,6 +319,43 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
         planted_found,
         CALLS_FAULTS.map(|(k, p, f)| (k.to_owned(), p, f))
     );
+    // The same calls with only the OpenAPI description generated from the package.
+    let v = &forms[2];
+    assert_eq!(v["form"], "openapi");
+    assert_eq!(
+        (
+            v["trajectories"].clone(),
+            v["clean"].clone(),
+            v["clean_flagged"].clone()
+        ),
+        (json!(40), json!(CALLS_CLEAN), json!(5))
+    );
+    assert_eq!(
+        faults_of(v),
+        [
+            ("happy_path_flip".to_owned(), 3, 0),
+            ("list_omission".to_owned(), 0, 0),
+            ("phantom_entity".to_owned(), 3, 0),
+            ("resurrected_delete".to_owned(), 0, 0),
+            ("schema_drift".to_owned(), 2, 2),
+            ("stale_read".to_owned(), 0, 0),
+            ("vanished_create".to_owned(), 2, 2),
+            ("wrong_error".to_owned(), 1, 0),
+        ]
+    );
+    // The renamed and retyped fields break the learned response schema, and nothing else
+    // does; the clean trajectories flagged are all the desk's own leniency: it accepts
+    // titles that are not strings, which its description refuses.
+    let check = |kind: &str| {
+        let c = &v["checks"][kind];
+        (
+            c["true_positives"].clone(),
+            c["false_positives"].clone(),
+            c["clean_flagged"].clone(),
+        )
+    };
+    assert_eq!(check("response_schema"), (json!(4), json!(0), json!(0)));
+    assert_eq!(check("argument_schema"), (json!(5), json!(8), json!(5)));
 }
 
 #[test]
@@ -880,4 +917,71 @@ fn the_local_model_simulates_walks_and_the_audit_is_compared_with_the_truth() {
     assert_eq!(v["right_steps"], right);
     let (summary, _) = audit_records(dir.path(), &records, &["--no-replay"]);
     assert_eq!(summary["trajectories"], 1);
+}
+
+#[test]
+fn a_generated_openapi_description_is_an_audit_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let spec = dir.path().join("desk.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(["env", "openapi", "desk", "--walks", "4", "--out"])
+        .arg(&spec)
+        .arg("--envs")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let doc: Value = yaml_serde::from_str(&std::fs::read_to_string(&spec).unwrap()).unwrap();
+    let mut routes: Vec<String> = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            routes.push(format!(
+                "{} {} {}",
+                op["operationId"].as_str().unwrap(),
+                method,
+                path
+            ));
+        }
+    }
+    routes.sort();
+    assert_eq!(
+        routes,
+        [
+            "close_ticket post /tickets/{ticket_id}:close_ticket",
+            "create_ticket post /tickets",
+            "get_ticket get /tickets/{ticket_id}",
+        ]
+    );
+    // The audit reads it: a renamed field of a read breaks the learned response schema, and
+    // the effects come from the paths.
+    let mut faulty = run(None);
+    faulty["steps"][2]["observation"] =
+        json!("{'success': True, 'data': {'Title': 'd', 'status': 'closed', 'owner': 'desk'}}");
+    let file = dir.path().join("runs.jsonl");
+    std::fs::write(&file, format!("{}\n{}\n", run(None), faulty)).unwrap();
+    let violations = dir.path().join("v.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args([
+            "audit",
+            file.to_str().unwrap(),
+            "--spec",
+            spec.to_str().unwrap(),
+            "--out",
+        ])
+        .arg(&violations)
+        .args(["--json", "--learn-walks", "0", "--envs"])
+        .arg(dir.path().join("none"))
+        .output()
+        .unwrap();
+    succeeded(&out);
+    let found: Vec<Value> = std::fs::read_to_string(&violations)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| json!([v["trajectory"], v["step"], v["kind"]]))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0][1], 2);
+    assert_eq!(found[0][2], "response_schema");
 }

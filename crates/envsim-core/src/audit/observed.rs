@@ -314,15 +314,20 @@ fn quotes_other_argument(text: &str, arguments: &Map<String, Value>, id: &str) -
 
 /// What a call does, for the audit without states.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
+pub enum Role {
+    /// Only reads.
     Read,
+    /// Makes resources.
     Create,
+    /// Removes the resource its arguments name.
     Delete,
     /// Changes the state in ways not pinned to one resource.
     Change,
 }
 
-pub(crate) fn role(fx: &ToolEffects) -> Role {
+/// What a tool with effects `fx` does: read-only; deletes only (what its arguments name, or
+/// by its name's guess); creates only; else a change.
+pub fn role(fx: &ToolEffects) -> Role {
     if fx.read_only {
         Role::Read
     } else if !fx.deletes.is_empty()
