@@ -128,9 +128,10 @@ impl InputForm {
     }
 }
 
-/// The specification checks the OpenAPI form adds, by name (those of [`SpecChecks::check`]
-/// that a description generated from a package can break).
-pub const SPEC_KINDS: [&str; 3] = ["unknown_tool", "argument_schema", "response_schema"];
+/// The specification checks the OpenAPI form adds as detectors, by name (those of
+/// [`SpecChecks::check`] that a simulated answer can break; `argument_schema` is about the
+/// call, and is counted apart: [`Validation::accepted_invalid_calls`]).
+pub const SPEC_KINDS: [&str; 2] = ["unknown_tool", "response_schema"];
 
 /// Whether a flag of `kind` finds a planted `fault`: one of the state checks that find it,
 /// or, for a renamed or retyped field, the response schema.
@@ -169,6 +170,10 @@ pub struct Validation {
     pub faults: BTreeMap<String, FaultCounts>,
     /// Per violation kind.
     pub checks: BTreeMap<String, CheckCounts>,
+    /// OpenAPI form: calls of clean trajectories that break their schema and were not
+    /// answered as failures (the environment's code accepted them, or its failure is one the
+    /// answer does not show).
+    pub accepted_invalid_calls: usize,
     /// Mean SCS of clean trajectories.
     pub mean_scs_clean: f64,
     /// Mean SCS of faulty trajectories.
@@ -256,11 +261,23 @@ impl Validation {
                                     &step.observation,
                                     step.success,
                                 );
-                                flags.extend(problems.into_iter().map(|p| (k, None, p.kind)));
+                                for p in problems {
+                                    // A call breaking its schema is the caller's doing; that
+                                    // the environment accepted it is a fact of the environment
+                                    // (its code is lenient), counted, not a detected fault.
+                                    if p.kind == "argument_schema" {
+                                        if label.is_none() {
+                                            self.accepted_invalid_calls += 1;
+                                        }
+                                    } else {
+                                        flags.push((k, None, p.kind));
+                                    }
+                                }
                             }
                         }
                     }
-                    (audit_calls(&calls, &fx), flags, label)
+                    let report = audit_calls(&calls, &fx);
+                    (report, flags, label)
                 }
             };
             // Every flag: (step, conflicting step, kind).
@@ -332,7 +349,7 @@ impl Validation {
             }
         };
         let mut out = format!(
-            "Input: {}. {} trajectories ({} steps) from {} environments; {} clean, {} with one planted fault. Clean trajectories flagged by any check: {} of {} ({}). Mean SCS: clean {:.4}, faulty {:.4}.\n\n| planted fault | planted | found at its step | recall |\n|---|---|---|---|\n",
+            "Input: {}. {} trajectories ({} steps) from {} environments; {} clean, {} with one planted fault. Clean trajectories flagged by any check: {} of {} ({}). Mean SCS: clean {:.4}, faulty {:.4}.{}\n\n| planted fault | planted | found at its step | recall |\n|---|---|---|---|\n",
             match self.form {
                 InputForm::States => "trajectories with their states",
                 InputForm::Calls => "calls and observations only (states dropped)",
@@ -348,6 +365,11 @@ impl Validation {
             pct(self.clean_flagged, self.clean),
             self.mean_scs_clean,
             self.mean_scs_faulty,
+            if self.form == InputForm::OpenApi {
+                format!(" Calls of clean trajectories that break their schema and were not answered as failures (the environment accepted them; not counted as flags): {}.", self.accepted_invalid_calls)
+            } else {
+                String::new()
+            },
         );
         for (name, f) in &self.faults {
             out.push_str(&format!(

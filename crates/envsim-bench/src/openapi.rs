@@ -12,7 +12,8 @@
 //! | reads the resource an argument names | `GET /things/{thing_id}` |
 //! | only reads, naming none | `GET /tool_name` |
 //! | updates the resource an argument names | `PATCH /things/{thing_id}` (`update_*`, `edit_*`, `modify_*`), else the custom method `POST /things/{thing_id}:tool_name` |
-//! | changes the state otherwise | `POST /tool_name` (a remote procedure: no effects to read) |
+//! | changes the state otherwise | the custom method `POST /env_name:tool_name` of the environment as a whole |
+//! | creates or deletes, the type never seen | `POST /tool_name` (a remote procedure: its name says what it does) |
 //!
 //! An argument *names* a resource when its value is the id of a resource of the state the
 //! call ran on (dates excepted), twice at least and in a quarter of the tool's calls (half,
@@ -24,8 +25,9 @@
 //! the other arguments are query parameters of GET and DELETE and the JSON request body of the
 //! rest, with the manifest's schemas and `required`. Responses: `200` with the schema learned
 //! from the successful observations ([`SchemaLearner`]; numbers are `number`, a field is
-//! required when at least [`REQUIRED_EVIDENCE`] objects all had it) and `default` with the
-//! schema of the failures.
+//! required when at least [`REQUIRED_EVIDENCE`] objects all had it), `default` with the
+//! schema of the failures, and (when failures were seen) `500`, the text of an exception the
+//! code raised.
 
 use envsim_core::audit::observed::{id_noun, role, singular, tool_noun, Role};
 use envsim_core::audit::{resources, AuditTrajectory, Effects};
@@ -207,10 +209,16 @@ fn updates_by_name(tool: &str) -> bool {
     ["update", "edit", "modify", "patch"].contains(&first.to_ascii_lowercase().as_str())
 }
 
-fn route(tool: &str, effects: &Effects, seen: &Seen) -> Route {
+fn route(env: &str, tool: &str, effects: &Effects, seen: &Seen) -> Route {
     let rpc = |method| Route {
         method,
         segments: vec![tool.to_owned()],
+    };
+    // A change of the environment as a whole: a custom method of the environment itself, so
+    // the description says it changes the state even where its name suggests a read.
+    let whole = || Route {
+        method: "POST",
+        segments: vec![format!("{env}:{tool}")],
     };
     match role(&effects.of(tool)) {
         Role::Create => match most(&seen.created) {
@@ -250,7 +258,7 @@ fn route(tool: &str, effects: &Effects, seen: &Seen) -> Route {
                     segments,
                 }
             }
-            None => rpc("POST"),
+            None => whole(),
         },
     }
 }
@@ -311,7 +319,7 @@ pub fn describe(manifest: &Manifest, runs: &[AuditTrajectory], effects: &Effects
             continue;
         };
         let s = seen.get(name).unwrap_or(&nothing);
-        let mut route = route(name, effects, s);
+        let mut route = route(&manifest.name, name, effects, s);
         let mut path = format!("/{}", route.segments.join("/"));
         let method = route.method.to_ascii_lowercase();
         let taken = |path: &str| paths.get(path).is_some_and(|p| p.contains_key(&method));
@@ -450,13 +458,17 @@ fn operation(name: &str, function: &Value, route: &Route, seen: &Seen) -> Value 
                    "content": {"application/json": {"schema": response_schema(learner)}}})
         }
     };
-    op.insert(
-        "responses".into(),
-        json!({
-            "200": answer("The tool's answer on success.", &seen.successes),
-            "default": answer("The tool's answer on failure.", &seen.failures),
-        }),
-    );
+    let mut responses = json!({
+        "200": answer("The tool's answer on success.", &seen.successes),
+        "default": answer("The tool's answer on failure.", &seen.failures),
+    });
+    // Where failures have a shape, an exception's text is one more (without one, nothing
+    // about failures is declared, and nothing is checked).
+    if seen.failures.examples() > 0 {
+        responses["500"] = json!({"description": "The tool raised an exception: its text.",
+            "content": {"application/json": {"schema": {"type": "string"}}}});
+    }
+    op.insert("responses".into(), responses);
     Value::Object(op)
 }
 
@@ -692,7 +704,7 @@ mod tests {
                 // The second tool creating tickets gets a custom method of the same path.
                 r("open_ticket", "POST", "/tickets:open_ticket"),
                 r("stats", "GET", "/stats"),
-                r("sweep", "POST", "/sweep"),
+                r("sweep", "POST", "/desk:sweep"),
                 r("update_ticket", "PATCH", "/tickets/{ticket_id}"),
             ]
         );
@@ -738,6 +750,7 @@ mod tests {
             "get_ticket",
             "update_ticket",
             "stats",
+            "sweep",
         ] {
             assert_eq!(read_role(name), role(&effects.of(name)), "{name}");
         }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Compiled checks of one specification.
+#[derive(Clone)]
 pub struct SpecChecks {
     /// What it came from (for reports).
     pub name: String,
@@ -17,6 +18,9 @@ pub struct SpecChecks {
     /// Per tool: the schema of its successful response (OpenAPI: the first 2xx response that
     /// declares one).
     responses: ArgumentSchemas,
+    /// Per tool: the schema of its failure responses (any declared 4XX/5XX or `default`
+    /// response's).
+    failures: ArgumentSchemas,
     /// Per tool: the HTTP statuses it declares, when the description has responses.
     statuses: BTreeMap<String, envsim_core::apispec::ToolSpec>,
     /// What each tool does to resources, from the OpenAPI method and path.
@@ -47,11 +51,28 @@ impl SpecChecks {
                 .min_by_key(|(status, _)| status.as_str())?;
             Some((t.name.clone(), response.schema.clone()?))
         }));
+        // The failure schema: any of the declared 4XX/5XX and `default` responses' schemas.
+        let failures = ArgumentSchemas::from_schemas(spec.tools.values().filter_map(|t| {
+            let schemas: Vec<Value> = t
+                .responses
+                .iter()
+                .filter(|(status, _)| {
+                    status.starts_with('4') || status.starts_with('5') || *status == "default"
+                })
+                .filter_map(|(_, r)| r.schema.clone())
+                .collect();
+            match schemas.len() {
+                0 => None,
+                1 => Some((t.name.clone(), schemas.into_iter().next()?)),
+                _ => Some((t.name.clone(), serde_json::json!({ "anyOf": schemas }))),
+            }
+        }));
         SpecChecks {
             name,
             tools: spec.tools.keys().cloned().collect(),
             arguments,
             responses,
+            failures,
             statuses: spec
                 .tools
                 .iter()
@@ -81,7 +102,9 @@ impl SpecChecks {
             .collect()
     }
 
-    /// How a step breaks the specification (empty: it fits). A call the specification
+    /// How a step breaks the specification (empty: it fits). The answer is checked against
+    /// the success schema when it says success, the failure schema when it says failure, and
+    /// must fit one of the two when it says neither. A call the specification
     /// refuses (an unknown tool, arguments that break the schema) breaks it only when it did
     /// not fail: refusing such a call is what the API should do, so a failed one fits.
     pub fn check(
@@ -113,13 +136,30 @@ impl SpecChecks {
                 explanation: problems.join("; "),
             });
         }
-        if success == Some(true) && !observation.is_null() {
-            let problems = self.responses.check_value(tool, observation);
-            if !problems.is_empty() {
+        if !observation.is_null() {
+            let (fits_success, fits_failure) = (
+                self.responses.check_value(tool, observation),
+                self.failures.check_value(tool, observation),
+            );
+            let broken = match success {
+                Some(true) => (!fits_success.is_empty()).then_some(("success", fits_success)),
+                Some(false) => (!fits_failure.is_empty()).then_some(("failure", fits_failure)),
+                // An answer that says neither: it must fit one of the two, when both are
+                // declared.
+                None if self.responses.has(tool) && self.failures.has(tool) => {
+                    (!fits_success.is_empty() && !fits_failure.is_empty()).then(|| {
+                        let mut both = fits_success;
+                        both.extend(fits_failure);
+                        ("success or failure", both)
+                    })
+                }
+                None => None,
+            };
+            if let Some((which, problems)) = broken {
                 out.push(SpecProblem {
                     kind: "response_schema",
                     explanation: format!(
-                        "the response breaks the declared success schema: {}",
+                        "the response breaks the declared {which} schema: {}",
                         problems.join("; ")
                     ),
                 });

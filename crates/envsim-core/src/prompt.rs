@@ -170,6 +170,44 @@ pub fn sliced_prompt(code: &str, state: &Value, action: &Action) -> Prompt {
     envsim_prompt(&format!("{ENVSIM_RULES}{SLICED_NOTE}"), code, state, action)
 }
 
+/// envsim's prompt for an environment known only by its API description (environment-free
+/// simulation): the rules worded for a description instead of code, the description (an
+/// OpenAPI document or tool schemas, as JSON) and the notes in the system message; the state
+/// and the call as in the `envsim` layout.
+pub fn description_prompt(
+    description: &Value,
+    notes: &str,
+    state: &Value,
+    action: &Action,
+) -> Prompt {
+    let rules = ENVSIM_RULES.replacen(
+        "You are given the environment's Python code,",
+        "You are given the environment's API description (what each operation takes, does and answers),",
+        1,
+    );
+    let notes = if notes.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n\nRules of the environment:\n{notes}")
+    };
+    Prompt {
+        system: format!(
+            "{rules}{DESCRIPTION_NOTE}{notes}\n\nAPI description:\n```json\n{}\n```",
+            serde_json::to_string(description).unwrap_or_default()
+        ),
+        user: format!(
+            "State:\n{}\n\nTool call: {}",
+            serde_json::to_string_pretty(state).unwrap_or_default(),
+            action.render()
+        ),
+    }
+}
+
+/// What [`description_prompt`] adds to the rules (with its leading space).
+const DESCRIPTION_NOTE: &str = " The feedback is the operation's answer as JSON text, shaped as \
+its description's responses say: the success response when the call can succeed on this state, \
+the failure response (and no change) when it cannot.";
+
 /// Which reference evaluator's wording [`reference_eval_prompt`] reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReferenceVariant {
@@ -260,6 +298,34 @@ mod tests {
                 .cloned()
                 .unwrap_or_default(),
         }
+    }
+
+    #[test]
+    fn the_description_prompt_carries_the_description_not_code() {
+        let description = json!({"openapi": "3.1.0", "paths": {"/orders/{order_id}:pay": {}}});
+        let p = description_prompt(
+            &description,
+            "Paid orders stay paid.",
+            &json!({"orders": {}}),
+            &action(),
+        );
+        assert!(p.system.starts_with(
+            "You simulate a software environment. You are given the environment's API description"
+        ));
+        assert!(!p.system.contains("Python code"));
+        assert!(p
+            .system
+            .contains("Rules of the environment:\nPaid orders stay paid."));
+        assert!(p.system.ends_with(
+            "```json\n{\"openapi\":\"3.1.0\",\"paths\":{\"/orders/{order_id}:pay\":{}}}\n```"
+        ));
+        assert!(
+            p.user.ends_with("Tool call: pay({\"order_id\":\"O1\"})"),
+            "{}",
+            p.user
+        );
+        let bare = description_prompt(&description, " ", &json!({}), &action());
+        assert!(!bare.system.contains("Rules of the environment"));
     }
 
     #[test]

@@ -984,7 +984,7 @@ fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
         .unwrap_or(0);
     for (tool, shown, back) in envsim_bench::openapi::role_mismatches(&doc, &effects) {
         eprintln!(
-            "note: {tool} reads back from its path as {back:?}, though running it showed {shown:?} (its path was taken)"
+            "note: {tool} reads back from its path as {back:?}, though running it showed {shown:?}"
         );
     }
     let text = match &a.out {

@@ -18,6 +18,8 @@ mod render;
 mod replay_cmd;
 mod run_render;
 mod score_cmd;
+mod sim_cmd;
+mod sim_measure;
 mod slice_cmd;
 
 use clap::{Parser, Subcommand};
@@ -56,6 +58,10 @@ enum Command {
     /// Consistency audit of trajectories (state constraint graph, state consistency score),
     /// and its validation on executed ground truth.
     Audit(audit_cmd::AuditArgs),
+    /// Simulated environment sessions: explicit state, every step validated against the
+    /// specification and the state's history, regenerated, escalated and verified (anchoring);
+    /// and the measurement of anchoring on corpus walks (`sim measure`).
+    Sim(Box<sim_cmd::SimArgs>),
 }
 
 /// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => eval_cmd::batch(args),
         Command::Model(args) => model_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
+        Command::Sim(args) => sim_cmd::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,323 @@
+//! Simulator backends: what predicts a step's observation and next state. The executor runs
+//! the environment's code (the ground truth, in code mode); a language model (an
+//! OpenAI-compatible endpoint, or the embedded local model) predicts from the code or the
+//! description; [`crate::faulty::FaultySimulator`] is a test double with known error rates.
+
+use crate::environment::Environment;
+use envsim_core::apply::apply;
+use envsim_core::delta::Delta;
+use envsim_core::extract::extract_object;
+use envsim_core::prompt::{description_prompt, Prompt, Template};
+use envsim_core::sample::Action;
+use envsim_core::score::OUTPUT_KEYS;
+use envsim_exec::{step_seed, Call, Executor};
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future that can cross threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One step to predict.
+pub struct StepRequest<'a> {
+    /// The environment.
+    pub env: &'a Environment,
+    /// The state before the call.
+    pub state: &'a Value,
+    /// The tool.
+    pub tool: &'a str,
+    /// Its arguments.
+    pub arguments: &'a Map<String, Value>,
+    /// The session's seed (the executor's seeds derive from it and the step).
+    pub seed: u64,
+    /// The step's index in the session (clock and seeds).
+    pub step: usize,
+    /// Which attempt at this step (0 first; each regeneration counts up).
+    pub attempt: usize,
+    /// Why the previous attempt was rejected, stated for the model (empty at first).
+    pub feedback: &'a [String],
+}
+
+/// A predicted step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// The observation (parsed when it is JSON or a Python literal, else text).
+    pub observation: Value,
+    /// The state after the call.
+    pub state_after: Value,
+    /// The model's raw answer, for models.
+    pub raw: Option<String>,
+    /// Tokens spent (prompt + completion), for models.
+    pub tokens: u64,
+}
+
+/// Why a backend gave no prediction.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PredictError {
+    /// It answered, but the answer is not a step: no output object, or a change list that
+    /// does not apply to the state. A validation failure: regenerating may help.
+    #[error("unreadable answer: {why}")]
+    Unreadable {
+        /// What is wrong.
+        why: String,
+        /// The answer.
+        raw: String,
+    },
+    /// It could not answer (connection, sandbox, no code in environment-free mode).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A simulator backend.
+pub trait Simulator: Send + Sync {
+    /// Its name in provenance (`executor`, `openai:gpt-4o-mini`, `local:qwen…`).
+    fn name(&self) -> String;
+    /// Whether its answers are the ground truth (the executor running the code).
+    fn is_ground_truth(&self) -> bool {
+        false
+    }
+    /// Predicts one step.
+    fn predict<'a>(
+        &'a self,
+        request: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Prediction, PredictError>>;
+}
+
+/// The executor as a simulator: runs the environment's code on the state (code mode only).
+#[derive(Clone)]
+pub struct ExecutorSimulator {
+    executor: Arc<Executor>,
+}
+
+impl ExecutorSimulator {
+    /// Over a running executor.
+    pub fn new(executor: Arc<Executor>) -> Self {
+        ExecutorSimulator { executor }
+    }
+}
+
+/// The frozen clock of a step: the environment's clock plus one clock step per step.
+pub fn step_clock(env: &Environment, step: usize) -> f64 {
+    env.clock + step as f64 * envsim_core::clock::DEFAULT_CLOCK_STEP
+}
+
+impl Simulator for ExecutorSimulator {
+    fn name(&self) -> String {
+        "executor".to_owned()
+    }
+
+    fn is_ground_truth(&self) -> bool {
+        true
+    }
+
+    fn predict<'a>(
+        &'a self,
+        r: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
+        Box::pin(async move {
+            let Some(code) = &r.env.code else {
+                return Err(PredictError::Failed(format!(
+                    "{}: the executor needs the environment's code, and this session has only its description",
+                    r.env.name
+                )));
+            };
+            let call = Call {
+                seed: step_seed(r.seed, r.step),
+                clock: step_clock(r.env, r.step),
+                ..Call::new(code, r.tool, r.arguments, r.state)
+            };
+            let outcome = self
+                .executor
+                .call(&call)
+                .await
+                .map_err(|e| PredictError::Failed(format!("{}: {e}", r.env.name)))?;
+            Ok(Prediction {
+                observation: envsim_bench::audit_check::observation_value(
+                    &outcome.observation_json,
+                    &outcome.observation,
+                ),
+                state_after: outcome.state_after,
+                raw: None,
+                tokens: 0,
+            })
+        })
+    }
+}
+
+/// The prompt a model gets for a step: envsim's template over the code in code mode, the
+/// description prompt in environment-free mode; with the reasons the previous attempt was
+/// rejected, when there are some (anchoring).
+pub fn step_prompt(template: Template, r: &StepRequest<'_>) -> Prompt {
+    let action = Action {
+        name: r.tool.to_owned(),
+        arguments: r.arguments.clone(),
+    };
+    let mut prompt = match &r.env.code {
+        Some(code) => template.render(&code.code, r.state, &action),
+        None => description_prompt(&r.env.description, &r.env.notes, r.state, &action),
+    };
+    if !r.feedback.is_empty() {
+        prompt.user.push_str(
+            "\n\nYour previous answer to this call was rejected because it is inconsistent:\n",
+        );
+        for line in r.feedback {
+            prompt.user.push_str("- ");
+            prompt.user.push_str(line);
+            prompt.user.push('\n');
+        }
+        prompt
+            .user
+            .push_str("Answer again, consistent with the state, the description and the history.");
+    }
+    prompt
+}
+
+/// Reads a model's answer: the output object's `feedback` and `config_changes`, the changes
+/// applied to the state.
+pub fn read_answer(text: &str, state: &Value) -> Result<(Value, Value), PredictError> {
+    let unreadable = |why: String| PredictError::Unreadable {
+        why,
+        raw: text.to_owned(),
+    };
+    let found = extract_object(text, &OUTPUT_KEYS)
+        .map_err(|e| unreadable(format!("no output object ({e:?})")))?;
+    let object = Value::Object(found.object);
+    let feedback = object.get("feedback").cloned().unwrap_or(Value::Null);
+    let changes = object.get("config_changes").cloned().unwrap_or(json!([]));
+    let (after, problems) = apply(state, &Delta::from_value(&changes));
+    let errors: Vec<String> = problems
+        .iter()
+        .filter(|p| p.severity == envsim_core::problem::Severity::Error)
+        .map(|p| format!("{p:?}"))
+        .collect();
+    if !errors.is_empty() {
+        return Err(unreadable(format!(
+            "the change list does not apply to the state: {}",
+            errors.join("; ")
+        )));
+    }
+    let observation = match feedback {
+        Value::String(text) => envsim_bench::audit_check::observation_value(&Value::Null, &text),
+        other => other,
+    };
+    Ok((observation, after))
+}
+
+/// A model over an OpenAI-compatible endpoint.
+pub struct OpenAiSimulator {
+    client: envsim_eval::openai::OpenAiClient,
+    model: String,
+    template: Template,
+    decoding: envsim_eval::config::Decoding,
+}
+
+impl OpenAiSimulator {
+    /// A simulator asking `model` through `client`, with `template` in code mode.
+    pub fn new(
+        client: envsim_eval::openai::OpenAiClient,
+        model: String,
+        template: Template,
+        decoding: envsim_eval::config::Decoding,
+    ) -> Self {
+        OpenAiSimulator {
+            client,
+            model,
+            template,
+            decoding,
+        }
+    }
+}
+
+impl Simulator for OpenAiSimulator {
+    fn name(&self) -> String {
+        format!("openai:{}", self.model)
+    }
+
+    fn predict<'a>(
+        &'a self,
+        r: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
+        Box::pin(async move {
+            let prompt = step_prompt(self.template, r);
+            let body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
+            let (completion, _) = self
+                .client
+                .attempt(&body.to_string())
+                .await
+                .map_err(|e| PredictError::Failed(format!("{}: {}", self.name(), e.message)))?;
+            let tokens = completion
+                .usage
+                .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
+            let (observation, state_after) = read_answer(&completion.content, r.state)?;
+            Ok(Prediction {
+                observation,
+                state_after,
+                raw: Some(completion.content),
+                tokens,
+            })
+        })
+    }
+}
+
+/// The embedded local model.
+#[cfg(feature = "local")]
+pub struct LocalSimulator {
+    engine: Arc<envsim_eval::local::LocalEngine>,
+    generation: envsim_eval::local::Generation,
+    model: String,
+    template: Template,
+}
+
+#[cfg(feature = "local")]
+impl LocalSimulator {
+    /// A simulator over a started engine.
+    pub fn new(
+        engine: Arc<envsim_eval::local::LocalEngine>,
+        generation: envsim_eval::local::Generation,
+        model: String,
+        template: Template,
+    ) -> Self {
+        LocalSimulator {
+            engine,
+            generation,
+            model,
+            template,
+        }
+    }
+}
+
+#[cfg(feature = "local")]
+impl Simulator for LocalSimulator {
+    fn name(&self) -> String {
+        format!("local:{}", self.model)
+    }
+
+    fn predict<'a>(
+        &'a self,
+        r: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
+        Box::pin(async move {
+            let prompt = step_prompt(self.template, r);
+            // A regeneration samples (a greedy model would repeat itself).
+            let mut generation = self.generation.clone();
+            if r.attempt > 0 {
+                generation.temperature = generation.temperature.max(0.7);
+                generation.seed = generation.seed.wrapping_add(r.attempt as u32);
+            }
+            let completion = self
+                .engine
+                .generate(prompt, generation)
+                .await
+                .map_err(|e| PredictError::Failed(format!("{}: {e}", self.name())))?;
+            let tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens;
+            let (observation, state_after) = read_answer(&completion.content, r.state)?;
+            Ok(Prediction {
+                observation,
+                state_after,
+                raw: Some(completion.content),
+                tokens,
+            })
+        })
+    }
+}

@@ -1,0 +1,478 @@
+//! Sessions on a small package written by the test, with the real executor.
+
+use envsim_core::audit::{AuditStep, AuditTrajectory, Effects};
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use envsim_sim::backend::{
+    BoxFuture, ExecutorSimulator, PredictError, Prediction, Simulator, StepRequest,
+};
+use envsim_sim::environment::Environment;
+use envsim_sim::faulty::FaultySimulator;
+use envsim_sim::session::{AnchorMode, Backends, Session, SessionConfig};
+use envsim_sim::verify::VerifyPolicy;
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
+
+const DESK: &str = r#"
+class Desk:
+    def __init__(self, init_config: dict):
+        self.tickets = init_config.get("tickets", {})
+        self.next_id = init_config.get("next_id", 1)
+
+    def create_ticket(self, title: str) -> dict:
+        tid = "T%d" % self.next_id
+        self.next_id += 1
+        self.tickets[tid] = {"title": title, "status": "open"}
+        return {"success": True, "ticket_id": tid}
+
+    def close_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        if t["status"] == "closed":
+            return {"success": False, "error": "already closed"}
+        t["status"] = "closed"
+        return {"success": True}
+
+    def get_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        return {"success": True, "data": dict(t)}
+"#;
+
+fn desk(dir: &std::path::Path) -> EnvPackage {
+    let pkg = dir.join("desk");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), DESK).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let id = json!({"ticket_id": {"type": "string"}});
+    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
+    "class_name": "Desk", "tools": [
+        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("close_ticket", id.clone(), json!(["ticket_id"])),
+        tool("get_ticket", id, json!(["ticket_id"])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(pkg.join("states/00.json"), initial().to_string()).unwrap();
+    EnvPackage::load(&pkg).unwrap()
+}
+
+fn initial() -> Value {
+    json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2})
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+/// The calls every test makes: create, read, close, read, close again (fails), read a
+/// missing ticket (fails).
+fn calls() -> Vec<(&'static str, Map<String, Value>)> {
+    vec![
+        ("create_ticket", args(json!({"title": "b"}))),
+        ("get_ticket", args(json!({"ticket_id": "T2"}))),
+        ("close_ticket", args(json!({"ticket_id": "T2"}))),
+        ("get_ticket", args(json!({"ticket_id": "T2"}))),
+        ("close_ticket", args(json!({"ticket_id": "T2"}))),
+        ("get_ticket", args(json!({"ticket_id": "T9"}))),
+        ("create_ticket", args(json!({"title": "c"}))),
+        ("close_ticket", args(json!({"ticket_id": "T1"}))),
+    ]
+}
+
+/// The environment with effects learned from a session of the executor itself.
+async fn setup(dir: &std::path::Path) -> (Arc<Environment>, Arc<ExecutorSimulator>) {
+    let package = desk(dir);
+    let executor = Arc::new(ExecutorSimulator::new(Arc::new(
+        Executor::new(1, Limits::default()).await.expect("python3"),
+    )));
+    // Learn from the truth: the same calls, twice, from the initial state.
+    let bare = Environment::from_package(&package, &[], Effects::default());
+    let mut runs = Vec::new();
+    for seed in 0..2 {
+        let mut s = Session::new(
+            Arc::new(bare.clone()),
+            Backends {
+                primary: executor.clone(),
+                secondary: None,
+                executor: None,
+            },
+            SessionConfig {
+                seed,
+                ..SessionConfig::default()
+            },
+            initial(),
+        );
+        for (tool, a) in calls() {
+            s.step(tool, &a).await.unwrap();
+        }
+        runs.push(AuditTrajectory {
+            id: format!("learn{seed}"),
+            initial_state: Arc::clone(s.initial_state()),
+            steps: s
+                .steps()
+                .iter()
+                .map(|r| AuditStep {
+                    tool: r.tool.clone(),
+                    arguments: r.arguments.clone(),
+                    observation: r.observation.clone(),
+                    success: r.success,
+                    state_after: Arc::clone(&r.state_after),
+                })
+                .collect(),
+        });
+    }
+    let effects = Effects::learn(&runs);
+    (
+        Arc::new(Environment::from_package(&package, &runs, effects)),
+        executor,
+    )
+}
+
+#[tokio::test]
+async fn the_executor_session_is_the_truth_and_forks_and_rolls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, executor) = setup(dir.path()).await;
+    let mut s = Session::new(
+        env,
+        Backends {
+            primary: executor,
+            secondary: None,
+            executor: None,
+        },
+        SessionConfig::default(),
+        initial(),
+    );
+    let calls = calls();
+    for (tool, a) in &calls[..3] {
+        let r = s.step(tool, a).await.unwrap();
+        assert_eq!(r.provenance.simulator, "executor");
+        assert_eq!((r.provenance.attempts, r.provenance.uncertain), (1, false));
+    }
+    assert_eq!(s.state()["tickets"]["T2"]["status"], "closed");
+    assert_eq!(s.steps()[1].observation["data"]["title"], "b");
+    assert_eq!(s.snapshot("closed"), 3);
+    let mut fork = s.fork();
+    fork.step("create_ticket", &args(json!({"title": "f"})))
+        .await
+        .unwrap();
+    assert!(fork.state()["tickets"].get("T3").is_some());
+    assert!(
+        s.state()["tickets"].get("T3").is_none(),
+        "the fork is apart"
+    );
+    // The fork shares the first three steps, states included.
+    assert!(Arc::ptr_eq(&s.steps()[2], &fork.steps()[2]));
+    // An unchanged state is the state before, shared.
+    assert!(Arc::ptr_eq(
+        &s.steps()[1].state_after,
+        &s.steps()[0].state_after
+    ));
+    fork.rollback("closed").unwrap();
+    assert_eq!(fork.steps().len(), 3);
+    assert_eq!(fork.state(), s.state());
+    assert!(fork.rollback("nothing").is_err());
+    assert!(fork.rollback_to(7).is_err());
+    fork.rollback_to(0).unwrap();
+    assert_eq!(**fork.state(), initial());
+    assert!(fork.snapshots().is_empty(), "marks past the rollback go");
+    // The record is a trajectory the audit reads.
+    let record = s.trajectory("t");
+    assert_eq!(record["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(record["steps"][0]["provenance"]["simulator"], "executor");
+}
+
+/// Runs the calls with a primary in `mode`; returns per step whether the kept answer equals
+/// the truth, and the session.
+async fn run(
+    env: &Arc<Environment>,
+    truth: &Arc<ExecutorSimulator>,
+    primary: Arc<dyn Simulator>,
+    secondary: Option<Arc<dyn Simulator>>,
+    mode: AnchorMode,
+    verify: Option<VerifyPolicy>,
+    with_executor: bool,
+) -> (Vec<bool>, Session) {
+    let mut s = Session::new(
+        Arc::clone(env),
+        Backends {
+            primary,
+            secondary,
+            executor: with_executor.then(|| truth.clone() as Arc<dyn Simulator>),
+        },
+        SessionConfig {
+            mode,
+            max_regenerations: 2,
+            verify,
+            seed: 3,
+        },
+        initial(),
+    );
+    let mut right = Vec::new();
+    for (tool, a) in calls() {
+        let before = Arc::clone(s.state());
+        let r = s.step(tool, &a).await.unwrap();
+        let request = StepRequest {
+            env,
+            state: &before,
+            tool,
+            arguments: &a,
+            seed: 3,
+            step: right.len(),
+            attempt: 0,
+            feedback: &[],
+        };
+        let t = truth.predict(&request).await.unwrap();
+        right.push(t.observation == r.observation && t.state_after == *r.state_after);
+    }
+    (right, s)
+}
+
+#[tokio::test]
+async fn anchoring_repairs_a_faulty_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, truth) = setup(dir.path()).await;
+    let faulty = || -> Arc<dyn Simulator> {
+        Arc::new(FaultySimulator::new(
+            ExecutorSimulator::clone(&truth),
+            1.0,
+            7,
+            "always",
+        ))
+    };
+    // Off: every step the double can spoil is wrong.
+    let (off, _) = run(&env, &truth, faulty(), None, AnchorMode::Off, None, true).await;
+    assert!(off.iter().filter(|r| !**r).count() >= 6, "{off:?}");
+    // Validate: nothing changes, but what the checks catch is marked uncertain.
+    let (validated, s) = run(
+        &env,
+        &truth,
+        faulty(),
+        None,
+        AnchorMode::Validate,
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(validated, off);
+    let uncertain: Vec<bool> = s.steps().iter().map(|r| r.provenance.uncertain).collect();
+    assert!(uncertain.iter().any(|u| *u));
+    for (k, r) in s.steps().iter().enumerate() {
+        if r.provenance.uncertain {
+            assert!(!validated[k], "step {k}: an uncertain step was right");
+        }
+    }
+    // Full: a double that always errs is caught, regenerated (and errs again), then
+    // escalated to the executor: every caught step is right.
+    let (full, s) = run(&env, &truth, faulty(), None, AnchorMode::Full, None, true).await;
+    for (k, r) in s.steps().iter().enumerate() {
+        let p = &r.provenance;
+        if p.escalated_to.is_some() {
+            assert_eq!(p.escalated_to.as_deref(), Some("executor"));
+            assert_eq!((p.attempts, p.regenerations), (3, 2), "step {k}");
+            assert!(full[k]);
+            assert!(!p.problems.is_empty());
+        }
+    }
+    assert!(full.iter().filter(|r| **r).count() > off.iter().filter(|r| **r).count());
+    assert!(s.steps().iter().all(|r| !r.provenance.uncertain));
+}
+
+#[tokio::test]
+async fn verification_escalates_disagreements_and_adapts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, truth) = setup(dir.path()).await;
+    let exact: Arc<dyn Simulator> = truth.clone();
+    // Two doubles that never err agree on everything: the probability falls to the floor.
+    let never = || -> Arc<dyn Simulator> {
+        Arc::new(FaultySimulator::new(
+            ExecutorSimulator::clone(&truth),
+            0.0,
+            1,
+            "never",
+        ))
+    };
+    let policy = VerifyPolicy {
+        floor: 0.1,
+        ceiling: 1.0,
+        warmup: 2,
+    };
+    let (right, s) = run(
+        &env,
+        &truth,
+        never(),
+        Some(never()),
+        AnchorMode::Full,
+        Some(policy),
+        false,
+    )
+    .await;
+    assert!(right.iter().all(|r| *r));
+    let verified = s
+        .steps()
+        .iter()
+        .filter(|r| r.provenance.verified_by.is_some())
+        .count();
+    assert!(verified >= 4, "{verified}");
+    assert!(s.steps().iter().all(|r| r.provenance.agreed != Some(false)));
+    let get = &s.verifier().tools["get_ticket"];
+    assert_eq!(get.verified, get.agreed);
+    assert!(s.verifier().probability("get_ticket") < 1.0);
+    // A primary that always errs, verified by the truth: every disagreement escalates to the
+    // executor.
+    let always: Arc<dyn Simulator> = Arc::new(FaultySimulator::new(
+        ExecutorSimulator::clone(&truth),
+        1.0,
+        9,
+        "always",
+    ));
+    let (right, _) = run(
+        &env,
+        &truth,
+        always,
+        Some(exact),
+        AnchorMode::Full,
+        Some(VerifyPolicy {
+            floor: 1.0,
+            ceiling: 1.0,
+            warmup: 0,
+        }),
+        true,
+    )
+    .await;
+    assert!(right.iter().all(|r| *r), "{right:?}");
+}
+
+/// A test double answering from a script, recording the feedback it was given.
+struct Scripted {
+    answers: Mutex<Vec<Result<Prediction, PredictError>>>,
+    feedback: Mutex<Vec<Vec<String>>>,
+}
+
+impl Simulator for Scripted {
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+
+    fn predict<'a>(
+        &'a self,
+        r: &'a StepRequest<'a>,
+    ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
+        Box::pin(async move {
+            self.feedback.lock().unwrap().push(r.feedback.to_vec());
+            self.answers.lock().unwrap().remove(0)
+        })
+    }
+}
+
+#[tokio::test]
+async fn without_code_the_description_is_the_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, _) = setup(dir.path()).await;
+    let env = Arc::new(env.without_code());
+    assert!(env.code.is_none() && env.rule.is_none());
+    let after = {
+        let mut s = initial();
+        s["tickets"]["T2"] = json!({"title": "b", "status": "open"});
+        s["next_id"] = json!(3);
+        s
+    };
+    let answer = |observation: Value, state: &Value| {
+        Ok(Prediction {
+            observation,
+            state_after: state.clone(),
+            raw: None,
+            tokens: 10,
+        })
+    };
+    let scripted = Arc::new(Scripted {
+        answers: Mutex::new(vec![
+            // A create whose answer drops a field its responses always have, and a title that
+            // is not a string accepted: both break the description.
+            answer(json!({"success": true, "ticketId": "T2"}), &after),
+            Err(PredictError::Unreadable {
+                why: "no output object".into(),
+                raw: "I think it works".into(),
+            }),
+            answer(json!({"success": true, "ticket_id": "T2"}), &after),
+        ]),
+        feedback: Mutex::new(Vec::new()),
+    });
+    let mut s = Session::new(
+        env,
+        Backends {
+            primary: scripted.clone(),
+            secondary: None,
+            executor: None,
+        },
+        SessionConfig::default(),
+        initial(),
+    );
+    let r = s
+        .step("create_ticket", &args(json!({"title": "b"})))
+        .await
+        .unwrap();
+    let p = &r.provenance;
+    assert_eq!((p.attempts, p.regenerations, p.uncertain), (3, 2, false));
+    assert_eq!(p.tokens, 20);
+    assert_eq!(r.observation["ticket_id"], "T2");
+    let kinds: Vec<&str> = p.problems.iter().map(|x| x.kind.as_str()).collect();
+    assert_eq!(kinds, ["response_schema", "unreadable"]);
+    let feedback = scripted.feedback.lock().unwrap().clone();
+    assert!(feedback[0].is_empty());
+    assert!(feedback[1][0].contains("ticket_id"), "{:?}", feedback[1]);
+    assert_eq!(feedback[2], ["no output object"]);
+    // A call that breaks its schema and is answered as a success is rejected without code;
+    // nothing is left to escalate to, so the step is kept, uncertain.
+    let scripted = Arc::new(Scripted {
+        answers: Mutex::new(
+            (0..3)
+                .map(|_| answer(json!({"success": true, "ticket_id": "T3"}), &after))
+                .collect(),
+        ),
+        feedback: Mutex::new(Vec::new()),
+    });
+    let mut s = Session::new(
+        Arc::clone(s.env_arc()),
+        Backends {
+            primary: scripted,
+            secondary: None,
+            executor: None,
+        },
+        SessionConfig::default(),
+        initial(),
+    );
+    let r = s
+        .step("create_ticket", &args(json!({"title": 5})))
+        .await
+        .unwrap();
+    assert!(r.provenance.uncertain);
+    assert!(r
+        .provenance
+        .problems
+        .iter()
+        .any(|p| p.kind == "argument_schema"));
+    // The executor is not there to escalate to: a session without code says so when asked to
+    // run one.
+    let request = StepRequest {
+        env: s.env(),
+        state: &initial(),
+        tool: "get_ticket",
+        arguments: &args(json!({"ticket_id": "T1"})),
+        seed: 0,
+        step: 0,
+        attempt: 0,
+        feedback: &[],
+    };
+    let executor =
+        ExecutorSimulator::new(Arc::new(Executor::new(1, Limits::default()).await.unwrap()));
+    let err = executor.predict(&request).await.unwrap_err();
+    assert!(
+        err.to_string().contains("needs the environment's code"),
+        "{err}"
+    );
+}
