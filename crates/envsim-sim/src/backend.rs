@@ -10,7 +10,7 @@ use envsim_core::extract::extract_object;
 use envsim_core::prompt::{description_prompt, Prompt, Template};
 use envsim_core::sample::Action;
 use envsim_core::score::OUTPUT_KEYS;
-use envsim_exec::{step_seed, Call, Executor};
+use envsim_exec::{step_seed, Call, ExecError, Executor};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -127,11 +127,24 @@ impl Simulator for ExecutorSimulator {
                 clock: step_clock(r.env, r.step),
                 ..Call::new(code, r.tool, r.arguments, r.state)
             };
-            let outcome = self
-                .executor
-                .call(&call)
-                .await
-                .map_err(|e| PredictError::Failed(format!("{}: {e}", r.env.name)))?;
+            let outcome = match self.executor.call(&call).await {
+                Ok(outcome) => outcome,
+                // The sandbox itself failed: no answer.
+                Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => {
+                    return Err(PredictError::Failed(format!("{}: {e}", r.env.name)))
+                }
+                // Everything the environment did is an answer, as in the walks: a raised
+                // exception (with the changes made before it), a call its signature refuses,
+                // a timeout.
+                Err(e) => {
+                    return Ok(Prediction {
+                        observation: Value::String(format!("Error: {e}")),
+                        state_after: e.state_after().cloned().unwrap_or_else(|| r.state.clone()),
+                        raw: None,
+                        tokens: 0,
+                    })
+                }
+            };
             Ok(Prediction {
                 observation: envsim_bench::audit_check::observation_value(
                     &outcome.observation_json,

@@ -16,14 +16,14 @@ use serde_json::Value;
 use std::sync::Arc;
 
 /// One reason a predicted step is rejected.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Problem {
     /// The check (`response_schema`, `vanished_without_delete`, `unreadable`, ...).
     pub kind: String,
     /// What is wrong, in words (stated to the model when it regenerates).
     pub explanation: String,
     /// The resource it is about (`tickets/T4`), when one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
 }
 

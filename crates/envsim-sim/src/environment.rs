@@ -95,8 +95,16 @@ impl Environment {
         }
     }
 
-    /// Whether an answer says success: the package's rule, else read from the answer.
+    /// Whether an answer says success: an error the executor reports (`Error: ...`, a raised
+    /// exception or a refused call) is a failure; else the package's rule, else read from the
+    /// answer.
     pub fn outcome(&self, observation: &Value) -> Option<bool> {
+        if observation
+            .as_str()
+            .is_some_and(|t| t.starts_with("Error: "))
+        {
+            return Some(false);
+        }
         match &self.rule {
             Some(rule) => rule.classify(observation),
             None => guess_outcome(observation),

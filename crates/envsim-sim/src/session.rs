@@ -96,7 +96,7 @@ pub struct Backends {
 }
 
 /// Where a step's answer came from and what was done to get it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Provenance {
     /// The simulator whose answer was kept.
     pub simulator: String,
@@ -105,19 +105,19 @@ pub struct Provenance {
     /// Of those, regenerations after a rejection.
     pub regenerations: usize,
     /// Why answers were rejected (every attempt's problems, in order).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
     /// Where the step went when the primary's answers failed or were disputed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated_to: Option<String>,
     /// The probability this step had of being verified, when verification is on.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_probability: Option<f64>,
     /// The simulator that verified it, when one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
     /// Whether the verifier's answer agreed (observation and state).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreed: Option<bool>,
     /// Not trusted: problems nothing could repair (curated data leaves it out).
     pub uncertain: bool,
@@ -127,10 +127,12 @@ pub struct Provenance {
     pub tokens: u64,
     /// Wall time of the step, milliseconds.
     pub wall_ms: f64,
+    /// Of that, time spent waiting for simulators, milliseconds.
+    pub simulator_ms: f64,
 }
 
 /// A recorded step.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepRecord {
     /// The tool.
     pub tool: String,
@@ -191,6 +193,28 @@ impl Session {
             snapshots: BTreeMap::new(),
             verifier: AdaptiveVerifier::new(policy),
         }
+    }
+
+    /// A session rebuilt from what was stored of it: its steps (in order) and marks. The
+    /// running agreement per tool is read back from the steps' provenance.
+    pub fn restore(
+        env: Arc<Environment>,
+        backends: Backends,
+        config: SessionConfig,
+        initial: Value,
+        steps: Vec<StepRecord>,
+        snapshots: BTreeMap<String, usize>,
+    ) -> Self {
+        let mut session = Session::new(env, backends, config, initial);
+        for step in steps {
+            if let Some(agreed) = step.provenance.agreed {
+                session.verifier.record(&step.tool, agreed);
+            }
+            session.steps.push(Arc::new(step));
+        }
+        let len = session.steps.len();
+        session.snapshots = snapshots.into_iter().filter(|(_, at)| *at <= len).collect();
+        session
     }
 
     /// The environment.
@@ -334,7 +358,10 @@ impl Session {
             prov.attempts += 1;
             prov.simulator_calls += 1;
             prov.regenerations = attempt;
-            let (step, problems) = match primary.predict(&request).await {
+            let asked = Instant::now();
+            let answer = primary.predict(&request).await;
+            prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+            let (step, problems) = match answer {
                 Ok(p) => {
                     prov.tokens += p.tokens;
                     let step = self.as_step(tool, arguments, &p);
@@ -392,7 +419,10 @@ impl Session {
                     };
                     prov.simulator_calls += 1;
                     prov.verified_by = Some(secondary.name());
-                    let agreed = match secondary.predict(&request).await {
+                    let asked = Instant::now();
+                    let answer = secondary.predict(&request).await;
+                    prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+                    let agreed = match answer {
                         Ok(answer) => {
                             prov.tokens += answer.tokens;
                             accepted.as_ref().is_some_and(|s| {
@@ -431,7 +461,10 @@ impl Session {
                     feedback: &feedback,
                 };
                 prov.simulator_calls += 1;
-                match target.predict(&request).await {
+                let asked = Instant::now();
+                let answer = target.predict(&request).await;
+                prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+                match answer {
                     Ok(p) => {
                         prov.tokens += p.tokens;
                         let step = self.as_step(tool, arguments, &p);

@@ -261,7 +261,7 @@ pub struct EvalArgs {
 }
 
 /// Options of the local model backend.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct LocalArgs {
     /// GGUF model file for --backend local (default: the documented default model, fetched
     /// into the cache on first use).

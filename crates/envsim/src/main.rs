@@ -18,6 +18,7 @@ mod render;
 mod replay_cmd;
 mod run_render;
 mod score_cmd;
+mod serve_cmd;
 mod sim_cmd;
 mod sim_measure;
 mod slice_cmd;
@@ -62,6 +63,8 @@ enum Command {
     /// specification and the state's history, regenerated, escalated and verified (anchoring);
     /// and the measurement of anchoring on corpus walks (`sim measure`).
     Sim(Box<sim_cmd::SimArgs>),
+    /// Serve simulated environment sessions over HTTP and MCP (persisted in SQLite).
+    Serve(Box<serve_cmd::ServeArgs>),
 }
 
 /// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
@@ -90,6 +93,7 @@ fn main() -> ExitCode {
         Command::Model(args) => model_cmd::run(args),
         Command::Audit(args) => audit_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(*args),
+        Command::Serve(args) => serve_cmd::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -70,8 +70,8 @@ impl AnchorArg {
     }
 }
 
-/// How sessions get their simulators (shared by `sim` and `sim measure`).
-#[derive(Debug, Args)]
+/// How sessions get their simulators (shared by `sim`, `sim measure` and `serve`).
+#[derive(Clone, Debug, Args)]
 pub struct BackendArgs {
     /// The primary simulator.
     #[arg(long, value_enum, default_value_t = BackendKind::Local)]

@@ -1,0 +1,762 @@
+//! # envsim-serve
+//!
+//! Simulated environment sessions over HTTP (axum) and MCP (the official Rust SDK, Streamable
+//! HTTP): create a session (environment, simulators, anchoring, seed, initial state), step it,
+//! read its state, tools and trajectory, mark, fork and roll it back, delete it. Every session's
+//! tools are served over MCP at `/sessions/{id}/mcp` and as OpenAI tool schemas at
+//! `/sessions/{id}/tools`; the server's own OpenAPI document is `/openapi.json`.
+//!
+//! Sessions persist in SQLite ([`store`]); a restart loads them back. Steps of one session run
+//! one at a time (a lock per session); sessions step concurrently. Requests need
+//! `Authorization: Bearer TOKEN` when a token is set (required unless bound to loopback);
+//! bodies and states have size limits with clear 4xx errors; idle sessions expire.
+//!
+//! The server knows no corpus and no model: its [`Host`] (the CLI) resolves environment names
+//! and builds simulators.
+
+pub mod mcp;
+pub mod store;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::{Json, Router};
+use envsim_sim::environment::Environment;
+use envsim_sim::session::{Backends, Session, SessionConfig, StepRecord};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use store::Store;
+use tokio::sync::{Mutex, RwLock};
+
+/// What the server asks of its host.
+pub trait Host: Send + Sync + 'static {
+    /// The environment `name` (without its code when `no_code`), and its default initial
+    /// state. May take seconds (learning walks); called off the async threads.
+    fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String>;
+    /// The simulators a session asks for (`request`: the creation body) over `env`.
+    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String>;
+}
+
+/// The server's limits and settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Bearer token every request but `/health` and `/openapi.json` needs (`None`: none).
+    pub token: Option<String>,
+    /// The largest request body.
+    pub max_body_bytes: usize,
+    /// The largest state a session may hold (its JSON text).
+    pub max_state_bytes: usize,
+    /// Sessions unused this long are deleted.
+    pub idle_ttl: Duration,
+    /// The host names the MCP endpoint accepts (`None`: any; set for loopback binds, against
+    /// DNS rebinding).
+    pub mcp_allowed_hosts: Option<Vec<String>>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            token: None,
+            max_body_bytes: 8 << 20,
+            max_state_bytes: 16 << 20,
+            idle_ttl: Duration::from_secs(24 * 3600),
+            mcp_allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
+        }
+    }
+}
+
+/// One live session.
+pub struct Entry {
+    /// The session (a step holds the lock: steps of one session run one at a time).
+    pub session: Mutex<Session>,
+    /// The request that created it.
+    pub request: Value,
+    /// Its tools as OpenAI tool schemas.
+    pub tools: Vec<Value>,
+    /// Seconds since the epoch of its last use.
+    touched: AtomicU64,
+}
+
+impl Entry {
+    fn touch(&self) {
+        self.touched.store(now() as u64, Ordering::Relaxed);
+    }
+}
+
+/// The server's state.
+pub struct AppState {
+    host: Arc<dyn Host>,
+    store: Store,
+    config: ServerConfig,
+    sessions: RwLock<HashMap<String, Arc<Entry>>>,
+    /// The MCP service of each session, made on first use.
+    mcp: std::sync::Mutex<HashMap<String, mcp::McpService>>,
+}
+
+fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// An error answer: a status and a message, as `{"error": message}`.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, String);
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError(status, message.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+impl From<store::StoreError> for ApiError {
+    fn from(e: store::StoreError) -> Self {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON body read with its error located (line and column).
+fn body_json(bytes: &Bytes) -> ApiResult<Value> {
+    if bytes.is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the request body is not valid JSON: {e}"),
+        )
+    })
+}
+
+/// The tools of an environment's description as OpenAI tool schemas.
+pub fn tool_schemas(env: &Environment) -> Vec<Value> {
+    match envsim_core::apispec::parse_spec(&env.description) {
+        Ok(spec) => spec
+            .tools
+            .values()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name,
+                    "description": t.description.clone().unwrap_or_default(),
+                    "parameters": t.parameters,
+                }})
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+impl AppState {
+    /// A server over `store`, loading the sessions it holds (their environments and simulators
+    /// made again by `host`; a session whose environment is gone is reported and skipped).
+    pub async fn start(
+        host: Arc<dyn Host>,
+        store: Store,
+        config: ServerConfig,
+    ) -> Result<Arc<AppState>, String> {
+        let state = Arc::new(AppState {
+            host,
+            store,
+            config,
+            sessions: RwLock::new(HashMap::new()),
+            mcp: std::sync::Mutex::new(HashMap::new()),
+        });
+        let stored = state.store.load_all().map_err(|e| e.to_string())?;
+        for s in stored {
+            match state
+                .rebuild(&s.request, s.initial, s.steps, s.snapshots)
+                .await
+            {
+                Ok(entry) => {
+                    entry.touched.store(s.touched as u64, Ordering::Relaxed);
+                    state.sessions.write().await.insert(s.id, entry);
+                }
+                Err(e) => eprintln!("session {}: not restored: {}", s.id, e.1),
+            }
+        }
+        Ok(state)
+    }
+
+    /// Sessions held.
+    pub async fn len(&self) -> usize {
+        self.sessions.read().await.len()
+    }
+
+    /// Whether no session is held.
+    pub async fn is_empty(&self) -> bool {
+        self.len().await == 0
+    }
+
+    async fn environment(&self, request: &Value) -> ApiResult<(Arc<Environment>, Value)> {
+        let name = request["env"]
+            .as_str()
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "field `env` (the environment's name) is missing or not a string",
+                )
+            })?
+            .to_owned();
+        let no_code = request["no_code"].as_bool().unwrap_or(false);
+        let host = Arc::clone(&self.host);
+        // Learning an environment runs walks on a runtime of its own: a thread of its own.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(host.environment(&name, no_code));
+        });
+        rx.await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the environment could not be loaded",
+                )
+            })?
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))
+    }
+
+    /// A session's entry from its creation request, stored steps and marks.
+    async fn rebuild(
+        &self,
+        request: &Value,
+        initial: Value,
+        steps: Vec<StepRecord>,
+        snapshots: std::collections::BTreeMap<String, usize>,
+    ) -> ApiResult<Arc<Entry>> {
+        let (env, _) = self.environment(request).await?;
+        let backends = self
+            .host
+            .backends(request, &env)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+        let config = session_config(request)?;
+        let tools = tool_schemas(&env);
+        let session = Session::restore(env, backends, config, initial, steps, snapshots);
+        Ok(Arc::new(Entry {
+            session: Mutex::new(session),
+            request: request.clone(),
+            tools,
+            touched: AtomicU64::new(now() as u64),
+        }))
+    }
+
+    async fn entry(&self, id: &str) -> ApiResult<Arc<Entry>> {
+        let entry =
+            self.sessions.read().await.get(id).cloned().ok_or_else(|| {
+                ApiError::new(StatusCode::NOT_FOUND, format!("no session {id:?}"))
+            })?;
+        entry.touch();
+        Ok(entry)
+    }
+
+    /// One step of session `id`: the tool must be one of the session's; the resulting state
+    /// must fit the state limit (else the step is undone and the answer is 413).
+    pub async fn step(
+        &self,
+        id: &str,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> ApiResult<(Arc<StepRecord>, usize)> {
+        let entry = self.entry(id).await?;
+        if !entry.tools.iter().any(|t| t["function"]["name"] == tool) {
+            let names: Vec<&str> = entry
+                .tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect();
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "{tool:?} is not a tool of this session; its tools: {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+        let mut session = entry.session.lock().await;
+        let before = Arc::clone(session.state());
+        let record = session
+            .step(tool, arguments)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;
+        let changed = !Arc::ptr_eq(&before, &record.state_after);
+        if changed {
+            let size = record.state_after.to_string().len();
+            if size > self.config.max_state_bytes {
+                let n = session.steps().len() - 1;
+                let _ = session.rollback_to(n);
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "the step would make the state {size} bytes, over the limit of {}; it was undone",
+                        self.config.max_state_bytes
+                    ),
+                ));
+            }
+        }
+        let index = session.steps().len() - 1;
+        self.store.append(id, index, &record, changed, now())?;
+        Ok((record, index + 1))
+    }
+
+    /// Deletes the sessions idle longer than the limit; returns how many.
+    pub async fn expire(&self) -> usize {
+        let limit = now() as u64 - self.config.idle_ttl.as_secs().min(now() as u64);
+        let idle: Vec<String> = self
+            .sessions
+            .read()
+            .await
+            .iter()
+            .filter(|(_, e)| e.touched.load(Ordering::Relaxed) < limit)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle {
+            self.sessions.write().await.remove(id);
+            self.mcp_services().remove(id);
+            if let Err(e) = self.store.delete(id) {
+                eprintln!("session {id}: expired, but not deleted from the store: {e}");
+            }
+        }
+        idle.len()
+    }
+
+    fn mcp_services(&self) -> std::sync::MutexGuard<'_, HashMap<String, mcp::McpService>> {
+        self.mcp.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The anchoring settings of a creation request.
+fn session_config(request: &Value) -> ApiResult<SessionConfig> {
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, m);
+    let mode = match request["anchor"].as_str().unwrap_or("full") {
+        "off" => envsim_sim::session::AnchorMode::Off,
+        "validate" => envsim_sim::session::AnchorMode::Validate,
+        "full" => envsim_sim::session::AnchorMode::Full,
+        other => {
+            return Err(bad(format!(
+                "field `anchor`: {other:?} is not off, validate or full"
+            )))
+        }
+    };
+    let verify = match &request["verify"] {
+        Value::Null | Value::Bool(false) => None,
+        Value::Bool(true) => Some(envsim_sim::verify::VerifyPolicy::default()),
+        Value::Object(v) => {
+            let p = |k: &str, d: f64| v.get(k).and_then(Value::as_f64).unwrap_or(d);
+            let policy = envsim_sim::verify::VerifyPolicy {
+                floor: p("floor", 0.1),
+                ceiling: p("ceiling", 1.0),
+                warmup: v.get("warmup").and_then(Value::as_u64).unwrap_or(3) as usize,
+            };
+            if !(0.0..=1.0).contains(&policy.floor)
+                || !(0.0..=1.0).contains(&policy.ceiling)
+                || policy.floor > policy.ceiling
+            {
+                return Err(bad(
+                    "field `verify`: floor and ceiling must be probabilities, floor ≤ ceiling"
+                        .into(),
+                ));
+            }
+            Some(policy)
+        }
+        _ => {
+            return Err(bad(
+                "field `verify` must be true, false or {floor, ceiling, warmup}".into(),
+            ))
+        }
+    };
+    Ok(SessionConfig {
+        mode,
+        max_regenerations: request["max_regenerations"].as_u64().unwrap_or(2).min(10) as usize,
+        verify,
+        seed: request["seed"].as_u64().unwrap_or(0),
+    })
+}
+
+/// The router: routes, limits and auth.
+pub fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/sessions", post(create).get(list))
+        .route("/sessions/{id}", get(show).delete(delete))
+        .route("/sessions/{id}/steps", post(step))
+        .route("/sessions/{id}/state", get(state_of))
+        .route("/sessions/{id}/tools", get(tools))
+        .route("/sessions/{id}/trajectory", get(trajectory))
+        .route("/sessions/{id}/snapshots", post(snapshot))
+        .route("/sessions/{id}/rollback", post(rollback))
+        .route("/sessions/{id}/fork", post(fork))
+        .route("/sessions/{id}/mcp", any(mcp::serve))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth,
+        ));
+    Router::new()
+        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/openapi.json", get(|| async { Json(openapi()) }))
+        .merge(api)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .with_state(state)
+}
+
+/// Checks the bearer token (in constant time).
+async fn auth(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(token) = &state.config.token {
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let same = given.len() == token.len()
+            && given
+                .bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0;
+        if !same {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token (Authorization: Bearer TOKEN)",
+            )
+            .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+async fn create(
+    State(state): State<Arc<AppState>>,
+    body: Bytes,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let request = body_json(&body)?;
+    if !request.is_object() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the request body must be a JSON object",
+        ));
+    }
+    let (env, default_state) = state.environment(&request).await?;
+    let initial = match &request["state"] {
+        Value::Null => default_state,
+        Value::Object(_) => request["state"].clone(),
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "field `state` must be a JSON object",
+            ))
+        }
+    };
+    let size = initial.to_string().len();
+    if size > state.config.max_state_bytes {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the initial state is {size} bytes, over the limit of {}",
+                state.config.max_state_bytes
+            ),
+        ));
+    }
+    let backends = state
+        .host
+        .backends(&request, &env)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+    let config = session_config(&request)?;
+    let tools = tool_schemas(&env);
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    state.store.create(&id, &request, &initial, now())?;
+    let session = Session::new(env, backends, config, initial);
+    let body = describe(&id, &session, &tools);
+    let entry = Arc::new(Entry {
+        session: Mutex::new(session),
+        request,
+        tools,
+        touched: AtomicU64::new(now() as u64),
+    });
+    state.sessions.write().await.insert(id, entry);
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+fn describe(id: &str, session: &Session, tools: &[Value]) -> Value {
+    json!({
+        "id": id,
+        "env": session.env().name,
+        "mode": if session.env().code.is_some() { "code" } else { "description" },
+        "anchoring": session.config(),
+        "steps": session.steps().len(),
+        "snapshots": session.snapshots(),
+        "tools": tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect::<Vec<_>>(),
+        "mcp": format!("/sessions/{id}/mcp"),
+    })
+}
+
+async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let sessions = state.sessions.read().await;
+    let mut out: Vec<Value> = Vec::new();
+    for (id, entry) in sessions.iter() {
+        out.push(json!({"id": id, "env": entry.request["env"], "touched": entry.touched.load(Ordering::Relaxed)}));
+    }
+    out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    Json(json!({"sessions": out}))
+}
+
+async fn show(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let entry = state.entry(&id).await?;
+    let session = entry.session.lock().await;
+    let mut body = describe(&id, &session, &entry.tools);
+    body["state"] = session.state().as_ref().clone();
+    Ok(Json(body))
+}
+
+async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let removed = state.sessions.write().await.remove(&id);
+    state.mcp_services().remove(&id);
+    match removed {
+        Some(_) => {
+            state.store.delete(&id)?;
+            Ok(StatusCode::NO_CONTENT)
+        }
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no session {id:?}"),
+        )),
+    }
+}
+
+async fn step(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let request = body_json(&body)?;
+    let tool = request["name"]
+        .as_str()
+        .or_else(|| request["tool"].as_str())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "field `name` (the tool) is missing or not a string",
+            )
+        })?
+        .to_owned();
+    let arguments = match &request["arguments"] {
+        Value::Null => Map::new(),
+        Value::Object(m) => m.clone(),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "field `arguments` is a string that is not a JSON object",
+                ))
+            }
+        },
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "field `arguments` must be an object",
+            ))
+        }
+    };
+    let (record, steps) = state.step(&id, &tool, &arguments).await?;
+    Ok(Json(json!({
+        "step": steps,
+        "tool": record.tool,
+        "observation": record.observation,
+        "success": record.success,
+        "provenance": record.provenance,
+    })))
+}
+
+async fn state_of(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let entry = state.entry(&id).await?;
+    let session = entry.session.lock().await;
+    Ok(Json(session.state().as_ref().clone()))
+}
+
+async fn tools(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let entry = state.entry(&id).await?;
+    Ok(Json(json!({"tools": entry.tools})))
+}
+
+async fn trajectory(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let entry = state.entry(&id).await?;
+    let session = entry.session.lock().await;
+    Ok(Json(session.trajectory(&id)))
+}
+
+async fn snapshot(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let request = body_json(&body)?;
+    let name = request["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "field `name` (the snapshot's name) is missing or empty",
+            )
+        })?;
+    let entry = state.entry(&id).await?;
+    let mut session = entry.session.lock().await;
+    let steps = session.snapshot(name);
+    state.store.snapshot(&id, name, steps)?;
+    Ok(Json(json!({"snapshot": name, "steps": steps})))
+}
+
+async fn rollback(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let request = body_json(&body)?;
+    let entry = state.entry(&id).await?;
+    let mut session = entry.session.lock().await;
+    let result = match (&request["name"], &request["steps"]) {
+        (Value::String(name), Value::Null) => session.rollback(name),
+        (Value::Null, Value::Number(n)) => match n.as_u64() {
+            Some(n) => session.rollback_to(n as usize),
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "field `steps` must be a count",
+                ))
+            }
+        },
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "give either `name` (a snapshot) or `steps` (a step count)",
+            ))
+        }
+    };
+    let steps = result.map_err(|e| ApiError::new(StatusCode::NOT_FOUND, e.to_string()))?;
+    state.store.truncate(&id, steps)?;
+    Ok(Json(
+        json!({"steps": steps, "state": session.state().as_ref()}),
+    ))
+}
+
+async fn fork(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let entry = state.entry(&id).await?;
+    let copy = entry.session.lock().await.fork();
+    let new_id = uuid::Uuid::new_v4().simple().to_string();
+    state.store.fork(&id, &new_id, now())?;
+    let body = describe(&new_id, &copy, &entry.tools);
+    let forked = Arc::new(Entry {
+        session: Mutex::new(copy),
+        request: entry.request.clone(),
+        tools: entry.tools.clone(),
+        touched: AtomicU64::new(now() as u64),
+    });
+    state.sessions.write().await.insert(new_id, forked);
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+/// Serves until `shutdown` resolves, expiring idle sessions on the way.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let sweeper = Arc::clone(&state);
+    let every = (state.config.idle_ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let sweep = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            sweeper.expire().await;
+        }
+    });
+    let result = axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await;
+    sweep.abort();
+    result
+}
+
+/// The server's own OpenAPI document.
+pub fn openapi() -> Value {
+    let error = json!({"description": "An error, in words.", "content": {"application/json": {"schema": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}}}});
+    let id = json!([{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}]);
+    let ok = |description: &str| json!({"description": description, "content": {"application/json": {"schema": {"type": "object"}}}});
+    let body = |schema: Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "envsim sessions", "version": env!("CARGO_PKG_VERSION"),
+                 "description": "Simulated environments with explicit state: every step predicted, validated against the specification and the session's history, regenerated, escalated and verified. Every route but /health and /openapi.json needs `Authorization: Bearer TOKEN` when the server has a token."},
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            "/sessions": {
+                "post": {"operationId": "create_session", "requestBody": body(json!({"type": "object", "required": ["env"], "properties": {
+                    "env": {"type": "string", "description": "The environment's name."},
+                    "no_code": {"type": "boolean", "description": "Simulate from the generated description only."},
+                    "state": {"type": "object", "description": "The initial state (default: the environment's first)."},
+                    "primary": {"type": "string", "enum": ["executor", "faulty", "local", "openai"]},
+                    "secondary": {"type": "string", "enum": ["executor", "faulty", "local", "openai"]},
+                    "fault_rate": {"type": "number"},
+                    "anchor": {"type": "string", "enum": ["off", "validate", "full"]},
+                    "max_regenerations": {"type": "integer", "minimum": 0, "maximum": 10},
+                    "verify": {"oneOf": [{"type": "boolean"}, {"type": "object", "properties": {"floor": {"type": "number"}, "ceiling": {"type": "number"}, "warmup": {"type": "integer"}}}]},
+                    "seed": {"type": "integer", "minimum": 0}}})),
+                    "responses": {"201": ok("The session."), "400": error.clone(), "401": error.clone(), "413": error.clone()}},
+                "get": {"operationId": "list_sessions", "responses": {"200": ok("Every session."), "401": error.clone()}}
+            },
+            "/sessions/{id}": {
+                "parameters": id.clone(),
+                "get": {"operationId": "get_session", "responses": {"200": ok("The session and its state."), "404": error.clone()}},
+                "delete": {"operationId": "delete_session", "responses": {"204": {"description": "Deleted."}, "404": error.clone()}}
+            },
+            "/sessions/{id}/steps": {"parameters": id.clone(), "post": {"operationId": "step",
+                "requestBody": body(json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}})),
+                "responses": {"200": ok("The step: observation, success, provenance."), "400": error.clone(), "404": error.clone(), "413": error.clone(), "502": error.clone()}}},
+            "/sessions/{id}/state": {"parameters": id.clone(), "get": {"operationId": "get_state", "responses": {"200": ok("The current state."), "404": error.clone()}}},
+            "/sessions/{id}/tools": {"parameters": id.clone(), "get": {"operationId": "get_tools", "responses": {"200": ok("The session's tools as OpenAI tool schemas."), "404": error.clone()}}},
+            "/sessions/{id}/trajectory": {"parameters": id.clone(), "get": {"operationId": "get_trajectory", "responses": {"200": ok("The session as an envsim trajectory record."), "404": error.clone()}}},
+            "/sessions/{id}/snapshots": {"parameters": id.clone(), "post": {"operationId": "snapshot",
+                "requestBody": body(json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}})),
+                "responses": {"200": ok("The mark."), "404": error.clone()}}},
+            "/sessions/{id}/rollback": {"parameters": id.clone(), "post": {"operationId": "rollback",
+                "requestBody": body(json!({"type": "object", "properties": {"name": {"type": "string"}, "steps": {"type": "integer", "minimum": 0}}})),
+                "responses": {"200": ok("The state after the rollback."), "400": error.clone(), "404": error.clone()}}},
+            "/sessions/{id}/fork": {"parameters": id.clone(), "post": {"operationId": "fork", "responses": {"201": ok("The new session."), "404": error.clone()}}},
+            "/sessions/{id}/mcp": {"parameters": id, "post": {"operationId": "mcp", "description": "The session's tools over MCP (Streamable HTTP).", "responses": {"200": {"description": "MCP messages."}}}}
+        }
+    })
+}

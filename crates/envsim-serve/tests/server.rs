@@ -1,0 +1,478 @@
+//! The server end to end on loopback: HTTP routes, errors, auth, limits, persistence across a
+//! restart, expiry, and MCP driven by the official Python client.
+
+use envsim_core::audit::Effects;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use envsim_serve::store::Store;
+use envsim_serve::{AppState, Host, ServerConfig};
+use envsim_sim::backend::{ExecutorSimulator, Simulator};
+use envsim_sim::environment::Environment;
+use envsim_sim::faulty::FaultySimulator;
+use envsim_sim::session::Backends;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+const DESK: &str = r#"
+class Desk:
+    def __init__(self, init_config: dict):
+        self.tickets = init_config.get("tickets", {})
+        self.next_id = init_config.get("next_id", 1)
+
+    def create_ticket(self, title: str) -> dict:
+        tid = "T%d" % self.next_id
+        self.next_id += 1
+        self.tickets[tid] = {"title": title, "status": "open"}
+        return {"success": True, "ticket_id": tid}
+
+    def get_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        return {"success": True, "data": dict(t)}
+
+    def grow(self, size: int) -> dict:
+        self.tickets["BIG"] = {"title": "x" * size, "status": "open"}
+        return {"success": True}
+"#;
+
+fn desk(dir: &Path) -> EnvPackage {
+    let pkg = dir.join("desk");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), DESK).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
+    "class_name": "Desk", "tools": [
+        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("get_ticket", json!({"ticket_id": {"type": "string"}}), json!(["ticket_id"])),
+        tool("grow", json!({"size": {"type": "integer"}}), json!(["size"])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let state = json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2});
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+    EnvPackage::load(&pkg).unwrap()
+}
+
+/// A test host: the desk package only, the executor or the faulty double.
+struct DeskHost {
+    package: EnvPackage,
+    executor: ExecutorSimulator,
+}
+
+impl Host for DeskHost {
+    fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String> {
+        if name != "desk" {
+            return Err(format!("no environment {name:?}"));
+        }
+        let env = Environment::from_package(&self.package, &[], Effects::default());
+        let env = if no_code { env.without_code() } else { env };
+        Ok((Arc::new(env), self.package.states[0].1.clone()))
+    }
+
+    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String> {
+        let primary: Arc<dyn Simulator> = match request["primary"].as_str() {
+            None | Some("executor") => Arc::new(self.executor.clone()),
+            Some("faulty") => Arc::new(FaultySimulator::new(self.executor.clone(), 1.0, 1, "test")),
+            Some(other) => return Err(format!("no simulator {other:?} here")),
+        };
+        Ok(Backends {
+            primary,
+            secondary: None,
+            executor: env
+                .code
+                .as_ref()
+                .map(|_| Arc::new(self.executor.clone()) as Arc<dyn Simulator>),
+        })
+    }
+}
+
+struct Server {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    state: Arc<AppState>,
+}
+
+impl Server {
+    async fn start(dir: &Path, config: ServerConfig) -> Server {
+        let executor = ExecutorSimulator::new(Arc::new(
+            Executor::new(2, Limits::default()).await.expect("python3"),
+        ));
+        let host = Arc::new(DeskHost {
+            package: desk(dir),
+            executor,
+        });
+        let store = Store::open(&dir.join("sessions.sqlite")).unwrap();
+        let state = AppState::start(host, store, config).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            envsim_serve::serve(listener, serving, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Server {
+            url,
+            stop: Some(stop),
+            task,
+            state,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
+
+async fn call(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = client.request(method, url);
+    if let Some(body) = body {
+        request = request.body(body.to_string());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_http_survive_a_restart() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let config = ServerConfig {
+        max_state_bytes: 4_000,
+        ..ServerConfig::default()
+    };
+    let server = Server::start(dir.path(), config.clone()).await;
+    let c = reqwest::Client::new();
+    let u = |path: &str| format!("{}{path}", server.url);
+    let (status, body) = call(&c, Method::GET, &u("/openapi.json"), None).await;
+    assert_eq!((status, body["openapi"].as_str()), (200, Some("3.1.0")));
+    // Creation: errors first.
+    let (status, body) = call(
+        &c,
+        Method::POST,
+        &u("/sessions"),
+        Some(json!({"env": "nowhere"})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("no environment \"nowhere\""))
+    );
+    let (status, body) = call(
+        &c,
+        Method::POST,
+        &u("/sessions"),
+        Some(json!({"env": "desk", "anchor": "maybe"})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"].as_str().unwrap().contains("`anchor`"),
+        "{body}"
+    );
+    let big = json!({"tickets": {"T1": {"title": "x".repeat(5_000)}}});
+    let (status, _) = call(
+        &c,
+        Method::POST,
+        &u("/sessions"),
+        Some(json!({"env": "desk", "state": big})),
+    )
+    .await;
+    assert_eq!(status, 413);
+    let (status, created) = call(
+        &c,
+        Method::POST,
+        &u("/sessions"),
+        Some(json!({"env": "desk"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created["tools"],
+        json!(["create_ticket", "get_ticket", "grow"])
+    );
+    let s = |path: &str| u(&format!("/sessions/{id}{path}"));
+    // Steps.
+    let (status, step) = call(
+        &c,
+        Method::POST,
+        &s("/steps"),
+        Some(json!({"name": "create_ticket", "arguments": {"title": "b"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{step}");
+    assert_eq!(
+        (
+            step["step"].clone(),
+            step["observation"]["ticket_id"].clone(),
+            step["success"].clone()
+        ),
+        (json!(1), json!("T2"), json!(true))
+    );
+    assert_eq!(step["provenance"]["simulator"], "executor");
+    let (status, body) = call(
+        &c,
+        Method::POST,
+        &s("/steps"),
+        Some(json!({"name": "reopen"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert!(body["error"]
+        .as_str()
+        .unwrap()
+        .contains("its tools: create_ticket, get_ticket, grow"));
+    let (status, body) = call(
+        &c,
+        Method::POST,
+        &s("/steps"),
+        Some(json!({"arguments": {}})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (
+            400,
+            Some("field `name` (the tool) is missing or not a string")
+        )
+    );
+    let (status, _) = call(
+        &c,
+        Method::POST,
+        &u("/sessions/nothing/steps"),
+        Some(json!({"name": "get_ticket"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    // A step past the state limit is undone.
+    let (status, body) = call(
+        &c,
+        Method::POST,
+        &s("/steps"),
+        Some(json!({"name": "grow", "arguments": {"size": 10_000}})),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    let (_, state) = call(&c, Method::GET, &s("/state"), None).await;
+    assert!(state["tickets"].get("BIG").is_none());
+    // Marks, rollback, fork.
+    let (status, _) = call(
+        &c,
+        Method::POST,
+        &s("/snapshots"),
+        Some(json!({"name": "one"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    call(
+        &c,
+        Method::POST,
+        &s("/steps"),
+        Some(json!({"name": "create_ticket", "arguments": {"title": "c"}})),
+    )
+    .await;
+    let (status, forked) = call(&c, Method::POST, &s("/fork"), None).await;
+    assert_eq!(status, 201);
+    let fork_id = forked["id"].as_str().unwrap().to_owned();
+    assert_eq!(forked["steps"], 2);
+    let (status, back) = call(
+        &c,
+        Method::POST,
+        &s("/rollback"),
+        Some(json!({"name": "one"})),
+    )
+    .await;
+    assert_eq!((status, back["steps"].clone()), (200, json!(1)));
+    assert!(back["state"]["tickets"].get("T3").is_none());
+    let (status, _) = call(
+        &c,
+        Method::POST,
+        &s("/rollback"),
+        Some(json!({"name": "two"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (_, tools) = call(&c, Method::GET, &s("/tools"), None).await;
+    assert_eq!(tools["tools"][1]["function"]["name"], "get_ticket");
+    let (_, trajectory) = call(&c, Method::GET, &s("/trajectory"), None).await;
+    assert_eq!(trajectory["steps"].as_array().unwrap().len(), 1);
+    // A restart on the same file loses nothing.
+    server.stop().await;
+    let server = Server::start(dir.path(), config).await;
+    let u = |path: &str| format!("{}{path}", server.url);
+    let (status, shown) = call(&c, Method::GET, &u(&format!("/sessions/{id}")), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (shown["steps"].clone(), shown["snapshots"].clone()),
+        (json!(1), json!({"one": 1}))
+    );
+    assert_eq!(shown["state"]["tickets"]["T2"]["title"], "b");
+    let (_, fork) = call(&c, Method::GET, &u(&format!("/sessions/{fork_id}")), None).await;
+    assert_eq!(fork["state"]["tickets"]["T3"]["title"], "c");
+    let (status, step) = call(
+        &c,
+        Method::POST,
+        &u(&format!("/sessions/{id}/steps")),
+        Some(json!({"name": "create_ticket", "arguments": {"title": "d"}})),
+    )
+    .await;
+    assert_eq!(
+        (status, step["observation"]["ticket_id"].clone()),
+        (200, json!("T3"))
+    );
+    let (status, _) = call(
+        &c,
+        Method::DELETE,
+        &u(&format!("/sessions/{fork_id}")),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (_, listed) = call(&c, Method::GET, &u("/sessions"), None).await;
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_required_and_idle_sessions_expire() {
+    use reqwest::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        ServerConfig {
+            token: Some("s3cret".into()),
+            idle_ttl: Duration::from_secs(1),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let c = reqwest::Client::new();
+    let (status, body) = call(&c, Method::GET, &format!("{}/sessions", server.url), None).await;
+    assert_eq!(status, 401);
+    assert!(body["error"].as_str().unwrap().contains("bearer token"));
+    let wrong = c
+        .get(format!("{}/sessions", server.url))
+        .bearer_auth("s3crex")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let (status, _) = call(&c, Method::GET, &format!("{}/health", server.url), None).await;
+    assert_eq!(status, 200);
+    let created = c
+        .post(format!("{}/sessions", server.url))
+        .bearer_auth("s3cret")
+        .body(json!({"env": "desk"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    assert_eq!(server.state.len().await, 1);
+    // The sweeper (every second here) deletes it once it has been idle past the limit.
+    let mut waited = 0;
+    while !server.state.is_empty().await && waited < 50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    assert!(server.state.is_empty().await, "not expired after 5 s");
+    assert!(
+        waited >= 5,
+        "expired after {} ms, well before its second of idleness",
+        waited * 100
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_client_lists_and_calls_a_sessions_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), ServerConfig::default()).await;
+    let c = reqwest::Client::new();
+    let created: Value = c
+        .post(format!("{}/sessions", server.url))
+        .body(json!({"env": "desk"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = format!("{}{}", server.url, created["mcp"].as_str().unwrap());
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../envsim/tests/data/mcp_client.py"
+    );
+    let python = std::env::var("ENVSIM_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(&url)
+        .output()
+        .await
+        .unwrap();
+    if out.status.code() == Some(3) {
+        assert!(
+            std::env::var_os("ENVSIM_REQUIRE_MCP").is_none(),
+            "ENVSIM_REQUIRE_MCP is set and the Python mcp package is missing: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("skipped: the Python mcp package is not installed (pip install mcp)");
+        server.stop().await;
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen["tools"],
+        json!(["create_ticket", "get_ticket", "grow"])
+    );
+    assert_eq!(seen["schema"]["required"], json!(["ticket_id"]));
+    let text =
+        |k: &str| serde_json::from_str::<Value>(seen[k]["text"][0].as_str().unwrap()).unwrap();
+    assert_eq!(text("found")["data"]["title"], "a");
+    assert_eq!(seen["found"]["is_error"], false);
+    assert_eq!(text("missing")["error"], "no ticket T9");
+    assert_eq!(seen["missing"]["is_error"], true);
+    assert_eq!(text("created")["ticket_id"], "T2");
+    // The MCP calls were steps of the session.
+    let state: Value = c
+        .get(format!(
+            "{}/sessions/{}/state",
+            server.url,
+            created["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["tickets"]["T2"]["title"], "from mcp");
+    server.stop().await;
+}

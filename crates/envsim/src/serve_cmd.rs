@@ -1,0 +1,215 @@
+//! `envsim serve`: simulated environment sessions over HTTP and MCP (`envsim-serve`), with the
+//! corpus's environments and the simulators this build has.
+
+use crate::sim_cmd::{build_backend, learn_environment, BackendArgs, BackendKind};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use envsim_serve::store::Store;
+use envsim_serve::{AppState, Host, ServerConfig};
+use envsim_sim::backend::{ExecutorSimulator, Simulator};
+use envsim_sim::environment::Environment;
+use envsim_sim::session::Backends;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// `envsim serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but a loopback address needs --token.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    addr: SocketAddr,
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
+    #[arg(long, value_name = "DIR")]
+    envs: Option<PathBuf>,
+    /// The SQLite file sessions persist in (created when absent).
+    #[arg(long, value_name = "FILE", default_value = "envsim-sessions.sqlite")]
+    db: PathBuf,
+    /// Bearer token every request must carry (Authorization: Bearer TOKEN).
+    #[arg(long, env = "ENVSIM_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Sandboxed workers of the executor.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// The largest request body, bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    max_body_bytes: usize,
+    /// The largest state a session may hold (its JSON text), bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    max_state_bytes: usize,
+    /// Sessions unused this many seconds are deleted.
+    #[arg(long, default_value_t = 86_400)]
+    idle_ttl: u64,
+    /// The primary simulator of sessions that name none.
+    #[arg(long, value_enum, default_value_t = DefaultBackend::Executor)]
+    default_backend: DefaultBackend,
+    #[command(flatten)]
+    backends: BackendArgs,
+}
+
+/// The primary simulator of a session that names none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DefaultBackend {
+    Executor,
+    Local,
+    Openai,
+}
+
+/// An environment learned once, with its default initial state.
+type Learned = (Arc<Environment>, Value);
+
+/// The CLI as the server's host: environments from the corpus (learned once each), simulators
+/// built once per kind.
+struct CliHost {
+    corpus: crate::env_cmd::Corpus,
+    envs: Mutex<HashMap<(String, bool), Learned>>,
+    executor: ExecutorSimulator,
+    args: BackendArgs,
+    default: BackendKind,
+    built: Mutex<HashMap<String, Arc<dyn Simulator>>>,
+}
+
+impl CliHost {
+    fn simulator(
+        &self,
+        kind: BackendKind,
+        label: &str,
+        rate: f64,
+        code: bool,
+    ) -> Result<Arc<dyn Simulator>, String> {
+        if !code && matches!(kind, BackendKind::Executor | BackendKind::Faulty) {
+            return Err(format!(
+                "{kind:?} runs the environment's code, and this session has only its description"
+            )
+            .to_lowercase());
+        }
+        let key = match kind {
+            BackendKind::Faulty => format!("{kind:?}/{label}/{rate}"),
+            _ => format!("{kind:?}/{label}"),
+        };
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = built.get(&key) {
+            return Ok(Arc::clone(s));
+        }
+        let mut args = self.args.clone();
+        args.fault_rate = rate;
+        let simulator = build_backend(kind, &args, &Some(self.executor.clone()), label)
+            .map_err(|e| format!("{e:#}"))?;
+        built.insert(key, Arc::clone(&simulator));
+        Ok(simulator)
+    }
+}
+
+fn kind_of(value: &Value, field: &str) -> Result<Option<BackendKind>, String> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) => BackendKind::from_str(s, true).map(Some).map_err(|_| {
+            format!("field `{field}`: {s:?} is not executor, faulty, local or openai")
+        }),
+        _ => Err(format!("field `{field}` must be a string")),
+    }
+}
+
+impl Host for CliHost {
+    fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String> {
+        let key = (name.to_owned(), no_code);
+        if let Some(found) = self
+            .envs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(found.clone());
+        }
+        let package = self.corpus.load(name).map_err(|e| format!("{e:#}"))?;
+        let env = learn_environment(&package).map_err(|e| format!("{name}: {e:#}"))?;
+        let env = Arc::new(if no_code { env.without_code() } else { env });
+        let state = package
+            .states
+            .first()
+            .map(|(_, s)| s.clone())
+            .unwrap_or_else(|| json!({}));
+        self.envs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (Arc::clone(&env), state.clone()));
+        Ok((env, state))
+    }
+
+    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String> {
+        let code = env.code.is_some();
+        let rate = request["fault_rate"]
+            .as_f64()
+            .unwrap_or(self.args.fault_rate);
+        if !(0.0..=1.0).contains(&rate) {
+            return Err("field `fault_rate` must be between 0 and 1".into());
+        }
+        let primary = kind_of(&request["primary"], "primary")?.unwrap_or(self.default);
+        let primary = self.simulator(primary, "primary", rate, code)?;
+        let secondary = match kind_of(&request["secondary"], "secondary")? {
+            Some(kind) => Some(self.simulator(kind, "secondary", rate, code)?),
+            None => None,
+        };
+        Ok(Backends {
+            primary,
+            secondary,
+            executor: code.then(|| Arc::new(self.executor.clone()) as Arc<dyn Simulator>),
+        })
+    }
+}
+
+pub fn run(a: ServeArgs) -> Result<()> {
+    let loopback = a.addr.ip().is_loopback();
+    if !loopback && a.token.is_none() {
+        bail!("{} is not a loopback address: give --token (or ENVSIM_TOKEN) so that requests must carry it", a.addr);
+    }
+    if a.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    let store = Store::open(&a.db)
+        .with_context(|| format!("cannot open the session store {}", a.db.display()))?;
+    let runtime = crate::env_cmd::exec_runtime()?;
+    runtime.block_on(async move {
+        let executor = ExecutorSimulator::new(Arc::new(
+            envsim_exec::Executor::new(a.workers, crate::env_cmd::exec_limits()?).await?,
+        ));
+        let host = Arc::new(CliHost {
+            corpus: crate::env_cmd::Corpus::choose(a.envs.clone()),
+            envs: Mutex::new(HashMap::new()),
+            executor,
+            default: match a.default_backend {
+                DefaultBackend::Executor => BackendKind::Executor,
+                DefaultBackend::Local => BackendKind::Local,
+                DefaultBackend::Openai => BackendKind::Openai,
+            },
+            args: a.backends,
+            built: Mutex::new(HashMap::new()),
+        });
+        let config = ServerConfig {
+            token: a.token.clone(),
+            max_body_bytes: a.max_body_bytes,
+            max_state_bytes: a.max_state_bytes,
+            idle_ttl: Duration::from_secs(a.idle_ttl.max(1)),
+            mcp_allowed_hosts: loopback.then(|| vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
+        };
+        let state = AppState::start(host, store, config).await.map_err(anyhow::Error::msg)?;
+        let listener = tokio::net::TcpListener::bind(a.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", a.addr))?;
+        let bound = listener.local_addr()?;
+        eprintln!(
+            "envsim serve: listening on http://{bound} ({} sessions restored from {}); the API is described at /openapi.json",
+            state.len().await,
+            a.db.display()
+        );
+        envsim_serve::serve(listener, state, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("the server stopped")?;
+        anyhow::Ok(())
+    })
+}
