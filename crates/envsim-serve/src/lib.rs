@@ -307,7 +307,11 @@ impl AppState {
             }
         }
         let index = session.steps().len() - 1;
-        self.store.append(id, index, &record, changed, now())?;
+        // The session stays locked until its step is committed, so its steps are stored in
+        // order.
+        self.store
+            .append(id, index, &record, changed, now())
+            .await?;
         Ok((record, index + 1))
     }
 
@@ -325,7 +329,7 @@ impl AppState {
         for id in &idle {
             self.sessions.write().await.remove(id);
             self.mcp_services().remove(id);
-            if let Err(e) = self.store.delete(id) {
+            if let Err(e) = self.store.delete(id).await {
                 eprintln!("session {id}: expired, but not deleted from the store: {e}");
             }
         }
@@ -479,7 +483,7 @@ async fn create(
     let config = session_config(&request)?;
     let tools = tool_schemas(&env);
     let id = uuid::Uuid::new_v4().simple().to_string();
-    state.store.create(&id, &request, &initial, now())?;
+    state.store.create(&id, &request, &initial, now()).await?;
     let session = Session::new(env, backends, config, initial);
     let body = describe(&id, &session, &tools);
     let entry = Arc::new(Entry {
@@ -534,7 +538,7 @@ async fn delete(
     state.mcp_services().remove(&id);
     match removed {
         Some(_) => {
-            state.store.delete(&id)?;
+            state.store.delete(&id).await?;
             Ok(StatusCode::NO_CONTENT)
         }
         None => Err(ApiError::new(
@@ -579,6 +583,7 @@ async fn step(
             ))
         }
     };
+    let started = std::time::Instant::now();
     let (record, steps) = state.step(&id, &tool, &arguments).await?;
     Ok(Json(json!({
         "step": steps,
@@ -586,6 +591,8 @@ async fn step(
         "observation": record.observation,
         "success": record.success,
         "provenance": record.provenance,
+        // The server's time on the step, the session lock and the store write included.
+        "server_ms": started.elapsed().as_secs_f64() * 1000.0,
     })))
 }
 
@@ -633,7 +640,7 @@ async fn snapshot(
     let entry = state.entry(&id).await?;
     let mut session = entry.session.lock().await;
     let steps = session.snapshot(name);
-    state.store.snapshot(&id, name, steps)?;
+    state.store.snapshot(&id, name, steps).await?;
     Ok(Json(json!({"snapshot": name, "steps": steps})))
 }
 
@@ -664,7 +671,7 @@ async fn rollback(
         }
     };
     let steps = result.map_err(|e| ApiError::new(StatusCode::NOT_FOUND, e.to_string()))?;
-    state.store.truncate(&id, steps)?;
+    state.store.truncate(&id, steps).await?;
     Ok(Json(
         json!({"steps": steps, "state": session.state().as_ref()}),
     ))
@@ -677,7 +684,7 @@ async fn fork(
     let entry = state.entry(&id).await?;
     let copy = entry.session.lock().await.fork();
     let new_id = uuid::Uuid::new_v4().simple().to_string();
-    state.store.fork(&id, &new_id, now())?;
+    state.store.fork(&id, &new_id, now()).await?;
     let body = describe(&new_id, &copy, &entry.tools);
     let forked = Arc::new(Entry {
         session: Mutex::new(copy),

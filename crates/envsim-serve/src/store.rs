@@ -1,7 +1,13 @@
 //! Sessions persisted in SQLite: a restart loses nothing committed. Each session row holds
 //! how it was created and its initial state; each step row its record and, when the step
 //! changed the state, the state after it (an unchanged state is the one before). Snapshots are
-//! rows of (session, name, step count). Writes go through one connection in WAL mode.
+//! rows of (session, name, step count).
+//!
+//! Writes go to one writer thread that commits them in groups: it takes every write waiting
+//! and commits them in one transaction (each in a savepoint of its own, so one failing write
+//! does not undo the others), and answers each only once its group is committed — concurrent
+//! sessions share commits instead of queueing for one each. Reads use a connection of their
+//! own (WAL mode lets them run beside the writer).
 
 use envsim_sim::session::StepRecord;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -37,10 +43,14 @@ pub enum StoreError {
     Corrupt(String, String),
 }
 
+/// A write: a statement group run in a savepoint of the writer's transaction.
+type Job = Box<dyn FnOnce(&Connection) -> Result<(), StoreError> + Send>;
+
 /// The SQLite store, shared.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    writer: std::sync::mpsc::Sender<(Job, tokio::sync::oneshot::Sender<Result<(), StoreError>>)>,
+    reader: Arc<Mutex<Connection>>,
 }
 
 const SCHEMA: &str = "
@@ -68,55 +78,128 @@ CREATE TABLE IF NOT EXISTS snapshots (
 );
 ";
 
+/// Writes committed in one transaction at most.
+const GROUP: usize = 512;
+
+/// The writer thread: waits for a write, takes every other one waiting (up to [`GROUP`]),
+/// commits them together and answers each.
+fn write_loop(
+    mut conn: Connection,
+    jobs: std::sync::mpsc::Receiver<(Job, tokio::sync::oneshot::Sender<Result<(), StoreError>>)>,
+) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut answers = Vec::with_capacity(group.len());
+        let committed = (|| -> Result<(), StoreError> {
+            let mut tx = conn.transaction()?;
+            for (job, answer) in group {
+                let mut point = tx.savepoint()?;
+                let result = job(&point);
+                match &result {
+                    Ok(()) => point.commit()?,
+                    Err(_) => point.rollback()?,
+                }
+                answers.push((answer, result));
+            }
+            tx.commit()?;
+            Ok(())
+        })();
+        for (answer, result) in answers {
+            let result = match (&committed, result) {
+                (Err(e), _) => Err(StoreError::Corrupt(
+                    String::new(),
+                    format!("the commit failed: {e}"),
+                )),
+                (Ok(()), r) => r,
+            };
+            let _ = answer.send(result);
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating when absent) the store at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = Connection::open(path)?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        let writer = Connection::open(path)?;
+        writer.execute_batch(SCHEMA)?;
+        let reader = Connection::open(path)?;
+        Ok(Store::with(writer, reader))
     }
 
-    /// A store in memory (nothing survives the process).
+    /// A store in memory (nothing survives the process; one shared in-memory database).
     pub fn in_memory() -> Result<Store, StoreError> {
-        let conn = Connection::open_in_memory()?;
-        conn.execute_batch(SCHEMA)?;
-        Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        let name = format!(
+            "file:envsim-{}?mode=memory&cache=shared",
+            uuid::Uuid::new_v4().simple()
+        );
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let writer = Connection::open_with_flags(&name, flags)?;
+        writer.execute_batch(SCHEMA)?;
+        let reader = Connection::open_with_flags(&name, flags)?;
+        Ok(Store::with(writer, reader))
     }
 
-    fn with<T>(
+    fn with(writer: Connection, reader: Connection) -> Store {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("envsim-store".into())
+            .spawn(move || write_loop(writer, rx))
+            .map(|_| ())
+            .unwrap_or_else(|e| eprintln!("the session store's writer did not start: {e}"));
+        Store {
+            writer: tx,
+            reader: Arc::new(Mutex::new(reader)),
+        }
+    }
+
+    /// Runs a write on the writer thread and waits for its group's commit.
+    async fn write(&self, job: Job) -> Result<(), StoreError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.writer
+            .send((job, answer))
+            .map_err(|_| StoreError::Corrupt(String::new(), "the writer thread is gone".into()))?;
+        answered
+            .await
+            .map_err(|_| StoreError::Corrupt(String::new(), "the writer thread is gone".into()))?
+    }
+
+    fn read<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        // A panic while holding the lock cannot leave SQLite half-written (each write is one
-        // statement or one transaction), so a poisoned lock is still usable.
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        // A panic while holding the lock cannot leave a read half done: the lock stays usable.
+        let mut conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut conn)
     }
 
     /// Records a new session.
-    pub fn create(
+    pub async fn create(
         &self,
         id: &str,
         request: &Value,
         initial: &Value,
         now: f64,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
+        let (id, request, initial) = (id.to_owned(), request.to_string(), initial.to_string());
+        self.write(Box::new(move |c| {
             c.execute(
                 "INSERT INTO sessions (id, request, initial, touched) VALUES (?1, ?2, ?3, ?4)",
-                params![id, request.to_string(), initial.to_string(), now],
+                params![id, request, initial, now],
             )?;
             Ok(())
-        })
+        }))
+        .await
     }
 
     /// Records step `idx` (dropping any stored step from `idx` on, as after a rollback), and
     /// the state after it when it changed.
-    pub fn append(
+    pub async fn append(
         &self,
         id: &str,
         idx: usize,
@@ -127,82 +210,89 @@ impl Store {
         let text = serde_json::to_string(record)
             .map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         let state = changed.then(|| record.state_after.to_string());
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+        let id = id.to_owned();
+        self.write(Box::new(move |c| {
+            c.execute(
                 "DELETE FROM steps WHERE session = ?1 AND idx >= ?2",
                 params![id, idx as i64],
             )?;
-            tx.execute(
+            c.execute(
                 "INSERT INTO steps (session, idx, record, state) VALUES (?1, ?2, ?3, ?4)",
                 params![id, idx as i64, text, state],
             )?;
-            tx.execute(
+            c.execute(
                 "UPDATE sessions SET touched = ?2 WHERE id = ?1",
                 params![id, now],
             )?;
-            tx.commit()?;
             Ok(())
-        })
+        }))
+        .await
     }
 
     /// Keeps the first `steps` steps and the marks at or before them.
-    pub fn truncate(&self, id: &str, steps: usize) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+    pub async fn truncate(&self, id: &str, steps: usize) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(Box::new(move |c| {
+            c.execute(
                 "DELETE FROM steps WHERE session = ?1 AND idx >= ?2",
                 params![id, steps as i64],
             )?;
-            tx.execute(
+            c.execute(
                 "DELETE FROM snapshots WHERE session = ?1 AND steps > ?2",
                 params![id, steps as i64],
             )?;
-            tx.commit()?;
             Ok(())
-        })
+        }))
+        .await
     }
 
     /// Records a mark.
-    pub fn snapshot(&self, id: &str, name: &str, steps: usize) -> Result<(), StoreError> {
-        self.with(|c| {
+    pub async fn snapshot(&self, id: &str, name: &str, steps: usize) -> Result<(), StoreError> {
+        let (id, name) = (id.to_owned(), name.to_owned());
+        self.write(Box::new(move |c| {
             c.execute(
                 "INSERT OR REPLACE INTO snapshots (session, name, steps) VALUES (?1, ?2, ?3)",
                 params![id, name, steps as i64],
             )?;
             Ok(())
-        })
+        }))
+        .await
     }
 
     /// Removes a session and everything of it.
-    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.with(|c| Ok(c.execute("DELETE FROM sessions WHERE id = ?1", params![id])? > 0))
+    pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(Box::new(move |c| {
+            c.execute("DELETE FROM sessions WHERE id = ?1", params![id])?;
+            Ok(())
+        }))
+        .await
     }
 
     /// Copies a session under a new id (a fork).
-    pub fn fork(&self, from: &str, to: &str, now: f64) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction()?;
-            tx.execute(
+    pub async fn fork(&self, from: &str, to: &str, now: f64) -> Result<(), StoreError> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.write(Box::new(move |c| {
+            c.execute(
                 "INSERT INTO sessions (id, request, initial, touched) SELECT ?2, request, initial, ?3 FROM sessions WHERE id = ?1",
                 params![from, to, now],
             )?;
-            tx.execute(
+            c.execute(
                 "INSERT INTO steps (session, idx, record, state) SELECT ?2, idx, record, state FROM steps WHERE session = ?1",
                 params![from, to],
             )?;
-            tx.execute(
+            c.execute(
                 "INSERT INTO snapshots (session, name, steps) SELECT ?2, name, steps FROM snapshots WHERE session = ?1",
                 params![from, to],
             )?;
-            tx.commit()?;
             Ok(())
-        })
+        }))
+        .await
     }
 
     /// Every stored session, steps and states resolved.
     pub fn load_all(&self) -> Result<Vec<StoredSession>, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             let mut out = Vec::new();
             let mut sessions =
                 c.prepare("SELECT id, request, initial, touched FROM sessions ORDER BY id")?;
@@ -257,7 +347,7 @@ impl Store {
 
     /// Whether a session is stored.
     pub fn has(&self, id: &str) -> Result<bool, StoreError> {
-        self.with(|c| {
+        self.read(|c| {
             Ok(
                 c.query_row("SELECT 1 FROM sessions WHERE id = ?1", params![id], |_| {
                     Ok(())

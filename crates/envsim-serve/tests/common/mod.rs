@@ -1,0 +1,146 @@
+//! What the server's tests and its load benchmark share: a small package written to a folder,
+//! a test host serving it (the executor, or the faulty double), and a server on loopback.
+#![allow(dead_code)]
+
+use envsim_core::audit::Effects;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use envsim_serve::store::Store;
+use envsim_serve::{AppState, Host, ServerConfig};
+use envsim_sim::backend::{ExecutorSimulator, Simulator};
+use envsim_sim::environment::Environment;
+use envsim_sim::faulty::FaultySimulator;
+use envsim_sim::session::Backends;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+const DESK: &str = r#"
+class Desk:
+    def __init__(self, init_config: dict):
+        self.tickets = init_config.get("tickets", {})
+        self.next_id = init_config.get("next_id", 1)
+
+    def create_ticket(self, title: str) -> dict:
+        tid = "T%d" % self.next_id
+        self.next_id += 1
+        self.tickets[tid] = {"title": title, "status": "open"}
+        return {"success": True, "ticket_id": tid}
+
+    def get_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        return {"success": True, "data": dict(t)}
+
+    def grow(self, size: int) -> dict:
+        self.tickets["BIG"] = {"title": "x" * size, "status": "open"}
+        return {"success": True}
+"#;
+
+pub fn desk(dir: &Path) -> EnvPackage {
+    let pkg = dir.join("desk");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), DESK).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
+    "class_name": "Desk", "tools": [
+        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("get_ticket", json!({"ticket_id": {"type": "string"}}), json!(["ticket_id"])),
+        tool("grow", json!({"size": {"type": "integer"}}), json!(["size"])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let state = json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2});
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+    EnvPackage::load(&pkg).unwrap()
+}
+
+/// A test host: the desk package only, the executor or the faulty double.
+pub struct DeskHost {
+    pub package: EnvPackage,
+    pub executor: ExecutorSimulator,
+}
+
+impl Host for DeskHost {
+    fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String> {
+        if name != "desk" {
+            return Err(format!("no environment {name:?}"));
+        }
+        let env = Environment::from_package(&self.package, &[], Effects::default());
+        let env = if no_code { env.without_code() } else { env };
+        Ok((Arc::new(env), self.package.states[0].1.clone()))
+    }
+
+    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String> {
+        let primary: Arc<dyn Simulator> = match request["primary"].as_str() {
+            None | Some("executor") => Arc::new(self.executor.clone()),
+            Some("faulty") => Arc::new(FaultySimulator::new(self.executor.clone(), 1.0, 1, "test")),
+            Some(other) => return Err(format!("no simulator {other:?} here")),
+        };
+        Ok(Backends {
+            primary,
+            secondary: None,
+            executor: env
+                .code
+                .as_ref()
+                .map(|_| Arc::new(self.executor.clone()) as Arc<dyn Simulator>),
+        })
+    }
+}
+
+pub struct Server {
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    pub state: Arc<AppState>,
+}
+
+impl Server {
+    /// Starts a server on a free loopback port, its store in `dir`, `workers` executor workers.
+    pub async fn start_with(dir: &Path, config: ServerConfig, workers: usize) -> Server {
+        let executor = ExecutorSimulator::new(Arc::new(
+            Executor::new(workers, Limits::default())
+                .await
+                .expect("python3"),
+        ));
+        let host = Arc::new(DeskHost {
+            package: desk(dir),
+            executor,
+        });
+        let store = Store::open(&dir.join("sessions.sqlite")).unwrap();
+        let state = AppState::start(host, store, config).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            envsim_serve::serve(listener, serving, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Server {
+            url,
+            stop: Some(stop),
+            task,
+            state,
+        }
+    }
+
+    /// Starts a server with two executor workers.
+    pub async fn start(dir: &Path, config: ServerConfig) -> Server {
+        Server::start_with(dir, config, 2).await
+    }
+
+    /// Stops it and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.task.await;
+    }
+}
