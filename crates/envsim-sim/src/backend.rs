@@ -217,12 +217,35 @@ pub fn read_answer(text: &str, state: &Value) -> Result<(Value, Value), PredictE
     Ok((observation, after))
 }
 
+/// The JSON Schema of a simulator's answer: the feedback and the change list (what
+/// `response_format` asks an OpenAI-compatible server to constrain its output to).
+pub fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "feedback": {"type": "string"},
+            "config_changes": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["add", "modify", "delete"]},
+                    "path": {"type": "string"},
+                    "value": {}
+                },
+                "required": ["type", "path"]
+            }}
+        },
+        "required": ["feedback", "config_changes"]
+    })
+}
+
 /// A model over an OpenAI-compatible endpoint.
 pub struct OpenAiSimulator {
     client: envsim_eval::openai::OpenAiClient,
     model: String,
     template: Template,
     decoding: envsim_eval::config::Decoding,
+    /// Ask for output constrained to [`answer_schema`] (`response_format`, JSON Schema).
+    structured: bool,
 }
 
 impl OpenAiSimulator {
@@ -238,7 +261,14 @@ impl OpenAiSimulator {
             model,
             template,
             decoding,
+            structured: true,
         }
+    }
+
+    /// Whether to send `response_format` (on by default; servers that refuse it need it off).
+    pub fn with_structured_output(mut self, on: bool) -> Self {
+        self.structured = on;
+        self
     }
 }
 
@@ -253,7 +283,11 @@ impl Simulator for OpenAiSimulator {
     ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
         Box::pin(async move {
             let prompt = step_prompt(self.template, r);
-            let body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
+            let mut body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
+            if self.structured {
+                body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                    "name": "simulated_step", "schema": answer_schema(), "strict": false}});
+            }
             let (completion, _) = self
                 .client
                 .attempt(&body.to_string())

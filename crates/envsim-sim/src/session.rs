@@ -172,7 +172,9 @@ pub struct Session {
     initial: Arc<Value>,
     steps: Vec<Arc<StepRecord>>,
     snapshots: BTreeMap<String, usize>,
-    verifier: AdaptiveVerifier,
+    /// The running agreement per tool: the session's own, or shared with other sessions of
+    /// the same simulators and environment ([`Session::share_verifier`]).
+    verifier: Arc<std::sync::Mutex<AdaptiveVerifier>>,
 }
 
 impl Session {
@@ -191,7 +193,7 @@ impl Session {
             initial: Arc::new(initial),
             steps: Vec::new(),
             snapshots: BTreeMap::new(),
-            verifier: AdaptiveVerifier::new(policy),
+            verifier: Arc::new(std::sync::Mutex::new(AdaptiveVerifier::new(policy))),
         }
     }
 
@@ -208,7 +210,7 @@ impl Session {
         let mut session = Session::new(env, backends, config, initial);
         for step in steps {
             if let Some(agreed) = step.provenance.agreed {
-                session.verifier.record(&step.tool, agreed);
+                session.verifier_mut().record(&step.tool, agreed);
             }
             session.steps.push(Arc::new(step));
         }
@@ -248,8 +250,25 @@ impl Session {
     }
 
     /// The running agreement per tool.
-    pub fn verifier(&self) -> &AdaptiveVerifier {
-        &self.verifier
+    pub fn verifier(&self) -> AdaptiveVerifier {
+        self.verifier_mut().clone()
+    }
+
+    /// Makes this session keep its running agreement in `shared`, with the other sessions that
+    /// hold it: agreement is a property of the simulators on an environment's tools, so
+    /// sessions of the same ones learn it together.
+    pub fn share_verifier(&mut self, shared: Arc<std::sync::Mutex<AdaptiveVerifier>>) {
+        self.verifier = shared;
+    }
+
+    /// The verifier of a new session, to share ([`Session::share_verifier`]).
+    pub fn shared_verifier(policy: VerifyPolicy) -> Arc<std::sync::Mutex<AdaptiveVerifier>> {
+        Arc::new(std::sync::Mutex::new(AdaptiveVerifier::new(policy)))
+    }
+
+    fn verifier_mut(&self) -> std::sync::MutexGuard<'_, AdaptiveVerifier> {
+        // The verifier is a pair of counters per tool: a panic cannot leave it torn.
+        self.verifier.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Marks the present as `name` (replacing an older mark of that name).
@@ -283,7 +302,8 @@ impl Session {
         Ok(steps)
     }
 
-    /// An independent copy sharing the history (one pointer per step).
+    /// An independent copy sharing the history (one pointer per step) and the running
+    /// agreement.
     pub fn fork(&self) -> Session {
         self.clone()
     }
@@ -403,7 +423,7 @@ impl Session {
             if let (Some(_), Some(secondary), false) =
                 (self.config.verify, self.backends.secondary.clone(), trusted)
             {
-                let p = self.verifier.probability(tool);
+                let p = self.verifier_mut().probability(tool);
                 prov.verify_probability = Some(p);
                 let mut rng = Rng::derive(self.config.seed, &format!("verify/{index}"));
                 if rng.chance(p) {
@@ -434,7 +454,7 @@ impl Session {
                         Err(PredictError::Failed(e)) => return Err(SessionError::Backend(e)),
                     };
                     prov.agreed = Some(agreed);
-                    self.verifier.record(tool, agreed);
+                    self.verifier_mut().record(tool, agreed);
                     if !agreed {
                         accepted = None;
                     }

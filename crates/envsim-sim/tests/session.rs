@@ -476,3 +476,88 @@ async fn without_code_the_description_is_the_truth() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn an_openai_simulator_asks_for_structured_answers_and_is_anchored() {
+    use envsim_sim::backend::OpenAiSimulator;
+    use envsim_testkit::openai_double::{DoubleConfig, OpenAiDouble};
+    let dir = tempfile::tempdir().unwrap();
+    let (env, truth) = setup(dir.path()).await;
+    // The model answers every prompt with a create that forgets its change: the audit catches
+    // it (a create whose successes always change the state), the regenerations repeat it, and
+    // the executor takes the step.
+    let double = OpenAiDouble::spawn(DoubleConfig {
+        default_answer: Some(
+            r#"{"feedback": "{'success': True, 'ticket_id': 'T2'}", "config_changes": []}"#.into(),
+        ),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let client = envsim_eval::openai::OpenAiClient::new(&envsim_eval::openai::ClientSettings {
+        base_url: double.base_url(),
+        api_key: None,
+        timeout: std::time::Duration::from_secs(10),
+        max_connections: 2,
+    })
+    .unwrap();
+    let model = OpenAiSimulator::new(
+        client,
+        "m".into(),
+        envsim_core::prompt::Template::EnvsimSliced,
+        envsim_eval::config::Decoding {
+            temperature: Some(0.0),
+            max_tokens: Some(200),
+            stop: Vec::new(),
+            extra_body: Map::new(),
+        },
+    );
+    let mut s = Session::new(
+        Arc::clone(&env),
+        Backends {
+            primary: Arc::new(model),
+            secondary: None,
+            executor: Some(truth.clone()),
+        },
+        SessionConfig::default(),
+        initial(),
+    );
+    let r = s
+        .step("create_ticket", &args(json!({"title": "b"})))
+        .await
+        .unwrap();
+    let p = &r.provenance;
+    assert_eq!(
+        (p.attempts, p.escalated_to.as_deref()),
+        (3, Some("executor"))
+    );
+    assert!(p.tokens > 0);
+    assert_eq!(s.state()["tickets"]["T2"]["title"], "b");
+    let bodies = double.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        bodies[0]["response_format"]["json_schema"]["schema"]["required"],
+        json!(["feedback", "config_changes"])
+    );
+    // The regenerations carry the reason.
+    let last_user = |b: &Value| {
+        b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(!last_user(&bodies[0]).contains("rejected"));
+    assert!(last_user(&bodies[1]).contains("Your previous answer to this call was rejected"));
+    assert!(
+        last_user(&bodies[1]).contains("reports success but the state did not change"),
+        "{}",
+        last_user(&bodies[1])
+    );
+    double.shutdown();
+}

@@ -95,6 +95,10 @@ pub struct BackendArgs {
     /// Completion token limit of model answers.
     #[arg(long, default_value_t = 768)]
     pub max_tokens: u64,
+    /// Do not send `response_format` (JSON-Schema-constrained answers) to the OpenAI-compatible
+    /// endpoint, for servers that refuse it.
+    #[arg(long)]
+    pub no_response_format: bool,
     #[command(flatten)]
     pub local: crate::eval_cmd::LocalArgs,
 }
@@ -231,17 +235,20 @@ pub fn build_backend(
                     max_connections: 4,
                 })
                 .map_err(anyhow::Error::msg)?;
-            Arc::new(OpenAiSimulator::new(
-                client,
-                model,
-                Template::EnvsimSliced,
-                envsim_eval::config::Decoding {
-                    temperature: Some(0.0),
-                    max_tokens: Some(args.max_tokens),
-                    stop: Vec::new(),
-                    extra_body: Map::new(),
-                },
-            ))
+            Arc::new(
+                OpenAiSimulator::new(
+                    client,
+                    model,
+                    Template::EnvsimSliced,
+                    envsim_eval::config::Decoding {
+                        temperature: Some(0.0),
+                        max_tokens: Some(args.max_tokens),
+                        stop: Vec::new(),
+                        extra_body: Map::new(),
+                    },
+                )
+                .with_structured_output(!args.no_response_format),
+            )
         }
         BackendKind::Local => local_backend(args)?,
     })

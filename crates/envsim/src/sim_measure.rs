@@ -47,7 +47,8 @@ pub struct MeasureArgs {
     #[arg(long)]
     no_code: bool,
     /// Configurations to run (comma-separated): off, validate, full, verify (full anchoring
-    /// with cross-model verification; needs --secondary).
+    /// with cross-model verification at the adaptive rate; needs --secondary), verify-always
+    /// (every step verified).
     #[arg(long, default_value = "off,validate,full", value_delimiter = ',')]
     configs: Vec<String>,
     #[command(flatten)]
@@ -71,6 +72,8 @@ struct Totals {
     uncertain_steps: usize,
     uncertain_and_wrong: usize,
     wrong_and_not_uncertain: usize,
+    /// What was wrong in the wrong steps not marked uncertain.
+    misses: BTreeMap<&'static str, usize>,
     regenerations: usize,
     escalations: usize,
     verifications: usize,
@@ -81,15 +84,35 @@ struct Totals {
 }
 
 pub fn run(a: MeasureArgs) -> Result<()> {
-    let mut configs: Vec<(String, AnchorMode, bool)> = Vec::new();
+    let adaptive = a
+        .anchoring
+        .policy()?
+        .unwrap_or(envsim_sim::verify::VerifyPolicy {
+            floor: a.anchoring.verify_floor,
+            ceiling: a.anchoring.verify_ceiling,
+            warmup: 3,
+        });
+    let always = envsim_sim::verify::VerifyPolicy {
+        floor: 1.0,
+        ceiling: 1.0,
+        warmup: 0,
+    };
+    type Config = (String, AnchorMode, Option<envsim_sim::verify::VerifyPolicy>);
+    let mut configs: Vec<Config> = Vec::new();
     for c in &a.configs {
+        let verifies = c == "verify" || c == "verify-always";
+        if verifies && a.backends.secondary.is_none() {
+            bail!("--configs {c} needs --secondary");
+        }
         configs.push(match c.as_str() {
-            "off" => (c.clone(), AnchorMode::Off, false),
-            "validate" => (c.clone(), AnchorMode::Validate, false),
-            "full" => (c.clone(), AnchorMode::Full, false),
-            "verify" if a.backends.secondary.is_some() => (c.clone(), AnchorMode::Full, true),
-            "verify" => bail!("--configs verify needs --secondary"),
-            other => bail!("unknown configuration {other:?}: off, validate, full, verify"),
+            "off" => (c.clone(), AnchorMode::Off, None),
+            "validate" => (c.clone(), AnchorMode::Validate, None),
+            "full" => (c.clone(), AnchorMode::Full, None),
+            "verify" => (c.clone(), AnchorMode::Full, Some(adaptive)),
+            "verify-always" => (c.clone(), AnchorMode::Full, Some(always)),
+            other => {
+                bail!("unknown configuration {other:?}: off, validate, full, verify, verify-always")
+            }
         });
     }
     if a.walks == 0 || a.steps == 0 || a.states == 0 {
@@ -126,14 +149,6 @@ pub fn run(a: MeasureArgs) -> Result<()> {
             )
         })
         .collect();
-    let policy = a
-        .anchoring
-        .policy()?
-        .or(Some(envsim_sim::verify::VerifyPolicy {
-            floor: a.anchoring.verify_floor,
-            ceiling: a.anchoring.verify_ceiling,
-            warmup: 3,
-        }));
     for name in &names {
         let mut package = corpus.load(name)?;
         package.states.truncate(a.states);
@@ -181,6 +196,8 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 let t = totals
                     .get_mut(config)
                     .ok_or_else(|| anyhow::anyhow!("no totals"))?;
+                // Sessions of one configuration share their running agreement per tool.
+                let shared = verify.map(Session::shared_verifier);
                 for (w, run) in runs.iter().enumerate() {
                     let mut session = Session::new(
                         Arc::clone(&env),
@@ -194,11 +211,14 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                         SessionConfig {
                             mode: *mode,
                             max_regenerations: a.anchoring.max_regenerations,
-                            verify: if *verify { policy } else { None },
+                            verify: *verify,
                             seed: a.seed.wrapping_add(w as u64),
                         },
                         (*run.initial_state).clone(),
                     );
+                    if let Some(shared) = &shared {
+                        session.share_verifier(Arc::clone(shared));
+                    }
                     let mut all_right = true;
                     let mut replay = (*run.initial_state).clone();
                     for (k, step) in run.steps.iter().enumerate() {
@@ -228,6 +248,16 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                         t.uncertain_steps += usize::from(p.uncertain);
                         t.uncertain_and_wrong += usize::from(p.uncertain && !right);
                         t.wrong_and_not_uncertain += usize::from(!p.uncertain && !right);
+                        if !p.uncertain && !right {
+                            let kind = miss_kind(
+                                &before,
+                                &truth.observation,
+                                &truth.state_after,
+                                &record.observation,
+                                &record.state_after,
+                            );
+                            *t.misses.entry(kind).or_default() += 1;
+                        }
                         t.regenerations += p.regenerations;
                         t.escalations += usize::from(p.escalated_to.is_some());
                         t.verifications += usize::from(p.verified_by.is_some());
@@ -263,6 +293,37 @@ pub fn run(a: MeasureArgs) -> Result<()> {
         print!("{}", markdown(&summary));
     }
     Ok(())
+}
+
+/// What is wrong in a kept answer, against the truth: only the observation; a change left out
+/// (the state stayed while the truth changed it); resources that should not be there, or that
+/// are missing; or other state values.
+fn miss_kind(
+    before: &Value,
+    truth_obs: &Value,
+    truth_state: &Value,
+    obs: &Value,
+    state: &Value,
+) -> &'static str {
+    use envsim_core::audit::resources;
+    if state == truth_state {
+        return if obs == truth_obs {
+            "none"
+        } else {
+            "observation"
+        };
+    }
+    if state == before && truth_state != before {
+        return "dropped_update";
+    }
+    let (kept, truth) = (resources(state), resources(truth_state));
+    if kept.keys().any(|k| !truth.contains_key(k)) {
+        "phantom_resource"
+    } else if truth.keys().any(|k| !kept.contains_key(k)) {
+        "vanished_resource"
+    } else {
+        "wrong_values"
+    }
 }
 
 /// The environment the truth runs in: the package's code and rule, whatever the simulator gets.

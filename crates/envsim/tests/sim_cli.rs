@@ -1,0 +1,185 @@
+//! `envsim sim` end to end on a small package written by the test.
+
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const DESK: &str = r#"
+class Desk:
+    def __init__(self, init_config: dict):
+        self.tickets = init_config.get("tickets", {})
+        self.next_id = init_config.get("next_id", 1)
+
+    def create_ticket(self, title: str) -> dict:
+        tid = "T%d" % self.next_id
+        self.next_id += 1
+        self.tickets[tid] = {"title": title, "status": "open"}
+        return {"success": True, "ticket_id": tid}
+
+    def close_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        if t["status"] == "closed":
+            return {"success": False, "error": "already closed"}
+        t["status"] = "closed"
+        return {"success": True}
+
+    def get_ticket(self, ticket_id: str) -> dict:
+        t = self.tickets.get(ticket_id)
+        if t is None:
+            return {"success": False, "error": "no ticket " + ticket_id}
+        return {"success": True, "data": dict(t)}
+"#;
+
+fn write_desk(root: &Path) {
+    let pkg = root.join("desk");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), DESK).unwrap();
+    let tool = |name: &str, props: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+               "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let id = json!({"ticket_id": {"type": "string"}});
+    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
+    "class_name": "Desk", "tools": [
+        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
+        tool("close_ticket", id.clone(), json!(["ticket_id"])),
+        tool("get_ticket", id, json!(["ticket_id"])),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let state = json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2});
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+}
+
+fn sim(root: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("sim")
+        .args(["--envs", root.to_str().unwrap(), "--env", "desk"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const CALLS: &str = r#"{"name": "create_ticket", "arguments": {"title": "b"}}
+{"name": "get_ticket", "arguments": "{\"ticket_id\": \"T2\"}"}
+{"name": "close_ticket", "arguments": {"ticket_id": "T2"}}
+{"name": "get_ticket", "arguments": {"ticket_id": "T2"}}
+"#;
+
+#[test]
+fn a_session_from_standard_input_is_written_for_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let out = dir.path().join("session.jsonl");
+    let input = format!("{CALLS}:snapshot after\n:state\n{{\"name\": \"close_ticket\", \"arguments\": {{\"ticket_id\": \"T1\"}}}}\n:rollback after\n");
+    let run = sim(
+        dir.path(),
+        &["--backend", "executor", "--out", out.to_str().unwrap()],
+        &input,
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["observation"]["ticket_id"], "T2");
+    assert_eq!(lines[1]["observation"]["data"]["title"], "b");
+    assert_eq!(lines[3]["observation"]["data"]["status"], "closed");
+    assert_eq!(lines[4], json!({"snapshot": "after", "steps": 4}));
+    assert_eq!(lines[5]["tickets"]["T2"]["status"], "closed");
+    assert_eq!(lines[6]["step"], 5);
+    assert_eq!(lines[7], json!({"rollback": "after", "steps": 4}));
+    // The file holds the session after the rollback: four steps, and the audit reads it.
+    let record: Value =
+        serde_json::from_str(std::fs::read_to_string(&out).unwrap().trim()).unwrap();
+    assert_eq!(record["steps"].as_array().unwrap().len(), 4);
+    assert_eq!(record["steps"][3]["provenance"]["simulator"], "executor");
+    let audit = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args([
+            "audit",
+            out.to_str().unwrap(),
+            "--json",
+            "--learn-walks",
+            "2",
+        ])
+        .args(["--envs", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        audit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(
+        (summary["trajectories"].clone(), summary["steps"].clone()),
+        (json!(1), json!(4))
+    );
+}
+
+#[test]
+fn full_anchoring_repairs_the_faulty_double_and_bad_lines_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    // A double that spoils every attempt: each step it can spoil is caught, regenerated (and
+    // spoiled again), then escalated to the executor.
+    let run = sim(
+        dir.path(),
+        &[
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "1",
+            "--anchor",
+            "full",
+        ],
+        CALLS,
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["observation"]["ticket_id"], "T2");
+    assert_eq!(lines[3]["observation"]["data"]["status"], "closed");
+    assert!(lines
+        .iter()
+        .any(|l| l["provenance"]["escalated_to"] == "executor"));
+    // A call line that is not a call is an error naming its line.
+    let run = sim(
+        dir.path(),
+        &["--backend", "executor"],
+        "{\"name\": \"get_ticket\", \"arguments\": {\"ticket_id\": \"T1\"}}\n{\"arguments\": {}}\n",
+    );
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("stdin:2: field `name` (the tool) is missing or not a string"),
+        "{stderr}"
+    );
+    // The executor needs code; a description-only session says so.
+    let run = sim(dir.path(), &["--backend", "executor", "--no-code"], CALLS);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("has only a description"));
+}
