@@ -84,7 +84,7 @@ async fn sessions_over_http_survive_a_restart() {
     let id = created["id"].as_str().unwrap().to_owned();
     assert_eq!(
         created["tools"],
-        json!(["create_ticket", "get_ticket", "grow"])
+        json!(["close_ticket", "create_ticket", "get_ticket", "grow"])
     );
     let s = |path: &str| u(&format!("/sessions/{id}{path}"));
     // Steps.
@@ -116,7 +116,7 @@ async fn sessions_over_http_survive_a_restart() {
     assert!(body["error"]
         .as_str()
         .unwrap()
-        .contains("its tools: create_ticket, get_ticket, grow"));
+        .contains("its tools: close_ticket, create_ticket, get_ticket, grow"));
     let (status, body) = call(
         &c,
         Method::POST,
@@ -188,7 +188,7 @@ async fn sessions_over_http_survive_a_restart() {
     .await;
     assert_eq!(status, 404);
     let (_, tools) = call(&c, Method::GET, &s("/tools"), None).await;
-    assert_eq!(tools["tools"][1]["function"]["name"], "get_ticket");
+    assert_eq!(tools["tools"][2]["function"]["name"], "get_ticket");
     let (_, trajectory) = call(&c, Method::GET, &s("/trajectory"), None).await;
     assert_eq!(trajectory["steps"].as_array().unwrap().len(), 1);
     // A restart on the same file loses nothing.
@@ -322,7 +322,7 @@ async fn the_python_mcp_client_lists_and_calls_a_sessions_tools() {
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         seen["tools"],
-        json!(["create_ticket", "get_ticket", "grow"])
+        json!(["close_ticket", "create_ticket", "get_ticket", "grow"])
     );
     assert_eq!(seen["schema"]["required"], json!(["ticket_id"]));
     let text =

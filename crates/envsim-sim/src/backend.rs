@@ -159,7 +159,7 @@ impl Simulator for ExecutorSimulator {
 }
 
 /// The prompt a model gets for a step: envsim's template over the code in code mode, the
-/// description prompt in environment-free mode; with the reasons the previous attempt was
+/// description prompt over the called operation ([`operation_of`]) in environment-free mode; with the reasons the previous attempt was
 /// rejected, when there are some (anchoring).
 pub fn step_prompt(template: Template, r: &StepRequest<'_>) -> Prompt {
     let action = Action {
@@ -168,7 +168,12 @@ pub fn step_prompt(template: Template, r: &StepRequest<'_>) -> Prompt {
     };
     let mut prompt = match &r.env.code {
         Some(code) => template.render(&code.code, r.state, &action),
-        None => description_prompt(&r.env.description, &r.env.notes, r.state, &action),
+        None => description_prompt(
+            &operation_of(&r.env.description, r.tool),
+            &r.env.notes,
+            r.state,
+            &action,
+        ),
     };
     if !r.feedback.is_empty() {
         prompt.user.push_str(
@@ -184,6 +189,53 @@ pub fn step_prompt(template: Template, r: &StepRequest<'_>) -> Prompt {
             .push_str("Answer again, consistent with the state, the description and the history.");
     }
     prompt
+}
+
+/// The part of an API description a call needs (the analogue of the sliced code): for an
+/// OpenAPI document, its title and description, the called operation (path item, method,
+/// parameters, body, responses) and the names of the other operations; for tool schemas, the
+/// called tool. The whole description when the tool is not found in it.
+pub fn operation_of(description: &Value, tool: &str) -> Value {
+    if let Some(paths) = description.get("paths").and_then(Value::as_object) {
+        let mut others = Vec::new();
+        let mut found = None;
+        for (path, item) in paths {
+            for (method, op) in item.as_object().into_iter().flatten() {
+                match op.get("operationId").and_then(Value::as_str) {
+                    Some(id) if id == tool => found = Some((path, method, op)),
+                    Some(id) => others.push(id.to_owned()),
+                    None => {}
+                }
+            }
+        }
+        others.sort();
+        if let Some((path, method, op)) = found {
+            let mut doc = serde_json::Map::new();
+            for key in ["openapi", "info", "components"] {
+                if let Some(v) = description.get(key) {
+                    doc.insert(key.to_owned(), v.clone());
+                }
+            }
+            doc.insert("paths".into(), json!({ path: { method: op } }));
+            doc.insert("x-other-operations".into(), json!(others));
+            return Value::Object(doc);
+        }
+        return description.clone();
+    }
+    let tools = description
+        .as_array()
+        .or_else(|| description.get("tools").and_then(Value::as_array));
+    let name_of = |t: &Value| {
+        t.get("function")
+            .unwrap_or(t)
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match tools.and_then(|ts| ts.iter().find(|t| name_of(t).as_deref() == Some(tool))) {
+        Some(t) => json!([t]),
+        None => description.clone(),
+    }
 }
 
 /// Reads a model's answer: the output object's `feedback` and `config_changes`, the changes
@@ -366,5 +418,30 @@ impl Simulator for LocalSimulator {
                 tokens,
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_called_operation_is_cut_out_of_a_description() {
+        let doc = json!({"openapi": "3.1.0", "info": {"title": "t"}, "paths": {
+            "/a/{id}": {"get": {"operationId": "get_a"}, "delete": {"operationId": "delete_a"}},
+            "/b": {"post": {"operationId": "make_b", "responses": {"200": {}}}}}});
+        assert_eq!(
+            operation_of(&doc, "make_b"),
+            json!({"openapi": "3.1.0", "info": {"title": "t"},
+                   "paths": {"/b": {"post": {"operationId": "make_b", "responses": {"200": {}}}}},
+                   "x-other-operations": ["delete_a", "get_a"]})
+        );
+        assert_eq!(operation_of(&doc, "nothing"), doc);
+        let tools = json!([{"type": "function", "function": {"name": "f"}}, {"name": "g"}]);
+        assert_eq!(operation_of(&tools, "g"), json!([{"name": "g"}]));
+        assert_eq!(
+            operation_of(&json!({"tools": tools}), "f"),
+            json!([{"type": "function", "function": {"name": "f"}}])
+        );
     }
 }

@@ -163,6 +163,46 @@ pub enum SessionError {
     NoSuchStep(usize, usize),
 }
 
+/// One question to a simulator, counted in the step's provenance (a call, its time, its
+/// tokens).
+struct Ask<'a> {
+    env: &'a Environment,
+    state: &'a Value,
+    tool: &'a str,
+    arguments: &'a Map<String, Value>,
+    seed: u64,
+    step: usize,
+}
+
+impl Ask<'_> {
+    async fn to(
+        &self,
+        simulator: &dyn Simulator,
+        attempt: usize,
+        feedback: &[String],
+        prov: &mut Provenance,
+    ) -> Result<Prediction, PredictError> {
+        let request = StepRequest {
+            env: self.env,
+            state: self.state,
+            tool: self.tool,
+            arguments: self.arguments,
+            seed: self.seed,
+            step: self.step,
+            attempt,
+            feedback,
+        };
+        prov.simulator_calls += 1;
+        let asked = Instant::now();
+        let answer = simulator.predict(&request).await;
+        prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+        if let Ok(p) = &answer {
+            prov.tokens += p.tokens;
+        }
+        answer
+    }
+}
+
 /// A simulated environment session.
 #[derive(Clone)]
 pub struct Session {
@@ -360,30 +400,27 @@ impl Session {
             simulator: primary.name(),
             ..Provenance::default()
         };
+        let env = Arc::clone(&self.env);
+        let ask = Ask {
+            env: &env,
+            state: &state,
+            tool,
+            arguments,
+            seed: self.config.seed,
+            step: index,
+        };
         let mut feedback: Vec<String> = Vec::new();
         // The last answer and its problems.
         let mut kept: Option<(AuditStep, Vec<Problem>)> = None;
         let mut raw_text: Option<String> = None;
         for attempt in 0..tries {
-            let request = StepRequest {
-                env: &self.env,
-                state: &state,
-                tool,
-                arguments,
-                seed: self.config.seed,
-                step: index,
-                attempt,
-                feedback: &feedback,
-            };
             prov.attempts += 1;
-            prov.simulator_calls += 1;
             prov.regenerations = attempt;
-            let asked = Instant::now();
-            let answer = primary.predict(&request).await;
-            prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+            let answer = ask
+                .to(primary.as_ref(), attempt, &feedback, &mut prov)
+                .await;
             let (step, problems) = match answer {
                 Ok(p) => {
-                    prov.tokens += p.tokens;
                     let step = self.as_step(tool, arguments, &p);
                     let problems = if checks {
                         validate(&self.env, &self.initial, &history, &step)
@@ -427,29 +464,13 @@ impl Session {
                 prov.verify_probability = Some(p);
                 let mut rng = Rng::derive(self.config.seed, &format!("verify/{index}"));
                 if rng.chance(p) {
-                    let request = StepRequest {
-                        env: &self.env,
-                        state: &state,
-                        tool,
-                        arguments,
-                        seed: self.config.seed,
-                        step: index,
-                        attempt: 0,
-                        feedback: &[],
-                    };
-                    prov.simulator_calls += 1;
                     prov.verified_by = Some(secondary.name());
-                    let asked = Instant::now();
-                    let answer = secondary.predict(&request).await;
-                    prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+                    let answer = ask.to(secondary.as_ref(), 0, &[], &mut prov).await;
                     let agreed = match answer {
-                        Ok(answer) => {
-                            prov.tokens += answer.tokens;
-                            accepted.as_ref().is_some_and(|s| {
-                                s.observation == answer.observation
-                                    && *s.state_after == answer.state_after
-                            })
-                        }
+                        Ok(answer) => accepted.as_ref().is_some_and(|s| {
+                            s.observation == answer.observation
+                                && *s.state_after == answer.state_after
+                        }),
                         Err(PredictError::Unreadable { .. }) => false,
                         Err(PredictError::Failed(e)) => return Err(SessionError::Backend(e)),
                     };
@@ -470,23 +491,9 @@ impl Session {
                 _ => None,
             };
             if let Some(target) = target {
-                let request = StepRequest {
-                    env: &self.env,
-                    state: &state,
-                    tool,
-                    arguments,
-                    seed: self.config.seed,
-                    step: index,
-                    attempt: 0,
-                    feedback: &feedback,
-                };
-                prov.simulator_calls += 1;
-                let asked = Instant::now();
-                let answer = target.predict(&request).await;
-                prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
+                let answer = ask.to(target.as_ref(), 0, &feedback, &mut prov).await;
                 match answer {
                     Ok(p) => {
-                        prov.tokens += p.tokens;
                         let step = self.as_step(tool, arguments, &p);
                         let problems = if target.is_ground_truth() {
                             Vec::new()

@@ -13,56 +13,12 @@ use envsim_sim::verify::VerifyPolicy;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 
-const DESK: &str = r#"
-class Desk:
-    def __init__(self, init_config: dict):
-        self.tickets = init_config.get("tickets", {})
-        self.next_id = init_config.get("next_id", 1)
-
-    def create_ticket(self, title: str) -> dict:
-        tid = "T%d" % self.next_id
-        self.next_id += 1
-        self.tickets[tid] = {"title": title, "status": "open"}
-        return {"success": True, "ticket_id": tid}
-
-    def close_ticket(self, ticket_id: str) -> dict:
-        t = self.tickets.get(ticket_id)
-        if t is None:
-            return {"success": False, "error": "no ticket " + ticket_id}
-        if t["status"] == "closed":
-            return {"success": False, "error": "already closed"}
-        t["status"] = "closed"
-        return {"success": True}
-
-    def get_ticket(self, ticket_id: str) -> dict:
-        t = self.tickets.get(ticket_id)
-        if t is None:
-            return {"success": False, "error": "no ticket " + ticket_id}
-        return {"success": True, "data": dict(t)}
-"#;
-
 fn desk(dir: &std::path::Path) -> EnvPackage {
-    let pkg = dir.join("desk");
-    std::fs::create_dir_all(pkg.join("states")).unwrap();
-    std::fs::write(pkg.join("env.py"), DESK).unwrap();
-    let tool = |name: &str, props: Value, required: Value| {
-        json!({"type": "function", "function": {"name": name, "description": name,
-               "parameters": {"type": "object", "properties": props, "required": required}}})
-    };
-    let id = json!({"ticket_id": {"type": "string"}});
-    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
-    "class_name": "Desk", "tools": [
-        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
-        tool("close_ticket", id.clone(), json!(["ticket_id"])),
-        tool("get_ticket", id, json!(["ticket_id"])),
-    ]});
-    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(pkg.join("states/00.json"), initial().to_string()).unwrap();
-    EnvPackage::load(&pkg).unwrap()
+    EnvPackage::load(&envsim_testkit::desk::write(dir).unwrap()).unwrap()
 }
 
 fn initial() -> Value {
-    json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2})
+    envsim_testkit::desk::initial_state()
 }
 
 fn args(v: Value) -> Map<String, Value> {

@@ -10,8 +10,10 @@
 //! [`messy_outputs`] writes the same answers in every shape (and with every mistake) that the
 //! reference evaluator's parsing treats specially, for differential tests of the scoring lanes.
 //!
-//! [`openai_double`] is a loopback OpenAI-compatible chat-completions test double.
+//! [`openai_double`] is a loopback OpenAI-compatible chat-completions test double; [`desk`] a
+//! small environment package written to a folder.
 
+pub mod desk;
 mod messy;
 pub mod openai_double;
 

@@ -11,51 +11,12 @@ use envsim_sim::backend::{ExecutorSimulator, Simulator};
 use envsim_sim::environment::Environment;
 use envsim_sim::faulty::FaultySimulator;
 use envsim_sim::session::Backends;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
-const DESK: &str = r#"
-class Desk:
-    def __init__(self, init_config: dict):
-        self.tickets = init_config.get("tickets", {})
-        self.next_id = init_config.get("next_id", 1)
-
-    def create_ticket(self, title: str) -> dict:
-        tid = "T%d" % self.next_id
-        self.next_id += 1
-        self.tickets[tid] = {"title": title, "status": "open"}
-        return {"success": True, "ticket_id": tid}
-
-    def get_ticket(self, ticket_id: str) -> dict:
-        t = self.tickets.get(ticket_id)
-        if t is None:
-            return {"success": False, "error": "no ticket " + ticket_id}
-        return {"success": True, "data": dict(t)}
-
-    def grow(self, size: int) -> dict:
-        self.tickets["BIG"] = {"title": "x" * size, "status": "open"}
-        return {"success": True}
-"#;
-
 pub fn desk(dir: &Path) -> EnvPackage {
-    let pkg = dir.join("desk");
-    std::fs::create_dir_all(pkg.join("states")).unwrap();
-    std::fs::write(pkg.join("env.py"), DESK).unwrap();
-    let tool = |name: &str, props: Value, required: Value| {
-        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
-               "parameters": {"type": "object", "properties": props, "required": required}}})
-    };
-    let manifest = json!({"name": "desk", "domain": "test", "description": "Tickets.",
-    "class_name": "Desk", "tools": [
-        tool("create_ticket", json!({"title": {"type": "string"}}), json!(["title"])),
-        tool("get_ticket", json!({"ticket_id": {"type": "string"}}), json!(["ticket_id"])),
-        tool("grow", json!({"size": {"type": "integer"}}), json!(["size"])),
-    ]});
-    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
-    let state = json!({"tickets": {"T1": {"title": "a", "status": "open"}}, "next_id": 2});
-    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
-    EnvPackage::load(&pkg).unwrap()
+    EnvPackage::load(&envsim_testkit::desk::write(dir).unwrap()).unwrap()
 }
 
 /// A test host: the desk package only, the executor or the faulty double.
