@@ -171,7 +171,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 envsim_exec::Executor::new(1, crate::env_cmd::exec_limits()?).await?,
             ));
             // The truth knows the code even when the simulator does not.
-            let truth_env = learn_free(&package, &env);
+            let truth_env = truth_environment(&package, &env);
             let code_executor = if a.no_code {
                 None
             } else {
@@ -327,7 +327,7 @@ fn miss_kind(
 }
 
 /// The environment the truth runs in: the package's code and rule, whatever the simulator gets.
-fn learn_free(
+fn truth_environment(
     package: &envsim_exec::package::EnvPackage,
     env: &envsim_sim::environment::Environment,
 ) -> envsim_sim::environment::Environment {
