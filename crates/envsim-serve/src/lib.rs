@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod store;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
@@ -130,8 +131,21 @@ impl From<store::StoreError> for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// A JSON body read with its error located (line and column).
-fn body_json(bytes: &Bytes) -> ApiResult<Value> {
+/// A JSON body read with its error located (line and column); a body past the size limit is
+/// a 413 saying so.
+fn body_json(body: &Result<Bytes, BytesRejection>) -> ApiResult<Value> {
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(rejection) => {
+            return Err(ApiError::new(
+                rejection.status(),
+                format!(
+                    "the request body could not be read: {}",
+                    rejection.body_text()
+                ),
+            ))
+        }
+    };
     if bytes.is_empty() {
         return Ok(json!({}));
     }
@@ -446,7 +460,7 @@ async fn auth(
 
 async fn create(
     State(state): State<Arc<AppState>>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let request = body_json(&body)?;
     if !request.is_object() {
@@ -551,7 +565,7 @@ async fn delete(
 async fn step(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<Value>> {
     let request = body_json(&body)?;
     let tool = request["name"]
@@ -625,7 +639,7 @@ async fn trajectory(
 async fn snapshot(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<Value>> {
     let request = body_json(&body)?;
     let name = request["name"]
@@ -647,7 +661,7 @@ async fn snapshot(
 async fn rollback(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<Value>> {
     let request = body_json(&body)?;
     let entry = state.entry(&id).await?;

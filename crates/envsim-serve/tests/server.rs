@@ -237,6 +237,7 @@ async fn tokens_are_required_and_idle_sessions_expire() {
         ServerConfig {
             token: Some("s3cret".into()),
             idle_ttl: Duration::from_secs(1),
+            max_body_bytes: 1_000,
             ..ServerConfig::default()
         },
     )
@@ -245,6 +246,23 @@ async fn tokens_are_required_and_idle_sessions_expire() {
     let (status, body) = call(&c, Method::GET, &format!("{}/sessions", server.url), None).await;
     assert_eq!(status, 401);
     assert!(body["error"].as_str().unwrap().contains("bearer token"));
+    // A body past the limit is a JSON 413 that says so.
+    let big = c
+        .post(format!("{}/sessions", server.url))
+        .bearer_auth("s3cret")
+        .body(format!("{{\"env\": \"{}\"}}", "x".repeat(5_000)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status().as_u16(), 413);
+    let body: Value = big.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("length limit exceeded"),
+        "{body}"
+    );
     let wrong = c
         .get(format!("{}/sessions", server.url))
         .bearer_auth("s3crex")
