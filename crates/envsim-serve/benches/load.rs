@@ -7,7 +7,8 @@
 //! percentiles of each and the errors, as a Markdown row for docs/benchmarks.md.
 //!
 //! Knobs (environment): ENVSIM_LOAD_SESSIONS (1000), ENVSIM_LOAD_STEPS (steps per session, 5),
-//! ENVSIM_LOAD_WORKERS (executor workers, 2).
+//! ENVSIM_LOAD_WORKERS (executor workers, 2), ENVSIM_LOAD_PACE_MS (mean think time between a
+//! session's steps, 0: none, every session steps as soon as its answer comes).
 //!
 //! `cargo bench -p envsim-serve --bench load`
 
@@ -38,6 +39,8 @@ async fn main() {
     let sessions = knob("ENVSIM_LOAD_SESSIONS", 1000);
     let steps = knob("ENVSIM_LOAD_STEPS", 5);
     let workers = knob("ENVSIM_LOAD_WORKERS", 2);
+    // Think time between a session's steps, milliseconds (0: as fast as answers come).
+    let pace = knob("ENVSIM_LOAD_PACE_MS", 0);
     let dir = tempfile::tempdir().expect("a temporary folder");
     let server =
         common::Server::start_with(dir.path(), envsim_serve::ServerConfig::default(), workers)
@@ -76,7 +79,14 @@ async fn main() {
                     return (samples, errors);
                 }
             };
+            let mut rng = envsim_core::rng::Rng::new(s as u64);
             for k in 0..steps {
+                if pace > 0 {
+                    // Uniform in [0, 2 × pace): the sessions drift apart, as agents thinking
+                    // between calls do.
+                    let wait = rng.below(2 * pace);
+                    tokio::time::sleep(std::time::Duration::from_millis(wait as u64)).await;
+                }
                 let call = if k % 2 == 0 {
                     json!({"name": "create_ticket", "arguments": {"title": format!("t{s}-{k}")}})
                 } else {
@@ -121,11 +131,11 @@ async fn main() {
     added.sort_by(f64::total_cmp);
     server_added.sort_by(f64::total_cmp);
     println!(
-        "| sessions | steps | executor workers | errors | steps/s | step latency p50 / p99 (ms) | added, seen by the client, p50 / p90 / p99 (ms) | added in the server p50 / p90 / p99 (ms) |"
+        "| sessions | think time (ms) | steps | executor workers | errors | steps/s | step latency p50 / p99 (ms) | added, seen by the client, p50 / p90 / p99 (ms) | added in the server p50 / p90 / p99 (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     println!(
-        "| {sessions} | {} | {workers} | {} | {:.0} | {:.1} / {:.1} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} |",
+        "| {sessions} | {pace} | {} | {workers} | {} | {:.0} | {:.1} / {:.1} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} |",
         totals.len(),
         errors.len(),
         totals.len() as f64 / wall,
