@@ -349,7 +349,7 @@ fn named_call(body: &Value, id_from: &Value) -> Result<NamedCall, CallFault> {
     } else {
         "arguments"
     };
-    let arguments = arguments(object.get(key)).map_err(|m| CallFault::Arguments(key, m))?;
+    let arguments = call_arguments(object.get(key)).map_err(|m| CallFault::Arguments(key, m))?;
     Ok(NamedCall {
         name,
         arguments,
@@ -365,8 +365,9 @@ fn id_text(value: &Value) -> Option<String> {
     }
 }
 
-/// Arguments as a map: objects as they are, JSON texts parsed, `null`/missing/blank empty.
-fn arguments(value: Option<&Value>) -> Result<Map<String, Value>, String> {
+/// A call's arguments as a map: objects as they are, JSON texts (as OpenAI tool calls carry
+/// them) parsed, `null`/missing/blank empty; anything else is an error saying what was found.
+pub fn call_arguments(value: Option<&Value>) -> Result<Map<String, Value>, String> {
     let parsed;
     let value = match value {
         None | Some(Value::Null) => return Ok(Map::new()),

@@ -78,13 +78,22 @@ pub struct Entry {
     pub session: Mutex<Session>,
     /// The request that created it.
     pub request: Value,
-    /// Its tools as OpenAI tool schemas.
-    pub tools: Vec<Value>,
+    /// Its environment (read without the session's lock: its tools).
+    pub env: Arc<Environment>,
     /// Seconds since the epoch of its last use.
     touched: AtomicU64,
 }
 
 impl Entry {
+    fn new(session: Session, request: Value) -> Arc<Entry> {
+        Arc::new(Entry {
+            env: Arc::clone(session.env_arc()),
+            session: Mutex::new(session),
+            request,
+            touched: AtomicU64::new(now() as u64),
+        })
+    }
+
     fn touch(&self) {
         self.touched.store(now() as u64, Ordering::Relaxed);
     }
@@ -155,24 +164,6 @@ fn body_json(body: &Result<Bytes, BytesRejection>) -> ApiResult<Value> {
             format!("the request body is not valid JSON: {e}"),
         )
     })
-}
-
-/// The tools of an environment's description as OpenAI tool schemas.
-pub fn tool_schemas(env: &Environment) -> Vec<Value> {
-    match envsim_core::apispec::parse_spec(&env.description) {
-        Ok(spec) => spec
-            .tools
-            .values()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name,
-                    "description": t.description.clone().unwrap_or_default(),
-                    "parameters": t.parameters,
-                }})
-            })
-            .collect(),
-        Err(_) => Vec::new(),
-    }
 }
 
 impl AppState {
@@ -257,14 +248,8 @@ impl AppState {
             .backends(request, &env)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
         let config = session_config(request)?;
-        let tools = tool_schemas(&env);
         let session = Session::restore(env, backends, config, initial, steps, snapshots);
-        Ok(Arc::new(Entry {
-            session: Mutex::new(session),
-            request: request.clone(),
-            tools,
-            touched: AtomicU64::new(now() as u64),
-        }))
+        Ok(Entry::new(session, request.clone()))
     }
 
     async fn entry(&self, id: &str) -> ApiResult<Arc<Entry>> {
@@ -285,8 +270,14 @@ impl AppState {
         arguments: &Map<String, Value>,
     ) -> ApiResult<(Arc<StepRecord>, usize)> {
         let entry = self.entry(id).await?;
-        if !entry.tools.iter().any(|t| t["function"]["name"] == tool) {
+        if !entry
+            .env
+            .tools
+            .iter()
+            .any(|t| t["function"]["name"] == tool)
+        {
             let names: Vec<&str> = entry
+                .env
                 .tools
                 .iter()
                 .filter_map(|t| t["function"]["name"].as_str())
@@ -495,22 +486,16 @@ async fn create(
         .backends(&request, &env)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
     let config = session_config(&request)?;
-    let tools = tool_schemas(&env);
     let id = uuid::Uuid::new_v4().simple().to_string();
     state.store.create(&id, &request, &initial, now()).await?;
     let session = Session::new(env, backends, config, initial);
-    let body = describe(&id, &session, &tools);
-    let entry = Arc::new(Entry {
-        session: Mutex::new(session),
-        request,
-        tools,
-        touched: AtomicU64::new(now() as u64),
-    });
+    let body = describe(&id, &session);
+    let entry = Entry::new(session, request);
     state.sessions.write().await.insert(id, entry);
     Ok((StatusCode::CREATED, Json(body)))
 }
 
-fn describe(id: &str, session: &Session, tools: &[Value]) -> Value {
+fn describe(id: &str, session: &Session) -> Value {
     json!({
         "id": id,
         "env": session.env().name,
@@ -518,7 +503,7 @@ fn describe(id: &str, session: &Session, tools: &[Value]) -> Value {
         "anchoring": session.config(),
         "steps": session.steps().len(),
         "snapshots": session.snapshots(),
-        "tools": tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect::<Vec<_>>(),
+        "tools": session.env().tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect::<Vec<_>>(),
         "mcp": format!("/sessions/{id}/mcp"),
     })
 }
@@ -539,7 +524,7 @@ async fn show(
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
     let session = entry.session.lock().await;
-    let mut body = describe(&id, &session, &entry.tools);
+    let mut body = describe(&id, &session);
     body["state"] = session.state().as_ref().clone();
     Ok(Json(body))
 }
@@ -578,25 +563,8 @@ async fn step(
             )
         })?
         .to_owned();
-    let arguments = match &request["arguments"] {
-        Value::Null => Map::new(),
-        Value::Object(m) => m.clone(),
-        Value::String(text) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => m,
-            _ => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "field `arguments` is a string that is not a JSON object",
-                ))
-            }
-        },
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "field `arguments` must be an object",
-            ))
-        }
-    };
+    let arguments = envsim_core::transcript::call_arguments(request.get("arguments"))
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("field `arguments`: {e}")))?;
     let started = std::time::Instant::now();
     let (record, steps) = state.step(&id, &tool, &arguments).await?;
     Ok(Json(json!({
@@ -624,7 +592,7 @@ async fn tools(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    Ok(Json(json!({"tools": entry.tools})))
+    Ok(Json(json!({"tools": entry.env.tools})))
 }
 
 async fn trajectory(
@@ -699,13 +667,8 @@ async fn fork(
     let copy = entry.session.lock().await.fork();
     let new_id = uuid::Uuid::new_v4().simple().to_string();
     state.store.fork(&id, &new_id, now()).await?;
-    let body = describe(&new_id, &copy, &entry.tools);
-    let forked = Arc::new(Entry {
-        session: Mutex::new(copy),
-        request: entry.request.clone(),
-        tools: entry.tools.clone(),
-        touched: AtomicU64::new(now() as u64),
-    });
+    let body = describe(&new_id, &copy);
+    let forked = Entry::new(copy, entry.request.clone());
     state.sessions.write().await.insert(new_id, forked);
     Ok((StatusCode::CREATED, Json(body)))
 }

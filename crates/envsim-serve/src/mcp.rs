@@ -50,6 +50,7 @@ impl ServerHandler for SessionTools {
             .await
             .map_err(|e| ErrorData::invalid_request(e.1, None))?;
         let tools = entry
+            .env
             .tools
             .iter()
             .filter_map(|t| {

@@ -10,7 +10,7 @@
 //! own (WAL mode lets them run beside the writer).
 
 use envsim_sim::session::StepRecord;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,6 +41,9 @@ pub enum StoreError {
     /// A stored value that does not read back.
     #[error("session store: session {0}: {1}")]
     Corrupt(String, String),
+    /// The writer thread is gone, or its group's commit failed.
+    #[error("session store: {0}")]
+    Writer(String),
 }
 
 /// A write: a statement group run in a savepoint of the writer's transaction.
@@ -112,10 +115,7 @@ fn write_loop(
         })();
         for (answer, result) in answers {
             let result = match (&committed, result) {
-                (Err(e), _) => Err(StoreError::Corrupt(
-                    String::new(),
-                    format!("the commit failed: {e}"),
-                )),
+                (Err(e), _) => Err(StoreError::Writer(format!("the commit failed: {e}"))),
                 (Ok(()), r) => r,
             };
             let _ = answer.send(result);
@@ -129,19 +129,6 @@ impl Store {
         let writer = Connection::open(path)?;
         writer.execute_batch(SCHEMA)?;
         let reader = Connection::open(path)?;
-        Ok(Store::with(writer, reader))
-    }
-
-    /// A store in memory (nothing survives the process; one shared in-memory database).
-    pub fn in_memory() -> Result<Store, StoreError> {
-        let name = format!(
-            "file:envsim-{}?mode=memory&cache=shared",
-            uuid::Uuid::new_v4().simple()
-        );
-        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_URI;
-        let writer = Connection::open_with_flags(&name, flags)?;
-        writer.execute_batch(SCHEMA)?;
-        let reader = Connection::open_with_flags(&name, flags)?;
         Ok(Store::with(writer, reader))
     }
 
@@ -163,10 +150,10 @@ impl Store {
         let (answer, answered) = tokio::sync::oneshot::channel();
         self.writer
             .send((job, answer))
-            .map_err(|_| StoreError::Corrupt(String::new(), "the writer thread is gone".into()))?;
+            .map_err(|_| StoreError::Writer("the writer thread is gone".into()))?;
         answered
             .await
-            .map_err(|_| StoreError::Corrupt(String::new(), "the writer thread is gone".into()))?
+            .map_err(|_| StoreError::Writer("the writer thread is gone".into()))?
     }
 
     fn read<T>(
@@ -342,19 +329,6 @@ impl Store {
                 });
             }
             Ok(out)
-        })
-    }
-
-    /// Whether a session is stored.
-    pub fn has(&self, id: &str) -> Result<bool, StoreError> {
-        self.read(|c| {
-            Ok(
-                c.query_row("SELECT 1 FROM sessions WHERE id = ?1", params![id], |_| {
-                    Ok(())
-                })
-                .optional()?
-                .is_some(),
-            )
         })
     }
 }

@@ -238,14 +238,14 @@ pub fn operation_of(description: &Value, tool: &str) -> Value {
     }
 }
 
-/// Reads a model's answer: the output object's `feedback` and `config_changes`, the changes
-/// applied to the state.
-pub fn read_answer(text: &str, state: &Value) -> Result<(Value, Value), PredictError> {
+/// Reads a model's answer `text` (which spent `tokens`): the output object's `feedback` and
+/// `config_changes`, the changes applied to the state.
+pub fn read_answer(text: String, tokens: u64, state: &Value) -> Result<Prediction, PredictError> {
     let unreadable = |why: String| PredictError::Unreadable {
         why,
-        raw: text.to_owned(),
+        raw: text.clone(),
     };
-    let found = extract_object(text, &OUTPUT_KEYS)
+    let found = extract_object(&text, &OUTPUT_KEYS)
         .map_err(|e| unreadable(format!("no output object ({e:?})")))?;
     let object = Value::Object(found.object);
     let feedback = object.get("feedback").cloned().unwrap_or(Value::Null);
@@ -254,7 +254,7 @@ pub fn read_answer(text: &str, state: &Value) -> Result<(Value, Value), PredictE
     let errors: Vec<String> = problems
         .iter()
         .filter(|p| p.severity == envsim_core::problem::Severity::Error)
-        .map(|p| format!("{p:?}"))
+        .map(ToString::to_string)
         .collect();
     if !errors.is_empty() {
         return Err(unreadable(format!(
@@ -266,7 +266,12 @@ pub fn read_answer(text: &str, state: &Value) -> Result<(Value, Value), PredictE
         Value::String(text) => envsim_bench::audit_check::observation_value(&Value::Null, &text),
         other => other,
     };
-    Ok((observation, after))
+    Ok(Prediction {
+        observation,
+        state_after: after,
+        raw: Some(text),
+        tokens,
+    })
 }
 
 /// The JSON Schema of a simulator's answer: the feedback and the change list (what
@@ -348,13 +353,7 @@ impl Simulator for OpenAiSimulator {
             let tokens = completion
                 .usage
                 .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-            let (observation, state_after) = read_answer(&completion.content, r.state)?;
-            Ok(Prediction {
-                observation,
-                state_after,
-                raw: Some(completion.content),
-                tokens,
-            })
+            read_answer(completion.content, tokens, r.state)
         })
     }
 }
@@ -410,13 +409,7 @@ impl Simulator for LocalSimulator {
                 .await
                 .map_err(|e| PredictError::Failed(format!("{}: {e}", self.name())))?;
             let tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens;
-            let (observation, state_after) = read_answer(&completion.content, r.state)?;
-            Ok(Prediction {
-                observation,
-                state_after,
-                raw: Some(completion.content),
-                tokens,
-            })
+            read_answer(completion.content, tokens, r.state)
         })
     }
 }

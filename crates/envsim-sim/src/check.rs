@@ -27,11 +27,12 @@ pub struct Problem {
     pub resource: Option<String>,
 }
 
-/// The problems of `candidate` as the next step after `history` (from `initial`).
+/// The problems of `candidate` as the next step after `history` (from `initial`). The history
+/// is borrowed for the audit and given back as it was (no copy of it per answer checked).
 pub fn validate(
     env: &Environment,
     initial: &Arc<Value>,
-    history: &[AuditStep],
+    history: &mut Vec<AuditStep>,
     candidate: &AuditStep,
 ) -> Vec<Problem> {
     let mut problems: Vec<Problem> = env
@@ -52,15 +53,16 @@ pub fn validate(
             resource: None,
         })
         .collect();
-    let mut steps = history.to_vec();
-    steps.push(candidate.clone());
-    let at = steps.len() - 1;
+    history.push(candidate.clone());
+    let at = history.len() - 1;
     let trajectory = AuditTrajectory {
         id: String::new(),
         initial_state: Arc::clone(initial),
-        steps,
+        steps: std::mem::take(history),
     };
     let report = audit(&trajectory, &env.effects);
+    *history = trajectory.steps;
+    history.pop();
     problems.extend(
         report
             .violations

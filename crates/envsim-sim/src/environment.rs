@@ -3,13 +3,13 @@
 //! and how an answer says success.
 
 use envsim_bench::spec_checks::SpecChecks;
-use envsim_core::apispec::{parse_spec, SpecError};
+use envsim_core::apispec::{parse_spec, ApiSpec, SpecError};
 use envsim_core::audit::observed::guess_outcome;
 use envsim_core::audit::{AuditTrajectory, Effects};
 use envsim_core::outcome::OutcomeRule;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::EnvCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// An environment as a session sees it.
 #[derive(Clone)]
@@ -21,6 +21,8 @@ pub struct Environment {
     /// The description simulators are given in environment-free mode (and the server serves):
     /// an OpenAPI document or OpenAI tool schemas.
     pub description: Value,
+    /// Its tools as OpenAI tool schemas (what agents are shown: the server's tool list, MCP).
+    pub tools: Vec<Value>,
     /// Its tools' argument and response schemas, compiled.
     pub spec: SpecChecks,
     /// What each tool does to resources: learned by running the code, else read from the
@@ -37,28 +39,26 @@ pub struct Environment {
 
 impl Environment {
     /// Code mode: a package, with the effects learned from its executed walks `runs`, and the
-    /// OpenAPI description generated from them.
-    pub fn from_package(package: &EnvPackage, runs: &[AuditTrajectory], effects: Effects) -> Self {
+    /// OpenAPI description generated from them. Fails only when the generated description does
+    /// not read back (a generator fault, reported rather than papered over).
+    pub fn from_package(
+        package: &EnvPackage,
+        runs: &[AuditTrajectory],
+        effects: Effects,
+    ) -> Result<Self, SpecError> {
         let description = envsim_bench::openapi::describe(&package.manifest, runs, &effects);
-        let spec = match parse_spec(&description) {
-            Ok(spec) => SpecChecks::from_spec(&spec, package.manifest.name.clone()),
-            // The generator writes what the reader reads (a unit test holds it to that); the
-            // manifest's own tools are the fallback all the same.
-            Err(_) => {
-                SpecChecks::from_tools(&package.manifest.tools, package.manifest.name.clone())
-                    .unwrap_or_else(|_| SpecChecks::from_spec(&empty_spec(), String::new()))
-            }
-        };
-        Environment {
+        let spec = parse_spec(&description)?;
+        Ok(Environment {
             name: package.manifest.name.clone(),
             code: Some(package.code.clone()),
+            tools: tool_schemas(&spec),
+            spec: SpecChecks::from_spec(&spec, package.manifest.name.clone()),
             description,
-            spec,
             effects,
             rule: Some(package.outcome.clone()),
             clock: package.clock(0).seconds,
             notes: package.manifest.rules.join("\n"),
-        }
+        })
     }
 
     /// Environment-free mode: only an API description (OpenAPI 3.x or OpenAI tool schemas,
@@ -69,11 +69,13 @@ impl Environment {
         notes: String,
         clock: f64,
     ) -> Result<Self, SpecError> {
-        let spec = SpecChecks::from_spec(&parse_spec(&description)?, name.to_owned());
+        let parsed = parse_spec(&description)?;
+        let spec = SpecChecks::from_spec(&parsed, name.to_owned());
         let effects = Effects::default().with_annotations(&spec.effects);
         Ok(Environment {
             name: name.to_owned(),
             code: None,
+            tools: tool_schemas(&parsed),
             description,
             spec,
             effects,
@@ -112,10 +114,16 @@ impl Environment {
     }
 }
 
-fn empty_spec() -> envsim_core::apispec::ApiSpec {
-    envsim_core::apispec::ApiSpec {
-        format: envsim_core::apispec::SpecFormat::OpenAiTools,
-        title: None,
-        tools: Default::default(),
-    }
+/// The tools of a parsed description as OpenAI tool schemas.
+fn tool_schemas(spec: &ApiSpec) -> Vec<Value> {
+    spec.tools
+        .values()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name,
+                "description": t.description.clone().unwrap_or_default(),
+                "parameters": t.parameters,
+            }})
+        })
+        .collect()
 }

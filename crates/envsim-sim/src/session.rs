@@ -392,7 +392,7 @@ impl Session {
         let checks = self.config.mode != AnchorMode::Off && !trusted;
         // The history as the audit reads it, only where answers are checked (its copy of each
         // step's call and answer is the one cost of a step that grows with the session).
-        let history = if checks { self.history() } else { Vec::new() };
+        let mut history = if checks { self.history() } else { Vec::new() };
         let tries = if self.config.mode == AnchorMode::Full && !trusted {
             1 + self.config.max_regenerations
         } else {
@@ -412,8 +412,10 @@ impl Session {
             step: index,
         };
         let mut feedback: Vec<String> = Vec::new();
-        // The last answer and its problems.
-        let mut kept: Option<(AuditStep, Vec<Problem>)> = None;
+        // The answer taken, and else the last readable answer rejected (kept, uncertain, when
+        // nothing better comes).
+        let mut accepted: Option<AuditStep> = None;
+        let mut rejected: Option<AuditStep> = None;
         let mut raw_text: Option<String> = None;
         for attempt in 0..tries {
             prov.attempts += 1;
@@ -425,7 +427,7 @@ impl Session {
                 Ok(p) => {
                     let step = self.as_step(tool, arguments, &p);
                     let problems = if checks {
-                        validate(&self.env, &self.initial, &history, &step)
+                        validate(&self.env, &self.initial, &mut history, &step)
                     } else {
                         Vec::new()
                     };
@@ -443,44 +445,42 @@ impl Session {
                 Err(PredictError::Failed(e)) => return Err(SessionError::Backend(e)),
             };
             if problems.is_empty() {
-                kept = step.map(|s| (s, problems));
+                accepted = step;
                 break;
             }
             prov.problems.extend(problems.iter().cloned());
             feedback = problems.iter().map(|p| p.explanation.clone()).collect();
             feedback.extend(state_facts(&state, &problems, 600));
             // An unreadable answer does not replace a readable one.
-            if let Some(step) = step {
-                kept = Some((step, problems));
+            if step.is_some() {
+                rejected = step;
             }
         }
-        let failed = kept.as_ref().is_none_or(|(_, p)| !p.is_empty());
-        let mut accepted: Option<AuditStep> = None;
-        if !failed {
-            accepted = kept.take().map(|(s, _)| s);
-            // Verification of an accepted answer of the primary.
-            if let (Some(_), Some(secondary), false) =
-                (self.config.verify, self.backends.secondary.clone(), trusted)
-            {
-                let p = self.verifier_mut().probability(tool);
-                prov.verify_probability = Some(p);
-                let mut rng = Rng::derive(self.config.seed, &format!("verify/{index}"));
-                if rng.chance(p) {
-                    prov.verified_by = Some(secondary.name());
-                    let answer = ask.to(secondary.as_ref(), 0, &[], &mut prov).await;
-                    let agreed = match answer {
-                        Ok(answer) => accepted.as_ref().is_some_and(|s| {
-                            s.observation == answer.observation
-                                && *s.state_after == answer.state_after
-                        }),
-                        Err(PredictError::Unreadable { .. }) => false,
-                        Err(PredictError::Failed(e)) => return Err(SessionError::Backend(e)),
-                    };
-                    prov.agreed = Some(agreed);
-                    self.verifier_mut().record(tool, agreed);
-                    if !agreed {
-                        accepted = None;
+        // Verification of an accepted answer of the primary.
+        if let (Some(answer), Some(_), Some(secondary), false) = (
+            &accepted,
+            self.config.verify,
+            self.backends.secondary.clone(),
+            trusted,
+        ) {
+            let p = self.verifier_mut().probability(tool);
+            prov.verify_probability = Some(p);
+            let mut rng = Rng::derive(self.config.seed, &format!("verify/{index}"));
+            if rng.chance(p) {
+                prov.verified_by = Some(secondary.name());
+                let agreed = match ask.to(secondary.as_ref(), 0, &[], &mut prov).await {
+                    Ok(other) => {
+                        answer.observation == other.observation
+                            && *answer.state_after == other.state_after
                     }
+                    Err(PredictError::Unreadable { .. }) => false,
+                    Err(PredictError::Failed(e)) => return Err(SessionError::Backend(e)),
+                };
+                prov.agreed = Some(agreed);
+                self.verifier_mut().record(tool, agreed);
+                if !agreed {
+                    // Disputed: kept only if nothing settles it.
+                    rejected = accepted.take();
                 }
             }
         }
@@ -500,7 +500,7 @@ impl Session {
                         let problems = if target.is_ground_truth() {
                             Vec::new()
                         } else {
-                            validate(&self.env, &self.initial, &history, &step)
+                            validate(&self.env, &self.initial, &mut history, &step)
                         };
                         if problems.is_empty() {
                             prov.escalated_to = Some(target.name());
@@ -523,8 +523,8 @@ impl Session {
             Some(step) => step,
             None => {
                 prov.uncertain = true;
-                match kept {
-                    Some((step, _)) => step,
+                match rejected {
+                    Some(step) => step,
                     // Nothing readable: the state stays, the observation is the raw answer.
                     None => AuditStep {
                         tool: tool.to_owned(),

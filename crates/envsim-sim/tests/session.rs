@@ -47,7 +47,7 @@ async fn setup(dir: &std::path::Path) -> (Arc<Environment>, Arc<ExecutorSimulato
         Executor::new(1, Limits::default()).await.expect("python3"),
     )));
     // Learn from the truth: the same calls, twice, from the initial state.
-    let bare = Environment::from_package(&package, &[], Effects::default());
+    let bare = Environment::from_package(&package, &[], Effects::default()).unwrap();
     let mut runs = Vec::new();
     for seed in 0..2 {
         let mut s = Session::new(
@@ -84,7 +84,7 @@ async fn setup(dir: &std::path::Path) -> (Arc<Environment>, Arc<ExecutorSimulato
     }
     let effects = Effects::learn(&runs);
     (
-        Arc::new(Environment::from_package(&package, &runs, effects)),
+        Arc::new(Environment::from_package(&package, &runs, effects).unwrap()),
         executor,
     )
 }

@@ -189,7 +189,14 @@ pub fn run(args: SimArgs) -> Result<()> {
 pub fn learn_environment(package: &envsim_exec::package::EnvPackage) -> Result<Environment> {
     let walk = crate::audit_cmd::walk_args(6, 16, 2);
     let (runs, effects) = crate::audit_cmd::learn_runs(package, &walk, 1)?;
-    Ok(Environment::from_package(package, &runs, effects))
+    Environment::from_package(package, &runs, effects).map_err(|e| {
+        anyhow!(
+            "{}: the generated description does not read back, at {}: {}",
+            package.manifest.name,
+            e.pointer,
+            e.message
+        )
+    })
 }
 
 /// Builds one simulator.
@@ -293,15 +300,8 @@ fn parse_call(line: &str, at: &str) -> Result<(String, Map<String, Value>)> {
         .or_else(|| value.get("tool"))
         .and_then(Value::as_str)
         .ok_or_else(|| anyhow!("{at}: field `name` (the tool) is missing or not a string"))?;
-    let arguments = match value.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => map,
-            _ => bail!("{at}: field `arguments` is a string that is not a JSON object"),
-        },
-        Some(_) => bail!("{at}: field `arguments` must be an object"),
-    };
+    let arguments = envsim_core::transcript::call_arguments(value.get("arguments"))
+        .map_err(|e| anyhow!("{at}: field `arguments`: {e}"))?;
     Ok((name.to_owned(), arguments))
 }
 

@@ -178,10 +178,12 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 Some(executor.clone())
             };
             for (config, mode, verify) in &configs {
+                // The simulators may run the code (the faulty double does) whatever the
+                // session is told; only escalation is withheld without code.
                 let primary = build_backend(
                     a.backends.backend,
                     &a.backends,
-                    &code_executor.clone().or(Some(executor.clone())),
+                    &Some(executor.clone()),
                     "primary",
                 )?;
                 let secondary = match a.backends.secondary {

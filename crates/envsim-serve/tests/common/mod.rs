@@ -30,7 +30,8 @@ impl Host for DeskHost {
         if name != "desk" {
             return Err(format!("no environment {name:?}"));
         }
-        let env = Environment::from_package(&self.package, &[], Effects::default());
+        let env = Environment::from_package(&self.package, &[], Effects::default())
+            .map_err(|e| e.message)?;
         let env = if no_code { env.without_code() } else { env };
         Ok((Arc::new(env), self.package.states[0].1.clone()))
     }
