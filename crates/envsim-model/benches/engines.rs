@@ -84,6 +84,7 @@ fn main() {
         seed: 0,
         stop: vec![],
         stop_after_object: false,
+        json_schema: None,
     };
     println!(
         "{:<10} {:<12} {:>7} {:>10} {:>10} {:>7} {:>10}",

@@ -10,6 +10,8 @@
 //!   (default; pure Rust: candle-core's GGUF reader and quantized kernels, and this crate's own
 //!   Qwen2 forward pass, tokenizer and chat template — [`candle`]) and `llama` (llama.cpp,
 //!   optional; needs cmake and libclang to build).
+//! - [`constrain`]: JSON-Schema-constrained decoding for both engines (a byte-level matcher of
+//!   schema-valid prefixes and the token chooser that respects it).
 //!
 //! It does not schedule, cache or score requests (the evaluation runner in `envsim-eval` does),
 //! and it does not run models on GPUs.
@@ -18,6 +20,9 @@ pub mod model;
 
 #[cfg(any(feature = "candle", feature = "llama"))]
 pub mod local;
+
+#[cfg(any(feature = "candle", feature = "llama"))]
+pub mod constrain;
 
 #[cfg(feature = "candle")]
 pub mod candle;

@@ -54,6 +54,10 @@ pub struct Generation {
     pub stop: Vec<String>,
     /// Stop once a complete top-level JSON object has been written.
     pub stop_after_object: bool,
+    /// Constrain the output to this JSON Schema (see [`crate::constrain`]): only tokens that
+    /// keep the text a prefix of a value the schema allows are chosen, and generation stops
+    /// when the value is complete. `None`: free text.
+    pub json_schema: Option<serde_json::Value>,
 }
 
 /// The inference engines this build can run.
@@ -342,6 +346,11 @@ impl<'a> Output<'a> {
         self.finish = "stop";
     }
 
+    /// The constrained value is complete: stop after the token just pushed.
+    pub(crate) fn value_complete(&mut self) {
+        self.finish = "stop";
+    }
+
     /// Appends one generated token and its text; true when generation must stop here.
     pub(crate) fn push(&mut self, token: u32, piece: &[u8]) -> bool {
         self.tokens.push(token);
@@ -378,6 +387,54 @@ impl<'a> Output<'a> {
             decode_ms: decode_start.elapsed().as_secs_f64() * 1000.0,
             tokens: self.tokens,
         }
+    }
+}
+
+/// The schema constraint of one generation, if it has one: the compiled grammar, from which
+/// [`Constraint::matcher`] starts the per-output state.
+pub(crate) struct Constraint {
+    grammar: Option<crate::constrain::SchemaGrammar>,
+}
+
+impl Constraint {
+    pub(crate) fn of(generation: &Generation) -> Result<Constraint, String> {
+        let grammar = generation
+            .json_schema
+            .as_ref()
+            .map(crate::constrain::SchemaGrammar::compile)
+            .transpose()
+            .map_err(|e| format!("the output schema cannot constrain decoding: {e}"))?;
+        Ok(Constraint { grammar })
+    }
+
+    pub(crate) fn is_some(&self) -> bool {
+        self.grammar.is_some()
+    }
+
+    pub(crate) fn matcher(&self) -> Option<crate::constrain::Matcher<'_>> {
+        self.grammar.as_ref().map(crate::constrain::Matcher::new)
+    }
+}
+
+/// The next token: unconstrained, or the one the sampler picks among tokens whose text
+/// (`texts`, indexed by token id; control tokens have none) keeps the output a prefix the
+/// matcher accepts. An error when no token does (a schema that admits nothing further).
+pub(crate) fn next_token(
+    sampler: &mut crate::constrain::Sampler,
+    logits: &[f32],
+    matcher: Option<&crate::constrain::Matcher<'_>>,
+    texts: &[Vec<u8>],
+) -> Result<u32, String> {
+    match matcher {
+        None => Ok(sampler.sample(logits)),
+        Some(m) => sampler
+            .sample_allowed(logits, |t| {
+                texts.get(t as usize).is_some_and(|text| m.accepts(text))
+            })
+            .ok_or_else(|| {
+                "no token of the vocabulary continues the output within the output schema"
+                    .to_owned()
+            }),
     }
 }
 
@@ -530,6 +587,7 @@ mod tests {
             seed: 0,
             stop: vec!["END".into()],
             stop_after_object: true,
+            json_schema: None,
         };
         let mut out = Output::new(&generation);
         assert!(!out.push(0, b"{\"a\""));

@@ -17,10 +17,8 @@
 
 use envsim_core::prompt::Prompt;
 use envsim_model::local::{EngineKind, LocalSettings, Tokenizer};
-#[cfg(feature = "llama")]
 use envsim_model::local::{Generation, LocalEngine};
 use envsim_model::model;
-#[cfg(feature = "llama")]
 use serde_json::json;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -102,6 +100,7 @@ fn greedy(max_tokens: u32) -> Generation {
         seed: 0,
         stop: vec![],
         stop_after_object: false,
+        json_schema: None,
     }
 }
 
@@ -246,6 +245,66 @@ fn candle_greedy_choices_are_llama_cpps() {
         "candle's greedy choices vs llama.cpp's: {}",
         report.join("; ")
     );
+}
+
+/// Under a JSON Schema every engine's answer is one object of the schema's shape, where the
+/// same model left free writes prose around it (or instead of it).
+#[test]
+fn constrained_answers_have_the_schemas_shape() {
+    let Some(path) = model_path("constrained_answers_have_the_schemas_shape") else {
+        return;
+    };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "feedback": {"type": "string"},
+            "config_changes": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["add", "modify", "delete"]},
+                    "path": {"type": "string"},
+                    "value": {}
+                },
+                "required": ["type", "path"],
+                "additionalProperties": false
+            }}
+        },
+        "required": ["feedback", "config_changes"],
+        "additionalProperties": false
+    });
+    let prompt = Prompt {
+        system: "You simulate a tool. Answer with the tool's feedback and the changes to the state.".into(),
+        user: "State: {\"carts\": {}}\nCall: add_to_cart(cart_id=\"c1\", item=\"pen\")\nExplain briefly, then answer.".into(),
+    };
+    for kind in EngineKind::available() {
+        let engine = LocalEngine::start_with(kind, settings(&path)).unwrap();
+        let generation = Generation {
+            max_tokens: 160,
+            temperature: 0.0,
+            seed: 0,
+            stop: vec![],
+            stop_after_object: false,
+            json_schema: Some(schema.clone()),
+        };
+        let out = engine
+            .generate_blocking(prompt.clone(), generation)
+            .unwrap();
+        assert_eq!(
+            out.finish_reason,
+            "stop",
+            "{}: {:?}",
+            kind.name(),
+            out.content
+        );
+        let value: Value = serde_json::from_str(&out.content)
+            .unwrap_or_else(|e| panic!("{}: {e}: {:?}", kind.name(), out.content));
+        assert!(value["feedback"].is_string(), "{}: {value}", kind.name());
+        for change in value["config_changes"].as_array().unwrap() {
+            assert!(["add", "modify", "delete"].contains(&change["type"].as_str().unwrap()));
+            assert!(change["path"].is_string(), "{value}");
+        }
+        eprintln!("{}: {}", kind.name(), out.content);
+    }
 }
 
 /// Writes the fixture from llama.cpp (run by hand; see the module documentation).

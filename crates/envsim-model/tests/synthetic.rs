@@ -377,6 +377,7 @@ fn the_engine_thread_generates_with_the_shared_stopping_rules() {
         seed: 0,
         stop: vec![],
         stop_after_object: false,
+        json_schema: None,
     };
     let first = engine
         .generate_blocking(prompt.clone(), generation.clone())
@@ -409,6 +410,7 @@ fn the_engine_thread_generates_with_the_shared_stopping_rules() {
         seed: 3,
         stop: vec![],
         stop_after_object: false,
+        json_schema: None,
     };
     let a = engine
         .generate_blocking(prompt.clone(), hot.clone())
@@ -428,6 +430,118 @@ fn unsupported_models_are_refused_with_a_reason() {
     let err = CandleEngine::load(&settings(&path, 1)).err().unwrap();
     assert!(
         err.contains("Qwen2-architecture") && err.contains("\"llama\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_schema_constrains_even_a_random_model_to_its_shape() {
+    let (_dir, path, _w) = setup(GgmlDType::Q8_0);
+    let engine = LocalEngine::start_with(EngineKind::Candle, settings(&path, 2)).unwrap();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "kind": {"enum": ["add", "modify", "delete"]},
+            "ok": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"enum": ["x", "y"]}}
+        },
+        "required": ["kind", "ok"],
+        "additionalProperties": false
+    });
+    let grammar = envsim_model::constrain::SchemaGrammar::compile(&schema).unwrap();
+    let prompt = Prompt {
+        system: "hello".into(),
+        user: "hello world".into(),
+    };
+    let mut complete = 0;
+    for seed in 0..6 {
+        let generation = Generation {
+            max_tokens: 120,
+            temperature: if seed == 0 { 0.0 } else { 1.5 },
+            seed,
+            stop: vec![],
+            stop_after_object: false,
+            json_schema: Some(schema.clone()),
+        };
+        let free = engine
+            .generate_blocking(
+                prompt.clone(),
+                Generation {
+                    json_schema: None,
+                    ..generation.clone()
+                },
+            )
+            .unwrap();
+        // The random model left alone does not write JSON, so the constraint is what shapes it.
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&free.content).is_err(),
+            "{}",
+            free.content
+        );
+        let out = engine
+            .generate_blocking(prompt.clone(), generation)
+            .unwrap();
+        let mut matcher = envsim_model::constrain::Matcher::new(&grammar);
+        assert!(matcher.advance(out.content.as_bytes()), "{:?}", out.content);
+        if out.finish_reason == "stop" {
+            complete += 1;
+            assert!(matcher.is_complete(), "{:?}", out.content);
+            let value: serde_json::Value = serde_json::from_str(&out.content).unwrap();
+            let kind = value["kind"].as_str().unwrap();
+            assert!(["add", "modify", "delete"].contains(&kind), "{value}");
+            assert!(value["ok"].is_boolean(), "{value}");
+            for tag in value
+                .get("tags")
+                .and_then(|t| t.as_array())
+                .into_iter()
+                .flatten()
+            {
+                assert!(tag == "x" || tag == "y", "{value}");
+            }
+            assert!(value
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| ["kind", "ok", "tags"].contains(&k.as_str())));
+        } else {
+            assert_eq!(out.finish_reason, "length");
+            assert_eq!(out.tokens.len(), 120);
+        }
+    }
+    assert!(complete >= 3, "{complete} of 6 outputs complete");
+    // A schema that admits nothing is an error, not an empty answer.
+    let err = engine
+        .generate_blocking(
+            prompt,
+            Generation {
+                max_tokens: 5,
+                temperature: 0.0,
+                seed: 0,
+                stop: vec![],
+                stop_after_object: false,
+                json_schema: Some(serde_json::json!(false)),
+            },
+        )
+        .unwrap_err();
+    assert!(err.contains("within the output schema"), "{err}");
+    let err = engine
+        .generate_blocking(
+            Prompt {
+                system: "a".into(),
+                user: "b".into(),
+            },
+            Generation {
+                max_tokens: 5,
+                temperature: 0.0,
+                seed: 0,
+                stop: vec![],
+                stop_after_object: false,
+                json_schema: Some(serde_json::json!({"$ref": "#/missing"})),
+            },
+        )
+        .unwrap_err();
+    assert!(
+        err.contains("cannot constrain decoding") && err.contains("#/missing"),
         "{err}"
     );
 }

@@ -275,7 +275,8 @@ pub fn read_answer(text: String, tokens: u64, state: &Value) -> Result<Predictio
 }
 
 /// The JSON Schema of a simulator's answer: the feedback and the change list (what
-/// `response_format` asks an OpenAI-compatible server to constrain its output to).
+/// `response_format` asks an OpenAI-compatible server to constrain its output to, and what the
+/// local model's decoding is constrained to).
 pub fn answer_schema() -> Value {
     json!({
         "type": "object",
@@ -288,10 +289,12 @@ pub fn answer_schema() -> Value {
                     "path": {"type": "string"},
                     "value": {}
                 },
-                "required": ["type", "path"]
+                "required": ["type", "path"],
+                "additionalProperties": false
             }}
         },
-        "required": ["feedback", "config_changes"]
+        "required": ["feedback", "config_changes"],
+        "additionalProperties": false
     })
 }
 
@@ -365,11 +368,13 @@ pub struct LocalSimulator {
     generation: envsim_eval::local::Generation,
     model: String,
     template: Template,
+    /// Decode under [`answer_schema`] (on by default).
+    constrained: bool,
 }
 
 #[cfg(feature = "local")]
 impl LocalSimulator {
-    /// A simulator over a started engine.
+    /// A simulator over a started engine; its answers are decoded under [`answer_schema`].
     pub fn new(
         engine: Arc<envsim_eval::local::LocalEngine>,
         generation: envsim_eval::local::Generation,
@@ -381,7 +386,15 @@ impl LocalSimulator {
             generation,
             model,
             template,
+            constrained: true,
         }
+    }
+
+    /// Whether decoding is constrained to [`answer_schema`] (off: the model writes free text,
+    /// and the reader looks for the answer object in it).
+    pub fn with_constrained_output(mut self, on: bool) -> Self {
+        self.constrained = on;
+        self
     }
 }
 
@@ -399,6 +412,9 @@ impl Simulator for LocalSimulator {
             let prompt = step_prompt(self.template, r);
             // A regeneration samples (a greedy model would repeat itself).
             let mut generation = self.generation.clone();
+            if self.constrained {
+                generation.json_schema = Some(answer_schema());
+            }
             if r.attempt > 0 {
                 generation.temperature = generation.temperature.max(0.7);
                 generation.seed = generation.seed.wrapping_add(r.attempt as u32);

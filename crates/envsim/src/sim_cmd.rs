@@ -95,9 +95,10 @@ pub struct BackendArgs {
     /// Completion token limit of model answers.
     #[arg(long, default_value_t = 768)]
     pub max_tokens: u64,
-    /// Do not send `response_format` (JSON-Schema-constrained answers) to the OpenAI-compatible
-    /// endpoint, for servers that refuse it.
-    #[arg(long)]
+    /// Let the model write free text: no `response_format` (JSON-Schema-constrained answers)
+    /// sent to an OpenAI-compatible endpoint (for servers that refuse it), no schema-constrained
+    /// decoding by the local model.
+    #[arg(long, alias = "unconstrained")]
     pub no_response_format: bool,
     #[command(flatten)]
     pub local: crate::eval_cmd::LocalArgs,
@@ -263,6 +264,34 @@ pub fn build_backend(
 
 #[cfg(feature = "local")]
 fn local_backend(args: &BackendArgs) -> Result<Arc<dyn Simulator>> {
+    let (engine, generation, model) = shared_local_engine(args)?;
+    Ok(Arc::new(
+        envsim_sim::backend::LocalSimulator::new(engine, generation, model, Template::EnvsimSliced)
+            .with_constrained_output(!args.no_response_format),
+    ))
+}
+
+/// The embedded model's engine, started once per process (the simulator, a second simulator,
+/// and `envsim synth`'s agent, user and task writer all share it: one model in memory, one
+/// request at a time), with its generation settings and the model's name.
+#[cfg(feature = "local")]
+pub fn shared_local_engine(
+    args: &BackendArgs,
+) -> Result<(
+    Arc<envsim_eval::local::LocalEngine>,
+    envsim_eval::local::Generation,
+    String,
+)> {
+    type Started = (
+        Arc<envsim_eval::local::LocalEngine>,
+        envsim_eval::local::Generation,
+        String,
+    );
+    static ENGINE: std::sync::Mutex<Option<Started>> = std::sync::Mutex::new(None);
+    let mut slot = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(started) = slot.as_ref() {
+        return Ok(started.clone());
+    }
     let decoding = envsim_eval::config::Decoding {
         temperature: Some(0.0),
         max_tokens: Some(args.max_tokens),
@@ -277,12 +306,9 @@ fn local_backend(args: &BackendArgs) -> Result<Arc<dyn Simulator>> {
     else {
         bail!("the local backend did not start");
     };
-    Ok(Arc::new(envsim_sim::backend::LocalSimulator::new(
-        engine,
-        generation,
-        model,
-        Template::EnvsimSliced,
-    )))
+    let started = (engine, generation, model);
+    *slot = Some(started.clone());
+    Ok(started)
 }
 
 #[cfg(not(feature = "local"))]

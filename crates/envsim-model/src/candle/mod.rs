@@ -11,8 +11,8 @@ pub mod qwen2;
 pub mod tokenizer;
 
 use crate::local::{
-    check_fits, model_file_name, EngineKind, Generation, Job, LocalCompletion, LocalSettings,
-    ModelInfo, Output, Ready,
+    check_fits, model_file_name, next_token, Constraint, EngineKind, Generation, Job,
+    LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
 };
 use envsim_core::prompt::Prompt;
 use qwen2::Qwen2;
@@ -69,51 +69,8 @@ impl ChatTemplate {
     }
 }
 
-/// Picks the next token: greedy (first maximum) or sampled at a temperature.
-struct Sampler {
-    temperature: f32,
-    rng: fastrand::Rng,
-}
-
-impl Sampler {
-    fn new(generation: &Generation) -> Sampler {
-        Sampler {
-            temperature: generation.temperature,
-            rng: fastrand::Rng::with_seed(u64::from(generation.seed)),
-        }
-    }
-
-    fn sample(&mut self, logits: &[f32]) -> u32 {
-        if self.temperature <= 0.0 || !self.temperature.is_finite() {
-            return argmax(logits);
-        }
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let weights: Vec<f64> = logits
-            .iter()
-            .map(|&l| f64::from((l - max) / self.temperature).exp())
-            .collect();
-        let total: f64 = weights.iter().sum();
-        let mut target = self.rng.f64() * total;
-        for (i, w) in weights.iter().enumerate() {
-            target -= w;
-            if target <= 0.0 {
-                return i as u32;
-            }
-        }
-        argmax(logits)
-    }
-}
-
-/// The index of the first maximum.
-pub fn argmax(logits: &[f32]) -> u32 {
-    let mut best = 0;
-    for (i, &l) in logits.iter().enumerate() {
-        if l > logits[best] {
-            best = i;
-        }
-    }
-    best as u32
-}
+pub use crate::constrain::argmax;
+use crate::constrain::Sampler;
 
 /// A loaded model with its tokenizer, template and thread pool.
 pub struct CandleEngine {
@@ -124,6 +81,8 @@ pub struct CandleEngine {
     n_ctx: u32,
     /// Tokens whose keys and values are in the cache.
     cached: Vec<u32>,
+    /// Every token's text, built at the first constrained generation.
+    token_texts: Vec<Vec<u8>>,
 }
 
 impl CandleEngine {
@@ -184,6 +143,7 @@ impl CandleEngine {
                 pool,
                 n_ctx,
                 cached: Vec::new(),
+                token_texts: Vec::new(),
             },
             info,
         ))
@@ -260,15 +220,30 @@ impl CandleEngine {
             .map_err(|e| format!("the model failed on the prompt: {e}"))?;
         let prefill_ms = prefill_start.elapsed().as_secs_f64() * 1000.0;
         let decode_start = Instant::now();
-        let mut sampler = Sampler::new(generation);
+        let constraint = Constraint::of(generation)?;
+        let mut matcher = constraint.matcher();
+        if constraint.is_some() && self.token_texts.is_empty() {
+            self.token_texts = (0..self.tokenizer.vocab_size() as u32)
+                .map(|t| self.tokenizer.decode_token(t))
+                .collect();
+        }
+        let mut sampler = Sampler::new(generation.temperature, generation.seed);
         let mut out = Output::new(generation);
         while out.wants_more() {
-            let token = sampler.sample(&logits);
+            let token = next_token(&mut sampler, &logits, matcher.as_ref(), &self.token_texts)?;
             if self.tokenizer.is_end_of_generation(token) {
                 out.end_of_turn();
                 break;
             }
-            if out.push(token, &self.tokenizer.decode_token(token)) || !out.wants_more() {
+            let text = self.tokenizer.decode_token(token);
+            if let Some(m) = matcher.as_mut() {
+                m.advance(&text);
+            }
+            if out.push(token, &text) || !out.wants_more() {
+                break;
+            }
+            if matcher.as_ref().is_some_and(|m| m.is_complete()) {
+                out.value_complete();
                 break;
             }
             logits = self
@@ -317,33 +292,5 @@ mod tests {
         );
         let err = ChatTemplate::from_gguf(Some("{{ bos_token }}[INST]")).unwrap_err();
         assert!(err.contains("ChatML") && err.contains("llama"), "{err}");
-    }
-
-    #[test]
-    fn sampling_is_greedy_or_seeded() {
-        let logits = [0.1, 2.0, 2.0, -1.0];
-        let greedy = Generation {
-            max_tokens: 1,
-            temperature: 0.0,
-            seed: 0,
-            stop: vec![],
-            stop_after_object: false,
-        };
-        assert_eq!(Sampler::new(&greedy).sample(&logits), 1);
-        let hot = Generation {
-            temperature: 1.0,
-            seed: 7,
-            ..greedy
-        };
-        let a: Vec<u32> = {
-            let mut s = Sampler::new(&hot);
-            (0..20).map(|_| s.sample(&logits)).collect()
-        };
-        let b: Vec<u32> = {
-            let mut s = Sampler::new(&hot);
-            (0..20).map(|_| s.sample(&logits)).collect()
-        };
-        assert_eq!(a, b);
-        assert!(a.iter().any(|&t| t != a[0]), "{a:?}");
     }
 }
