@@ -158,6 +158,8 @@ pub struct Task {
     pub involved_classes: Vec<String>,
     /// Per turn, the ground-truth calls.
     pub turns: Vec<Vec<ParsedCall>>,
+    /// Per turn, what the user says (the turn's user messages joined by new lines).
+    pub questions: Vec<String>,
 }
 
 fn import_error(
@@ -283,6 +285,35 @@ pub fn read_tasks(
                 ));
             }
         }
+        let questions = match field("question") {
+            None => Vec::new(),
+            Some(Value::Array(turns)) => {
+                let mut out = Vec::new();
+                for (t, turn) in turns.iter().enumerate() {
+                    let Some(messages) = turn.as_array() else {
+                        return Err(import_error(
+                            questions_source,
+                            &at,
+                            format!("field `question.{t}` is not a list of messages"),
+                        ));
+                    };
+                    let said: Vec<&str> = messages
+                        .iter()
+                        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                        .filter_map(|m| m.get("content").and_then(Value::as_str))
+                        .collect();
+                    out.push(said.join("\n"));
+                }
+                out
+            }
+            Some(_) => {
+                return Err(import_error(
+                    questions_source,
+                    &at,
+                    "field `question` is not a list of turns",
+                ))
+            }
+        };
         let Some((_, turns)) = truth.remove(id) else {
             return Err(import_error(
                 answers_source,
@@ -295,6 +326,7 @@ pub fn read_tasks(
             initial_config,
             involved_classes,
             turns,
+            questions,
         });
     }
     if let Some((id, (at, _))) = truth.into_iter().next() {
@@ -619,10 +651,12 @@ fn pretty(value: &Value) -> String {
 /// One package's files, relative path → text.
 type Files = BTreeMap<String, String>;
 
-/// Builds one package per API class from the helper's reply.
+/// Builds one package per API class from the helper's reply. `asked` holds the tasks as read
+/// (their questions become the package's `tasks.jsonl`).
 fn packages(
     options: &BfclImport,
     reply: &Value,
+    asked: &BTreeMap<String, &Task>,
     summary: &mut BfclSummary,
 ) -> Result<Vec<(String, Files)>, ImportError> {
     let protocol = |what: &str| {
@@ -700,12 +734,30 @@ fn packages(
             .collect();
         let mut cases = Vec::new();
         let mut trajectories = String::new();
+        let mut agent_tasks = String::new();
         let mut steps_written = 0;
         for task in tasks {
             let id = task.get("id").and_then(Value::as_str).unwrap_or_default();
             let Some(&state_index) = index.get(id) else {
                 continue;
             };
+            // The user's own words, for agents (`envsim synth`): only tasks that need this
+            // class alone, since the package has no other class's tools.
+            if let Some(question) = asked.get(id).filter(|t| {
+                t.involved_classes == [class.clone()]
+                    && t.questions.first().is_some_and(|q| !q.is_empty())
+            }) {
+                let line = json!({
+                    "id": id,
+                    "env": name,
+                    "instruction": question.questions[0],
+                    "turns": question.questions[1..].iter().filter(|q| !q.is_empty()).collect::<Vec<_>>(),
+                    "state": format!("{}.json", sanitize(id)),
+                    "source": "bfcl",
+                });
+                agent_tasks.push_str(&line.to_string());
+                agent_tasks.push('\n');
+            }
             let initial = &states[&format!("{}.json", sanitize(id))].1;
             let mut steps = Vec::new();
             let mut recorded = Vec::new();
@@ -763,6 +815,9 @@ fn packages(
         }
         files.insert("tests.json".into(), pretty(&json!({"cases": cases})));
         files.insert("trajectories.jsonl".into(), trajectories);
+        if !agent_tasks.is_empty() {
+            files.insert("tasks.jsonl".into(), agent_tasks);
+        }
         summary.envs.push(BfclEnv {
             name: name.clone(),
             class: class.clone(),
@@ -883,7 +938,8 @@ pub fn import(options: &BfclImport) -> Result<BfclSummary, ImportError> {
         steps: tasks.iter().flat_map(|t| &t.turns).map(Vec::len).sum(),
         ..BfclSummary::default()
     };
-    let mut packages = packages(options, &reply, &mut summary)?;
+    let asked: BTreeMap<String, &Task> = tasks.iter().map(|t| (t.id.clone(), t)).collect();
+    let mut packages = packages(options, &reply, &asked, &mut summary)?;
     packages.sort_by(|a, b| a.0.cmp(&b.0));
     summary.envs.sort_by(|a, b| a.name.cmp(&b.name));
     for (name, files) in &packages {

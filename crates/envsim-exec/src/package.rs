@@ -199,6 +199,9 @@ pub struct EnvPackage {
     pub states: Vec<(String, Value)>,
     /// Scripted tests (empty when there is no `tests.json`).
     pub tests: Vec<TestCase>,
+    /// The package's task list for agents (`tasks.jsonl`, one task per line, read by
+    /// `envsim synth`), as text; `None` when there is none.
+    pub tasks_jsonl: Option<String>,
     /// The effective outcome rule ([`Manifest::outcome_rule`]).
     pub outcome: OutcomeRule,
     /// The tools' argument schemas, compiled.
@@ -487,8 +490,21 @@ impl EnvPackage {
         } else {
             Vec::new()
         };
+        let tasks_path = dir.join("tasks.jsonl");
+        let tasks_jsonl = if files.is_file(&tasks_path) {
+            let bytes = files
+                .read(&tasks_path)
+                .map_err(|e| err(&tasks_path, format!("cannot read: {e}")))?;
+            Some(
+                String::from_utf8(bytes)
+                    .map_err(|e| err(&tasks_path, format!("not UTF-8: {e}")))?,
+            )
+        } else {
+            None
+        };
         Ok(EnvPackage {
             dir: dir.to_owned(),
+            tasks_jsonl,
             outcome: manifest.outcome_rule(),
             arguments: crate::arguments::ArgumentSchemas::compile(&manifest.tools),
             code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention),

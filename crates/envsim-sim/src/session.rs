@@ -348,6 +348,15 @@ impl Session {
         self.clone()
     }
 
+    /// The session as the audit reads it (what scoring a finished session needs).
+    pub fn audit_trajectory(&self, id: &str) -> envsim_core::audit::AuditTrajectory {
+        envsim_core::audit::AuditTrajectory {
+            id: id.to_owned(),
+            initial_state: Arc::clone(&self.initial),
+            steps: self.history(),
+        }
+    }
+
     fn history(&self) -> Vec<AuditStep> {
         self.steps
             .iter()

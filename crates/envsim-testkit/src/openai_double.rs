@@ -81,6 +81,11 @@ pub struct DoubleConfig {
     /// act while requests are in flight without relying on timing. Changed at run time with
     /// [`OpenAiDouble::set_hold_after`].
     pub hold_after: Option<usize>,
+    /// Per key: the k-th request (0-based; a fault for the same k wins) gets an assistant
+    /// message carrying these OpenAI `tool_calls` (empty content, `finish_reason`
+    /// `tool_calls`): a scripted function-calling agent. Once the list is used up, the normal
+    /// answer.
+    pub tool_calls: HashMap<String, Vec<Vec<Value>>>,
 }
 
 impl Default for DoubleConfig {
@@ -95,6 +100,7 @@ impl Default for DoubleConfig {
             record_bodies: true,
             models: None,
             hold_after: None,
+            tool_calls: HashMap::new(),
         }
     }
 }
@@ -534,6 +540,16 @@ fn answer(
         }
         Some(Fault::Content(content)) => {
             json_response(StatusCode::OK, completion(content, "length").to_string())
+        }
+        None if config
+            .tool_calls
+            .get(checked.key)
+            .is_some_and(|script| k < script.len()) =>
+        {
+            let mut body = completion("", "tool_calls");
+            body["choices"][0]["message"]["tool_calls"] =
+                Value::Array(config.tool_calls[checked.key][k].clone());
+            json_response(StatusCode::OK, body.to_string())
         }
         None => match normal() {
             Some(content) => json_response(StatusCode::OK, completion(content, "stop").to_string()),

@@ -865,6 +865,7 @@ pub(crate) fn local_backend(
         seed: 0,
         stop: decoding.stop.clone(),
         stop_after_object: true,
+        json_schema: None,
     };
     Ok((
         BackendConfig::Local {

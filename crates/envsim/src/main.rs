@@ -22,6 +22,7 @@ mod serve_cmd;
 mod sim_cmd;
 mod sim_measure;
 mod slice_cmd;
+mod synth_cmd;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -65,6 +66,11 @@ enum Command {
     Sim(Box<sim_cmd::SimArgs>),
     /// Serve simulated environment sessions over HTTP and MCP (persisted in SQLite).
     Serve(Box<serve_cmd::ServeArgs>),
+    /// Synthesize agent trajectories against simulated environments: tasks (a file, the
+    /// package's list, executed walks, or written by a model, with an adversarial share) × an
+    /// agent × an anchored session each; per-trajectory SCS, SpecCS, DCS and (with code) the
+    /// truth; resumable.
+    Synth(Box<synth_cmd::SynthArgs>),
 }
 
 /// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
@@ -94,6 +100,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Serve(args) => serve_cmd::run(*args),
+        Command::Synth(args) => synth_cmd::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

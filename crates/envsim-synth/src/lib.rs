@@ -1,0 +1,21 @@
+//! # envsim-synth
+//!
+//! Agent training trajectories synthesized against simulated environments (the SIMCON-DATA
+//! proposal's product end): tasks × agent × simulated environment → trajectories, each with
+//! its provenance and its consistency scores.
+//!
+//! - [`task`]: tasks, their sources (files, a package's `tasks.jsonl`, executed walks, a model
+//!   writing them) and families, and the adversarial task mix.
+//! - [`agent`]: agents (OpenAI-compatible function calling, a prompted text model — the local
+//!   model, constrained to tool-call JSON — and the scripted test double) and the user side.
+//! - [`run`]: one task's conversation over an `envsim-sim` session, then SCS, SpecCS, DCS and,
+//!   in code mode, the truth.
+//! - [`store`]: the resumable SQLite store of runs.
+//!
+//! The CLI's `envsim synth` schedules tasks concurrently over these pieces; `envsim curate`
+//! reads the records.
+
+pub mod agent;
+pub mod run;
+pub mod store;
+pub mod task;

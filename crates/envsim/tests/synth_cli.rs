@@ -1,0 +1,344 @@
+//! `envsim synth` end to end on the test desk package: walk tasks replayed by the scripted
+//! agent, a function-calling agent served by the OpenAI test double, resuming a stored run,
+//! and failures that must be loud.
+
+use envsim_testkit::openai_double::{DoubleConfig, Fault, OpenAiDouble};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+fn synth(root: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("synth")
+        .args(["--envs", root.to_str().unwrap(), "--env", "desk"])
+        .args(["--store", root.join("synth.sqlite").to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn walk_tasks_replayed_through_the_executor_are_consistent_and_resume_to_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let args = [
+        "--tasks",
+        "walks",
+        "--count",
+        "4",
+        "--agent",
+        "scripted",
+        "--backend",
+        "executor",
+        "--max-tool-calls",
+        "6",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    let first = synth(dir.path(), &args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("(new), 4 tasks, 4 to do"),
+        "{}",
+        stderr(&first)
+    );
+    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(summary["trajectories"], 4);
+    assert_eq!(summary["truth"]["final_state_equal"], 4);
+    assert_eq!(summary["truth"]["right_steps"], summary["truth"]["steps"]);
+    assert_eq!(summary["mean_scs"], 1.0);
+    assert_eq!(summary["mean_dcs"], 1.0);
+    let written = records(&out);
+    assert_eq!(written.len(), 4);
+    for r in &written {
+        assert_eq!(r["agent"], "scripted");
+        assert_eq!(r["simulator"]["primary"], "executor");
+        assert_eq!(r["finish"], "final_answer");
+        let plan = r["task"]["plan"].as_array().unwrap();
+        assert_eq!(r["steps"].as_array().unwrap().len(), plan.len());
+        assert_eq!(r["tool_calls"], plan.len());
+        // The conversation: system, user, then a call and its result per planned step, then
+        // the answer.
+        let roles: Vec<&str> = r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles.len(), 2 + 2 * plan.len() + 1);
+        assert_eq!(&roles[..3], ["system", "user", "assistant"]);
+        assert_eq!(roles[3], "tool");
+        assert_eq!(
+            r["final_state"],
+            *r["steps"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .get("state_after")
+                .unwrap()
+        );
+        assert_eq!(r["truth"]["final_state_equal"], true);
+    }
+    // The records are trajectories the audit reads.
+    let audit = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(["audit", out.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(audit.status.success(), "{}", stderr(&audit));
+    let report: Value = serde_json::from_slice(&audit.stdout).unwrap();
+    assert_eq!(report["trajectories"], 4, "{report}");
+    // The same command again: the stored run is complete, nothing is redone, the file is the
+    // same.
+    let before = std::fs::read(&out).unwrap();
+    let again = synth(dir.path(), &args);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("(resumed), 4 tasks, 0 to do"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+}
+
+#[test]
+fn a_function_calling_agent_talks_to_the_session_and_a_failed_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::write(
+        &tasks,
+        "{\"id\": \"close\", \"instruction\": \"Close ticket T1, then check it.\", \"turns\": [\"Now open a ticket titled x.\"]}\n",
+    )
+    .unwrap();
+    let call = |id: &str, name: &str, args: Value| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}});
+    let scripted = |faults: Vec<Fault>| DoubleConfig {
+        answers: HashMap::from([
+            (
+                "Close ticket T1, then check it.".to_string(),
+                "T1 is closed.".to_string(),
+            ),
+            (
+                "Now open a ticket titled x.".to_string(),
+                "Opened T2.".to_string(),
+            ),
+        ]),
+        tool_calls: HashMap::from([
+            (
+                "Close ticket T1, then check it.".to_string(),
+                vec![
+                    vec![call("c0", "close_ticket", json!({"ticket_id": "T1"}))],
+                    vec![
+                        call("c1", "get_ticket", json!({"ticket_id": "T1"})),
+                        call("c2", "no_such_tool", json!({})),
+                    ],
+                ],
+            ),
+            (
+                "Now open a ticket titled x.".to_string(),
+                vec![
+                    vec![json!({"id": "c3", "type": "function",
+                    "function": {"name": "create_ticket", "arguments": "{\"title\": "}})],
+                    vec![call("c4", "create_ticket", json!({"title": "x"}))],
+                ],
+            ),
+        ]),
+        faults: HashMap::from([("Close ticket T1, then check it.".to_string(), faults)]),
+        ..DoubleConfig::default()
+    };
+    let out = dir.path().join("out.jsonl");
+    // The agent's server fails: the task fails, the command says so and exits non-zero.
+    let broken = OpenAiDouble::spawn(scripted(vec![Fault::ServerError])).unwrap();
+    let url = broken.base_url();
+    let args = |url: &str| {
+        vec![
+            "--tasks".to_string(),
+            tasks.to_str().unwrap().to_string(),
+            "--agent".into(),
+            "openai".into(),
+            "--agent-model".into(),
+            "m".into(),
+            "--agent-base-url".into(),
+            url.to_string(),
+            "--backend".into(),
+            "executor".into(),
+            "--out".into(),
+            out.to_str().unwrap().to_string(),
+        ]
+    };
+    let failed = synth(
+        dir.path(),
+        &args(&url).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(!failed.status.success());
+    let e = stderr(&failed);
+    assert!(
+        e.contains("1 of 1 tasks failed") && e.contains("HTTP 500"),
+        "{e}"
+    );
+    assert!(e.contains("rerun the same command"), "{e}");
+    broken.shutdown();
+    // A working server: the rerun continues the stored run and does the failed task.
+    let double = OpenAiDouble::spawn(scripted(Vec::new())).unwrap();
+    let url = double.base_url();
+    let run = synth(
+        dir.path(),
+        &args(&url).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("(resumed), 1 tasks, 1 to do"),
+        "{}",
+        stderr(&run)
+    );
+    let r = &records(&out)[0];
+    assert_eq!(r["agent"], "openai:m");
+    assert_eq!(r["finish"], "final_answer");
+    // close, get, create: three real steps; the unknown tool and the unreadable arguments
+    // were refused without a step.
+    let tools: Vec<&str> = r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["action"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["close_ticket", "get_ticket", "create_ticket"]);
+    assert_eq!(r["refused_calls"], 2);
+    assert_eq!(r["final_state"]["tickets"]["T1"]["status"], "closed");
+    assert_eq!(r["final_state"]["tickets"]["T2"]["title"], "x");
+    let messages = r["messages"].as_array().unwrap();
+    let tool_results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool_results.len(), 5);
+    assert!(
+        tool_results[2].contains("no tool named \"no_such_tool\""),
+        "{tool_results:?}"
+    );
+    assert!(
+        tool_results[3].starts_with("Error: the arguments are not JSON"),
+        "{tool_results:?}"
+    );
+    // The scripted user's second turn came after the first answer.
+    let said: Vec<&str> = messages
+        .iter()
+        .filter(|m| {
+            m["role"] == "user" || (m["role"] == "assistant" && m.get("tool_calls").is_none())
+        })
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "Close ticket T1, then check it.",
+            "T1 is closed.",
+            "Now open a ticket titled x.",
+            "Opened T2."
+        ]
+    );
+    assert!(r["usage"]["agent_tokens"].as_u64().unwrap() > 0);
+    // The agent was sent the environment's tools.
+    let bodies = double.bodies();
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(bodies[0]["messages"][0]["role"], "system");
+    double.shutdown();
+}
+
+#[test]
+fn bad_input_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let out = dir.path().join("out.jsonl");
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::write(&tasks, "{\"instruction\": \"a\"}\n{\"instruction\": 5}\n").unwrap();
+    let o = synth(
+        dir.path(),
+        &[
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "scripted",
+            "--backend",
+            "executor",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("tasks.jsonl line 2"), "{}", stderr(&o));
+    // The scripted agent needs plans.
+    std::fs::write(&tasks, "{\"instruction\": \"a\"}\n").unwrap();
+    let o = synth(
+        dir.path(),
+        &[
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "scripted",
+            "--backend",
+            "executor",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("has no `plan`"), "{}", stderr(&o));
+    // A task for a state the package does not have fails loudly.
+    std::fs::write(
+        &tasks,
+        "{\"instruction\": \"a\", \"state\": \"nope.json\", \"plan\": [{\"name\": \"get_ticket\", \"arguments\": {\"ticket_id\": \"T1\"}}]}\n",
+    )
+    .unwrap();
+    let o = synth(
+        dir.path(),
+        &[
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "scripted",
+            "--backend",
+            "executor",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("the task's state \"nope.json\" is not a state of desk (00.json)"),
+        "{}",
+        stderr(&o)
+    );
+    // The package has no task list.
+    let o = synth(
+        dir.path(),
+        &[
+            "--tasks",
+            "package",
+            "--agent",
+            "scripted",
+            "--backend",
+            "executor",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("has no task list"), "{}", stderr(&o));
+}
