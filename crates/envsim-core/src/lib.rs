@@ -56,6 +56,7 @@ pub mod audit;
 pub mod baseline;
 pub mod clock;
 pub mod convention;
+pub mod curate;
 pub mod delta;
 pub mod diff;
 pub mod equality;

@@ -243,7 +243,7 @@ async fn a_hand_written_bfcl_layout_imports_end_to_end() {
             ),
             (
                 "data/BFCL_v4_multi_turn_base.json",
-                "{\"id\": \"multi_turn_base_0\", \"question\": [], \"initial_config\": {\"CounterAPI\": {\"count\": 1, \"seed\": 3}}, \"involved_classes\": [\"CounterAPI\"]}\n\
+                "{\"id\": \"multi_turn_base_0\", \"question\": [[{\"role\": \"user\", \"content\": \"Add two.\"}], [], [{\"role\": \"user\", \"content\": \"Now roll.\"}]], \"initial_config\": {\"CounterAPI\": {\"count\": 1, \"seed\": 3}}, \"involved_classes\": [\"CounterAPI\"]}\n\
                  {\"id\": \"multi_turn_base_1\", \"question\": [], \"initial_config\": {}, \"involved_classes\": [\"CounterAPI\"]}\n",
             ),
             (
@@ -369,6 +369,23 @@ async fn a_hand_written_bfcl_layout_imports_end_to_end() {
         lines[1]["steps"].as_array().unwrap().len(),
         1,
         "the case stops at the raising call"
+    );
+    // The user's words become the package's task list (empty turns left out; a task with no
+    // question has no entry).
+    let tasks: Vec<Value> = package
+        .tasks_jsonl
+        .as_deref()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            serde_json::json!({"id": "multi_turn_base_0", "env": "bfcl_counter",
+            "instruction": "Add two.", "turns": ["Now roll."],
+            "state": "multi_turn_base_0.json", "source": "bfcl"})
+        ]
     );
     let last = &package.tests[0].steps[3].expect;
     assert_eq!(last.success, Some(true));

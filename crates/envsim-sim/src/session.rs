@@ -568,6 +568,7 @@ impl Session {
                 json!({
                     "action": {"name": s.tool, "arguments": s.arguments},
                     "observation": s.observation,
+                    "success": s.success,
                     "state_after": s.state_after.as_ref(),
                     "provenance": s.provenance,
                 })

@@ -16,6 +16,7 @@
 //! reads the records.
 
 pub mod agent;
+pub mod export;
 pub mod run;
 pub mod store;
 pub mod task;

@@ -335,16 +335,22 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
             }
             let n = steps.len().max(1) as f64;
             let dcs = 1.0 - ((simulated_successes as f64 - expected_successes as f64) / n).abs();
-            (
-                json!(if steps.is_empty() { 1.0 } else { dcs }),
-                json!({
+            (json!(if steps.is_empty() { 1.0 } else { dcs }), {
+                let equal = **session.state() == replay;
+                let mut truth = json!({
                     "steps": steps.len(),
                     "right_steps": right,
-                    "final_state_equal": **session.state() == replay,
+                    "final_state_equal": equal,
                     "expected_successes": expected_successes,
                     "simulated_successes": simulated_successes,
-                }),
-            )
+                });
+                // The executor's final state, where it differs from the simulated one
+                // (RL checkers are built from it).
+                if !equal {
+                    truth["replay_final_state"] = replay;
+                }
+                truth
+            })
         }
     };
     Ok(Scored {

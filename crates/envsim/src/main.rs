@@ -8,6 +8,7 @@ mod audit_simulate;
 mod audit_spec;
 mod bench_cmd;
 mod bundled;
+mod curate_cmd;
 mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
@@ -71,6 +72,11 @@ enum Command {
     /// agent × an anchored session each; per-trajectory SCS, SpecCS, DCS and (with code) the
     /// truth; resumable.
     Synth(Box<synth_cmd::SynthArgs>),
+    /// Curate synthesized trajectories: consistency gates, weighted sampling or the
+    /// consistency–diversity Pareto front, batches mixing consistency tiers, a strictness
+    /// curriculum; export as OpenAI chat, ShareGPT (LLaMA-Factory), Hermes and RL episodes, with
+    /// a datasheet.
+    Curate(Box<curate_cmd::CurateArgs>),
 }
 
 /// Behave like other Unix tools when the reader goes away (`envsim env list | head`): end
@@ -101,6 +107,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::run(*args),
         Command::Serve(args) => serve_cmd::run(*args),
         Command::Synth(args) => synth_cmd::run(*args),
+        Command::Curate(args) => curate_cmd::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
