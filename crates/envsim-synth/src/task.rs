@@ -124,6 +124,9 @@ pub struct Task {
     /// Tools it is meant to touch.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// Resources it is meant to touch (`type/id`, as the state names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
     /// Planned calls (walk tasks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<PlannedCall>,
@@ -300,6 +303,21 @@ pub fn walk_task(env: &str, state: &str, id: String, run: &AuditTrajectory) -> T
     let mut tools: Vec<String> = plan.iter().map(|c| c.name.clone()).collect();
     tools.sort();
     tools.dedup();
+    // The resources the walk changed.
+    let mut touched = BTreeSet::new();
+    let mut before = run.initial_state.as_ref();
+    for step in &run.steps {
+        let after = step.state_after.as_ref();
+        if after != before {
+            let (old, new) = (resources(before), resources(after));
+            for key in old.keys().chain(new.keys()) {
+                if old.get(key) != new.get(key) {
+                    touched.insert(format!("{}/{}", key.0, key.1));
+                }
+            }
+        }
+        before = after;
+    }
     Task {
         id,
         env: env.to_owned(),
@@ -312,6 +330,7 @@ pub fn walk_task(env: &str, state: &str, id: String, run: &AuditTrajectory) -> T
         initial_state: Some(run.initial_state.as_ref().clone()),
         family: classify(run),
         tools,
+        resources: touched.into_iter().collect(),
         plan,
         user_goal: None,
         source: "walk".into(),
@@ -522,7 +541,7 @@ pub fn generation_prompt(
         examples.push(format!("- {}/{}: {short}", key.0, key.1));
     }
     envsim_core::prompt::Prompt {
-        system: "You write tasks for an AI agent that operates a software system through tools. A task is what a user would ask, in their own words: concrete (it names the entities it is about) and achievable with the tools. Answer with one JSON object: {\"instruction\": \"...\", \"tools\": [\"...\"]}.".into(),
+        system: "You write tasks for an AI agent that operates a software system through tools. A task is what a user would ask, in their own words: concrete (it names the entities it is about) and achievable with the tools. Answer with one JSON object: {\"instruction\": \"...\", \"tools\": [\"...\"], \"resources\": [\"<type>/<id>\", ...]} naming the tools it uses and the entities it touches.".into(),
         user: format!(
             "System: {env_name}\n{description}\n\nTools:\n{}\n\nSome entities in the current state:\n{}\n\nWrite {}. It should use these tools: {}.",
             tool_lines.join("\n"),
@@ -539,9 +558,10 @@ pub fn generated_task_schema() -> Value {
         "type": "object",
         "properties": {
             "instruction": {"type": "string"},
-            "tools": {"type": "array", "items": {"type": "string"}}
+            "tools": {"type": "array", "items": {"type": "string"}},
+            "resources": {"type": "array", "items": {"type": "string"}}
         },
-        "required": ["instruction", "tools"],
+        "required": ["instruction", "tools", "resources"],
         "additionalProperties": false
     })
 }
@@ -580,6 +600,17 @@ pub fn read_generated(
     if tools.is_empty() {
         tools = target.tools.clone();
     }
+    let resources: Vec<String> = found
+        .object
+        .get("resources")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Task {
         id,
         env: env.to_owned(),
@@ -589,6 +620,7 @@ pub fn read_generated(
         initial_state: None,
         family: target.family,
         tools,
+        resources,
         plan: Vec::new(),
         user_goal: None,
         source: format!("generated:{model}"),
@@ -639,6 +671,7 @@ mod tests {
         let tasks = walk_tasks("shop", "s.json", "4", &mixed);
         let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
         assert_eq!(ids, ["shop/walk-s-4-3"]);
+        assert_eq!(tasks[0].resources, ["orders/O1"]);
         assert_eq!(tasks[0].state.as_deref(), Some("s.json"));
         assert_eq!(tasks[0].plan.len(), 3);
         let s1 = json!({"orders": {"O1": {"status": "paid"}}, "carts": {"C1": {"n": 0}}});
@@ -688,6 +721,7 @@ mod tests {
             initial_state: None,
             family,
             tools: tools.iter().map(|t| t.to_string()).collect(),
+            resources: Vec::new(),
             plan: Vec::new(),
             user_goal: None,
             source: "test".into(),
@@ -818,7 +852,7 @@ mod tests {
         assert_eq!(t[0].tools, ["a", "b"]);
         assert_eq!(t[1].tools, ["c", "a"]);
         let generated = read_generated(
-            "Here: {\"instruction\": \"Pay order O1\", \"tools\": [\"pay\", \"nonsense\"]}",
+            "Here: {\"instruction\": \"Pay order O1\", \"tools\": [\"pay\", \"nonsense\"], \"resources\": [\"orders/O1\"]}",
             "shop",
             "g1".into(),
             &t[0],
@@ -827,6 +861,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(generated.tools, ["pay"]);
+        assert_eq!(generated.resources, ["orders/O1"]);
         assert_eq!(generated.family, TaskFamily::LongChain);
         assert_eq!(generated.source, "generated:m");
         assert!(read_generated("{\"tools\": []}", "s", "g".into(), &t[0], "m", &[]).is_err());
