@@ -342,3 +342,101 @@ fn bad_input_is_refused_with_its_place() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("has no task list"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_killed_run_continues_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    let mut text = String::new();
+    for i in 0..3 {
+        text.push_str(&format!(
+            "{{\"id\": \"t{i}\", \"instruction\": \"Look at T1 ({i}).\"}}\n"
+        ));
+    }
+    std::fs::write(&tasks, text).unwrap();
+    let config = |hold: Option<usize>| {
+        let mut c = DoubleConfig {
+            default_answer: Some("T1 is open.".into()),
+            hold_after: hold,
+            ..DoubleConfig::default()
+        };
+        for i in 0..3 {
+            c.tool_calls.insert(
+                format!("Look at T1 ({i})."),
+                vec![vec![json!({"id": "c0", "type": "function",
+                    "function": {"name": "get_ticket", "arguments": "{\"ticket_id\": \"T1\"}"}})]],
+            );
+        }
+        c
+    };
+    // Each task takes two requests (the call, the answer): after the third request the
+    // server stops answering, in the middle of the second task.
+    let stuck = OpenAiDouble::spawn(config(Some(3))).unwrap();
+    let store = dir.path().join("synth.sqlite");
+    let out = dir.path().join("out.jsonl");
+    let args = |url: &str| {
+        vec![
+            "synth".to_string(),
+            "--envs".into(),
+            dir.path().to_str().unwrap().into(),
+            "--env".into(),
+            "desk".into(),
+            "--tasks".into(),
+            tasks.to_str().unwrap().into(),
+            "--agent".into(),
+            "openai".into(),
+            "--agent-model".into(),
+            "m".into(),
+            "--agent-base-url".into(),
+            url.into(),
+            "--backend".into(),
+            "executor".into(),
+            "--concurrency".into(),
+            "1".into(),
+            "--store".into(),
+            store.to_str().unwrap().into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ]
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(args(&stuck.base_url()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the second task's answer request hangs: with one task at a time, the first
+    // task was committed before the second one's first request. Then kill.
+    let started = std::time::Instant::now();
+    while stuck.requests() < 4 {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the run never reached the stuck request"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    stuck.shutdown();
+    let double = OpenAiDouble::spawn(config(None)).unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .args(args(&double.base_url()))
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("(resumed), 3 tasks, 2 to do"),
+        "{}",
+        stderr(&again)
+    );
+    let written = records(&out);
+    assert_eq!(written.len(), 3);
+    for (i, r) in written.iter().enumerate() {
+        assert_eq!(r["id"], format!("t{i}"));
+        assert_eq!(r["finish"], "final_answer");
+    }
+    // Only the two unfinished tasks asked the new server: two requests each.
+    assert_eq!(double.requests(), 4);
+    double.shutdown();
+}
