@@ -19,8 +19,9 @@ pub enum Selection {
     /// --count drawn among those passing the gate, each with probability ∝
     /// consistency^--power.
     Weighted,
-    /// --count from the consistency–diversity Pareto front of every finished trajectory without
-    /// uncertain steps (the gate's minimums are reported against, not applied).
+    /// --count from the consistency–diversity Pareto front of the finished trajectories without
+    /// uncertain steps whose consistency reaches --floor (the gate's minimums are reported
+    /// against, not applied).
     Pareto,
 }
 
@@ -52,6 +53,9 @@ pub struct CurateArgs {
     /// How many to choose (weighted and pareto).
     #[arg(long)]
     count: Option<usize>,
+    /// Least consistency of a trajectory the Pareto selection ranks.
+    #[arg(long, default_value_t = 0.0, value_name = "X")]
+    floor: f64,
     /// Least SCS.
     #[arg(long, value_name = "X")]
     min_scs: Option<f64>,
@@ -236,6 +240,7 @@ pub fn run(a: CurateArgs) -> Result<()> {
                         || items[i].finish == "final_answer"
                         || items[i].finish.is_empty())
                         && (a.allow_uncertain || items[i].uncertain_steps == 0)
+                        && items[i].consistency(&weights) >= a.floor
                 })
                 .collect();
             let pool: Vec<Item> = eligible.iter().map(|&i| items[i].clone()).collect();
@@ -369,6 +374,7 @@ pub fn run(a: CurateArgs) -> Result<()> {
         "inputs": a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "select": format!("{:?}", a.select).to_lowercase(),
         "count": a.count,
+        "floor": a.floor,
         "gate": gate,
         "keep_unfinished": a.keep_unfinished,
         "weights": weights,

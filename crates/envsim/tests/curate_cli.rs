@@ -259,6 +259,23 @@ fn bad_input_and_impossible_requests_are_refused_with_their_place() {
         "{}",
         stderr(&o)
     );
+    let o = envsim(&[
+        "curate",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--select",
+        "pareto",
+        "--count",
+        "1",
+        "--floor",
+        "1.5",
+    ]);
+    assert!(
+        stderr(&o).contains("no trajectory was selected"),
+        "{}",
+        stderr(&o)
+    );
     // A record without scores passes a minimum it cannot be judged by, unless scores are
     // required.
     let o = envsim(&[
