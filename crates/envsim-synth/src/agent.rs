@@ -754,4 +754,86 @@ mod tests {
         assert!(p.user.contains(" …"));
         assert!(p.user.len() < 2000);
     }
+
+    /// A test double: answers from a list, in order, and records the prompts.
+    struct CannedText {
+        answers: std::sync::Mutex<Vec<String>>,
+        prompts: std::sync::Mutex<Vec<Prompt>>,
+    }
+
+    impl TextModel for CannedText {
+        fn name(&self) -> String {
+            "canned".into()
+        }
+
+        fn complete<'a>(
+            &'a self,
+            prompt: Prompt,
+            schema: Option<Value>,
+            _seed: u64,
+        ) -> BoxFuture<'a, Result<(String, u64), String>> {
+            Box::pin(async move {
+                assert!(schema.is_some());
+                self.prompts.lock().unwrap().push(prompt);
+                let mut answers = self.answers.lock().unwrap();
+                Ok((answers.remove(0), 3))
+            })
+        }
+    }
+
+    fn task(turns: &[&str]) -> Task {
+        Task {
+            id: "t".into(),
+            env: "e".into(),
+            instruction: "Cancel O1.".into(),
+            turns: turns.iter().map(|t| t.to_string()).collect(),
+            state: None,
+            initial_state: None,
+            family: crate::task::TaskFamily::Ordinary,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            plan: Vec::new(),
+            user_goal: Some("O1 cancelled and refunded".into()),
+            source: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_user_is_scripted_or_played_by_a_model_within_its_turns() {
+        let messages = vec![
+            json!({"role": "user", "content": "Cancel O1."}),
+            json!({"role": "assistant", "content": "Cancelled."}),
+        ];
+        let scripted = User::Scripted;
+        let t = task(&["Refund it too."]);
+        assert_eq!(
+            scripted.next(&t, &messages, 0).await.unwrap().0.as_deref(),
+            Some("Refund it too.")
+        );
+        let mut longer = messages.clone();
+        longer.push(json!({"role": "user", "content": "Refund it too."}));
+        assert_eq!(scripted.next(&t, &longer, 0).await.unwrap().0, None);
+        let model = Arc::new(CannedText {
+            answers: std::sync::Mutex::new(vec![
+                r#"{"done": false, "message": "Please refund it."}"#.into(),
+                r#"{"done": true}"#.into(),
+            ]),
+            prompts: std::sync::Mutex::new(Vec::new()),
+        });
+        let user = User::Model(model.clone(), 2);
+        let (reply, tokens) = user.next(&t, &messages, 0).await.unwrap();
+        assert_eq!(reply.as_deref(), Some("Please refund it."));
+        assert_eq!(tokens, 3);
+        let prompt = model.prompts.lock().unwrap()[0].clone();
+        assert!(prompt.user.contains("Your goal: O1 cancelled and refunded"));
+        assert!(prompt
+            .user
+            .contains("You: Cancel O1.\nAssistant: Cancelled."));
+        assert_eq!(user.next(&t, &longer, 0).await.unwrap().0, None);
+        // Past its turns the model is not asked.
+        let mut three = longer.clone();
+        three.push(json!({"role": "user", "content": "again"}));
+        assert_eq!(user.next(&t, &three, 0).await.unwrap(), (None, 0));
+        assert_eq!(model.prompts.lock().unwrap().len(), 2);
+    }
 }

@@ -440,3 +440,66 @@ fn a_killed_run_continues_where_it_stopped() {
     assert_eq!(double.requests(), 4);
     double.shutdown();
 }
+
+#[test]
+fn generated_tasks_are_asked_with_a_schema_and_duplicates_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    // Every request gets the same answer: the task writer writes one task four times (three
+    // are duplicates), and the agent answers it with that text.
+    let task = json!({"instruction": "Close ticket T1.", "tools": ["close_ticket"], "resources": ["tickets/T1"]});
+    let double = OpenAiDouble::spawn(DoubleConfig {
+        default_answer: Some(task.to_string()),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = synth(
+        dir.path(),
+        &[
+            "--tasks",
+            "generate",
+            "--count",
+            "2",
+            "--adversarial-share",
+            "0.5",
+            "--agent",
+            "openai",
+            "--agent-model",
+            "m",
+            "--agent-base-url",
+            &double.base_url(),
+            "--backend",
+            "executor",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["trajectories"], 1);
+    assert_eq!(summary["mix"]["desk"]["requested"], 2);
+    let r = &records(&out)[0];
+    assert_eq!(r["task"]["source"], "generated:openai:m");
+    assert_eq!(r["task"]["instruction"], "Close ticket T1.");
+    assert_eq!(r["task"]["resources"], json!(["tickets/T1"]));
+    // The first generated task was asked for an adversarial family, and kept it.
+    assert_eq!(r["family"], "long_chain");
+    let bodies = double.bodies();
+    // Four task requests (twice the count), then the agent's one turn.
+    assert_eq!(bodies.len(), 5);
+    for b in &bodies[..4] {
+        assert_eq!(b["response_format"]["type"], "json_schema");
+        assert_eq!(
+            b["response_format"]["json_schema"]["schema"]["required"],
+            json!(["instruction", "tools", "resources"])
+        );
+    }
+    assert!(bodies[0]["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("long chain of changes"));
+    assert!(bodies[4].get("tools").is_some());
+    double.shutdown();
+}
