@@ -200,6 +200,21 @@ pub fn learn_environment(package: &envsim_exec::package::EnvPackage) -> Result<E
     })
 }
 
+/// A primary simulator and, when asked for, a secondary one.
+pub type SimulatorPair = (Arc<dyn Simulator>, Option<Arc<dyn Simulator>>);
+
+/// The primary simulator and the secondary one (when asked for), both allowed to run the code
+/// through `executor` (the faulty double does) whatever the session itself is told.
+pub fn build_pair(args: &BackendArgs, executor: &ExecutorSimulator) -> Result<SimulatorPair> {
+    let executor = Some(executor.clone());
+    let primary = build_backend(args.backend, args, &executor, "primary")?;
+    let secondary = match args.secondary {
+        Some(kind) => Some(build_backend(kind, args, &executor, "secondary")?),
+        None => None,
+    };
+    Ok((primary, secondary))
+}
+
 /// Builds one simulator.
 pub fn build_backend(
     kind: BackendKind,

@@ -5,7 +5,7 @@
 //! seed and clock). A step is right when its observation and state equal the executor's; a
 //! trajectory is consistent when every step is right.
 
-use crate::sim_cmd::{build_backend, learn_environment, AnchorArgs, BackendArgs};
+use crate::sim_cmd::{build_pair, learn_environment, AnchorArgs, BackendArgs};
 use anyhow::{bail, Result};
 use clap::Args;
 use envsim_bench::audit_check::trajectories_from_walks;
@@ -180,21 +180,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
             for (config, mode, verify) in &configs {
                 // The simulators may run the code (the faulty double does) whatever the
                 // session is told; only escalation is withheld without code.
-                let primary = build_backend(
-                    a.backends.backend,
-                    &a.backends,
-                    &Some(executor.clone()),
-                    "primary",
-                )?;
-                let secondary = match a.backends.secondary {
-                    Some(kind) => Some(build_backend(
-                        kind,
-                        &a.backends,
-                        &Some(executor.clone()),
-                        "secondary",
-                    )?),
-                    None => None,
-                };
+                let (primary, secondary) = build_pair(&a.backends, &executor)?;
                 let t = totals
                     .get_mut(config)
                     .ok_or_else(|| anyhow::anyhow!("no totals"))?;

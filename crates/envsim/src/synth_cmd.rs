@@ -5,7 +5,7 @@
 //! provenance and SCS / SpecCS / DCS per trajectory (and, in code mode, the truth). Runs are
 //! stored and resumable: rerunning the same command continues with the tasks not done.
 
-use crate::sim_cmd::{build_backend, AnchorArg, AnchorArgs, BackendArgs, BackendKind};
+use crate::sim_cmd::{build_pair, AnchorArg, AnchorArgs, BackendArgs, BackendKind};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use envsim_sim::backend::{ExecutorSimulator, Simulator};
@@ -345,21 +345,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
     };
     let mut contexts: BTreeMap<String, Arc<EnvContext>> = BTreeMap::new();
     for (name, p) in &prepared {
-        let primary = build_backend(
-            a.backends.backend,
-            &a.backends,
-            &Some(executor.clone()),
-            "primary",
-        )?;
-        let secondary = match a.backends.secondary {
-            Some(kind) => Some(build_backend(
-                kind,
-                &a.backends,
-                &Some(executor.clone()),
-                "secondary",
-            )?),
-            None => None,
-        };
+        let (primary, secondary) = build_pair(&a.backends, &executor)?;
         let code = p.env.code.is_some();
         let mut truth_env = (*p.env).clone();
         truth_env.code = Some(p.package.code.clone());
