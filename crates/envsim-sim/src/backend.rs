@@ -63,6 +63,8 @@ pub enum PredictError {
         why: String,
         /// The answer.
         raw: String,
+        /// Tokens the answer spent (an unreadable answer costs as much as a readable one).
+        tokens: u64,
     },
     /// It could not answer (connection, sandbox, no code in environment-free mode).
     #[error("{0}")]
@@ -244,6 +246,7 @@ pub fn read_answer(text: String, tokens: u64, state: &Value) -> Result<Predictio
     let unreadable = |why: String| PredictError::Unreadable {
         why,
         raw: text.clone(),
+        tokens,
     };
     let found = extract_object(&text, &OUTPUT_KEYS)
         .map_err(|e| unreadable(format!("no output object ({e:?})")))?;

@@ -196,8 +196,10 @@ impl Ask<'_> {
         let asked = Instant::now();
         let answer = simulator.predict(&request).await;
         prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
-        if let Ok(p) = &answer {
-            prov.tokens += p.tokens;
+        match &answer {
+            Ok(p) => prov.tokens += p.tokens,
+            Err(PredictError::Unreadable { tokens, .. }) => prov.tokens += tokens,
+            Err(PredictError::Failed(_)) => {}
         }
         answer
     }
@@ -442,7 +444,7 @@ impl Session {
                     };
                     (Some(step), problems)
                 }
-                Err(PredictError::Unreadable { why, raw }) => {
+                Err(PredictError::Unreadable { why, raw, .. }) => {
                     raw_text = Some(raw);
                     let problem = Problem {
                         kind: "unreadable".into(),
@@ -534,14 +536,23 @@ impl Session {
                 prov.uncertain = true;
                 match rejected {
                     Some(step) => step,
-                    // Nothing readable: the state stays, the observation is the raw answer.
-                    None => AuditStep {
-                        tool: tool.to_owned(),
-                        arguments: arguments.clone(),
-                        observation: Value::String(raw_text.unwrap_or_default()),
-                        success: None,
-                        state_after: Arc::clone(&state),
-                    },
+                    // Nothing readable: the state stays; the observation is the answer's
+                    // feedback when it has one (its change list was what failed), else the raw
+                    // answer.
+                    None => {
+                        let raw = raw_text.unwrap_or_default();
+                        let observation = envsim_core::extract::extract_object(&raw, &["feedback"])
+                            .ok()
+                            .and_then(|found| found.object.get("feedback").cloned())
+                            .unwrap_or(Value::String(raw));
+                        AuditStep {
+                            tool: tool.to_owned(),
+                            arguments: arguments.clone(),
+                            observation,
+                            success: None,
+                            state_after: Arc::clone(&state),
+                        }
+                    }
                 }
             }
         };

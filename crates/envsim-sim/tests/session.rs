@@ -353,6 +353,7 @@ async fn without_code_the_description_is_the_truth() {
             Err(PredictError::Unreadable {
                 why: "no output object".into(),
                 raw: "I think it works".into(),
+                tokens: 7,
             }),
             answer(json!({"success": true, "ticket_id": "T2"}), &after),
         ]),
@@ -374,7 +375,8 @@ async fn without_code_the_description_is_the_truth() {
         .unwrap();
     let p = &r.provenance;
     assert_eq!((p.attempts, p.regenerations, p.uncertain), (3, 2, false));
-    assert_eq!(p.tokens, 20);
+    // The unreadable answer's tokens count too.
+    assert_eq!(p.tokens, 27);
     assert_eq!(r.observation["ticket_id"], "T2");
     let kinds: Vec<&str> = p.problems.iter().map(|x| x.kind.as_str()).collect();
     assert_eq!(kinds, ["response_schema", "unreadable"]);
@@ -412,6 +414,37 @@ async fn without_code_the_description_is_the_truth() {
         .problems
         .iter()
         .any(|p| p.kind == "argument_schema"));
+    // An answer whose change list does not apply, with anchoring off: the step is uncertain,
+    // the state stays, and the observation is the answer's feedback, not its raw text.
+    let scripted = Arc::new(Scripted {
+        answers: Mutex::new(vec![Err(PredictError::Unreadable {
+            why: "the change list does not apply to the state".into(),
+            raw: r#"{"feedback": "Created T2", "config_changes": [{"type": "modify", "path": "/nope/x", "value": 1}]}"#.into(),
+            tokens: 9,
+        })]),
+        feedback: Mutex::new(Vec::new()),
+    });
+    let mut off = Session::new(
+        Arc::clone(s.env_arc()),
+        Backends {
+            primary: scripted,
+            secondary: None,
+            executor: None,
+        },
+        SessionConfig {
+            mode: envsim_sim::session::AnchorMode::Off,
+            ..SessionConfig::default()
+        },
+        initial(),
+    );
+    let r = off
+        .step("create_ticket", &args(json!({"title": "b"})))
+        .await
+        .unwrap();
+    assert!(r.provenance.uncertain);
+    assert_eq!(r.observation, json!("Created T2"));
+    assert_eq!(*r.state_after, initial());
+    assert_eq!(r.provenance.tokens, 9);
     // The executor is not there to escalate to: a session without code says so when asked to
     // run one.
     let request = StepRequest {
