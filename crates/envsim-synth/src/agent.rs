@@ -357,17 +357,22 @@ fn read_arguments(text: &str) -> (Map<String, Value>, Option<String>) {
 }
 
 /// The JSON Schema of one prompted turn: a call of one of `tools` (its name and its declared
-/// parameters) or a final answer.
+/// parameters, no others unless its schema allows them) or a final answer.
 pub fn turn_schema(tools: &[Value]) -> Value {
     let mut calls: Vec<Value> = tools
         .iter()
         .filter_map(|t| {
             let f = t.get("function").unwrap_or(t);
             let name = f.get("name")?.as_str()?;
-            let parameters = f
+            let mut parameters = f
                 .get("parameters")
                 .cloned()
-                .unwrap_or_else(|| json!({"type": "object"}));
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+            // A function takes its declared parameters only (JSON Schema would allow others
+            // unless told not to; a small model then invents some).
+            if let Some(map) = parameters.as_object_mut() {
+                map.entry("additionalProperties").or_insert(json!(false));
+            }
             Some(json!({
                 "type": "object",
                 "properties": {"tool_call": {
@@ -448,7 +453,7 @@ pub fn agent_prompt(messages: &[Value], tools: &[Value]) -> Prompt {
         .collect();
     Prompt {
         system: format!(
-            "{system}\n\nTools (JSON Schema of each tool's arguments):\n{}\n\nReply with one JSON object: {{\"tool_call\": {{\"name\": \"<tool>\", \"arguments\": {{...}}}}}} to call a tool, or {{\"final_answer\": \"<your answer to the user>\"}} when the request is done or cannot be done.",
+            "{system}\n\nTools (JSON Schema of each tool's arguments):\n{}\n\nReply with one JSON object: {{\"tool_call\": {{\"name\": \"<tool>\", \"arguments\": {{...}}}}}} to call a tool, or {{\"final_answer\": \"<your answer to the user>\"}} when the request is done or cannot be done. Each call's result is shown after it: do not repeat a call whose result you already have; use the results to take the next step, or answer.",
             tool_lines.join("\n")
         ),
         user: format!("{}\n\nYour next step:", transcript.join("\n")),
@@ -729,6 +734,25 @@ mod tests {
         assert_eq!(
             branches[0]["properties"]["tool_call"]["properties"]["arguments"]["required"],
             json!(["id"])
+        );
+        assert_eq!(
+            branches[0]["properties"]["tool_call"]["properties"]["arguments"]
+                ["additionalProperties"],
+            json!(false)
+        );
+        // A schema that allows other parameters keeps allowing them; no schema: no parameters.
+        let open = turn_schema(&[
+            json!({"name": "f", "parameters": {"type": "object", "additionalProperties": true}}),
+            json!({"name": "g"}),
+        ]);
+        assert_eq!(
+            open["anyOf"][0]["properties"]["tool_call"]["properties"]["arguments"]
+                ["additionalProperties"],
+            json!(true)
+        );
+        assert_eq!(
+            open["anyOf"][1]["properties"]["tool_call"]["properties"]["arguments"],
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
         );
         assert_eq!(branches[1]["required"], json!(["final_answer"]));
     }
