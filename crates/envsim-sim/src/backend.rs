@@ -8,7 +8,7 @@ use envsim_core::apply::apply;
 use envsim_core::delta::Delta;
 use envsim_core::extract::extract_object;
 use envsim_core::prompt::{description_prompt, Prompt, Template};
-use envsim_core::sample::Action;
+use envsim_core::sample::{Action, Usage};
 use envsim_core::score::OUTPUT_KEYS;
 use envsim_exec::{step_seed, Call, ExecError, Executor};
 use serde_json::{json, Map, Value};
@@ -48,8 +48,8 @@ pub struct Prediction {
     pub state_after: Value,
     /// The model's raw answer, for models.
     pub raw: Option<String>,
-    /// Tokens spent (prompt + completion), for models.
-    pub tokens: u64,
+    /// Tokens spent, for models.
+    pub usage: Usage,
 }
 
 /// Why a backend gave no prediction.
@@ -64,7 +64,7 @@ pub enum PredictError {
         /// The answer.
         raw: String,
         /// Tokens the answer spent (an unreadable answer costs as much as a readable one).
-        tokens: u64,
+        usage: Usage,
     },
     /// It could not answer (connection, sandbox, no code in environment-free mode).
     #[error("{0}")]
@@ -143,7 +143,7 @@ impl Simulator for ExecutorSimulator {
                         observation: Value::String(format!("Error: {e}")),
                         state_after: e.state_after().cloned().unwrap_or_else(|| r.state.clone()),
                         raw: None,
-                        tokens: 0,
+                        usage: Usage::default(),
                     })
                 }
             };
@@ -154,7 +154,7 @@ impl Simulator for ExecutorSimulator {
                 ),
                 state_after: outcome.state_after,
                 raw: None,
-                tokens: 0,
+                usage: Usage::default(),
             })
         })
     }
@@ -240,13 +240,13 @@ pub fn operation_of(description: &Value, tool: &str) -> Value {
     }
 }
 
-/// Reads a model's answer `text` (which spent `tokens`): the output object's `feedback` and
+/// Reads a model's answer `text` (which spent `usage`): the output object's `feedback` and
 /// `config_changes`, the changes applied to the state.
-pub fn read_answer(text: String, tokens: u64, state: &Value) -> Result<Prediction, PredictError> {
+pub fn read_answer(text: String, usage: Usage, state: &Value) -> Result<Prediction, PredictError> {
     let unreadable = |why: String| PredictError::Unreadable {
         why,
         raw: text.clone(),
-        tokens,
+        usage,
     };
     let found = extract_object(&text, &OUTPUT_KEYS)
         .map_err(|e| unreadable(format!("no output object ({e:?})")))?;
@@ -273,7 +273,7 @@ pub fn read_answer(text: String, tokens: u64, state: &Value) -> Result<Predictio
         observation,
         state_after: after,
         raw: Some(text),
-        tokens,
+        usage,
     })
 }
 
@@ -356,10 +356,11 @@ impl Simulator for OpenAiSimulator {
                 .attempt(&body.to_string())
                 .await
                 .map_err(|e| PredictError::Failed(format!("{}: {}", self.name(), e.message)))?;
-            let tokens = completion
-                .usage
-                .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-            read_answer(completion.content, tokens, r.state)
+            read_answer(
+                completion.content,
+                completion.usage.unwrap_or_default(),
+                r.state,
+            )
         })
     }
 }
@@ -427,8 +428,7 @@ impl Simulator for LocalSimulator {
                 .generate(prompt, generation)
                 .await
                 .map_err(|e| PredictError::Failed(format!("{}: {e}", self.name())))?;
-            let tokens = completion.usage.prompt_tokens + completion.usage.completion_tokens;
-            read_answer(completion.content, tokens, r.state)
+            read_answer(completion.content, completion.usage, r.state)
         })
     }
 }

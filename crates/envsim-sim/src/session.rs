@@ -123,8 +123,11 @@ pub struct Provenance {
     pub uncertain: bool,
     /// Simulator calls made for this step (every backend).
     pub simulator_calls: usize,
-    /// Tokens spent by models on this step.
+    /// Tokens spent by models on this step (prompt and completion).
     pub tokens: u64,
+    /// Of those, completion tokens.
+    #[serde(default)]
+    pub completion_tokens: u64,
     /// Wall time of the step, milliseconds.
     pub wall_ms: f64,
     /// Of that, time spent waiting for simulators, milliseconds.
@@ -197,8 +200,10 @@ impl Ask<'_> {
         let answer = simulator.predict(&request).await;
         prov.simulator_ms += asked.elapsed().as_secs_f64() * 1000.0;
         match &answer {
-            Ok(p) => prov.tokens += p.tokens,
-            Err(PredictError::Unreadable { tokens, .. }) => prov.tokens += tokens,
+            Ok(Prediction { usage, .. }) | Err(PredictError::Unreadable { usage, .. }) => {
+                prov.tokens += usage.prompt_tokens + usage.completion_tokens;
+                prov.completion_tokens += usage.completion_tokens;
+            }
             Err(PredictError::Failed(_)) => {}
         }
         answer

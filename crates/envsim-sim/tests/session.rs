@@ -1,6 +1,7 @@
 //! Sessions on a small package written by the test, with the real executor.
 
 use envsim_core::audit::{AuditStep, AuditTrajectory, Effects};
+use envsim_core::sample::Usage;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
 use envsim_sim::backend::{
@@ -342,7 +343,10 @@ async fn without_code_the_description_is_the_truth() {
             observation,
             state_after: state.clone(),
             raw: None,
-            tokens: 10,
+            usage: Usage {
+                prompt_tokens: 8,
+                completion_tokens: 2,
+            },
         })
     };
     let scripted = Arc::new(Scripted {
@@ -353,7 +357,10 @@ async fn without_code_the_description_is_the_truth() {
             Err(PredictError::Unreadable {
                 why: "no output object".into(),
                 raw: "I think it works".into(),
-                tokens: 7,
+                usage: Usage {
+                    prompt_tokens: 4,
+                    completion_tokens: 3,
+                },
             }),
             answer(json!({"success": true, "ticket_id": "T2"}), &after),
         ]),
@@ -376,7 +383,7 @@ async fn without_code_the_description_is_the_truth() {
     let p = &r.provenance;
     assert_eq!((p.attempts, p.regenerations, p.uncertain), (3, 2, false));
     // The unreadable answer's tokens count too.
-    assert_eq!(p.tokens, 27);
+    assert_eq!((p.tokens, p.completion_tokens), (27, 7));
     assert_eq!(r.observation["ticket_id"], "T2");
     let kinds: Vec<&str> = p.problems.iter().map(|x| x.kind.as_str()).collect();
     assert_eq!(kinds, ["response_schema", "unreadable"]);
@@ -420,7 +427,10 @@ async fn without_code_the_description_is_the_truth() {
         answers: Mutex::new(vec![Err(PredictError::Unreadable {
             why: "the change list does not apply to the state".into(),
             raw: r#"{"feedback": "Created T2", "config_changes": [{"type": "modify", "path": "/nope/x", "value": 1}]}"#.into(),
-            tokens: 9,
+            usage: Usage {
+                prompt_tokens: 5,
+                completion_tokens: 4,
+            },
         })]),
         feedback: Mutex::new(Vec::new()),
     });

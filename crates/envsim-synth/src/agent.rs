@@ -16,6 +16,7 @@
 
 use crate::task::Task;
 use envsim_core::prompt::Prompt;
+use envsim_core::sample::Usage;
 use envsim_sim::backend::BoxFuture;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -33,7 +34,7 @@ pub trait TextModel: Send + Sync {
         prompt: Prompt,
         schema: Option<Value>,
         seed: u64,
-    ) -> BoxFuture<'a, Result<(String, u64), String>>;
+    ) -> BoxFuture<'a, Result<(String, Usage), String>>;
 }
 
 /// An OpenAI-compatible chat endpoint as a [`TextModel`].
@@ -72,7 +73,7 @@ impl TextModel for OpenAiText {
         prompt: Prompt,
         schema: Option<Value>,
         seed: u64,
-    ) -> BoxFuture<'a, Result<(String, u64), String>> {
+    ) -> BoxFuture<'a, Result<(String, Usage), String>> {
         Box::pin(async move {
             let mut body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
             body["seed"] = json!(seed);
@@ -85,10 +86,7 @@ impl TextModel for OpenAiText {
                 .attempt(&body.to_string())
                 .await
                 .map_err(|e| format!("{}: {}", self.name(), e.message))?;
-            let tokens = completion
-                .usage
-                .map_or(0, |u| u.prompt_tokens + u.completion_tokens);
-            Ok((completion.content, tokens))
+            Ok((completion.content, completion.usage.unwrap_or_default()))
         })
     }
 }
@@ -128,7 +126,7 @@ impl TextModel for LocalText {
         prompt: Prompt,
         schema: Option<Value>,
         seed: u64,
-    ) -> BoxFuture<'a, Result<(String, u64), String>> {
+    ) -> BoxFuture<'a, Result<(String, Usage), String>> {
         Box::pin(async move {
             let mut generation = self.generation.clone();
             generation.json_schema = schema;
@@ -138,10 +136,7 @@ impl TextModel for LocalText {
                 .generate(prompt, generation)
                 .await
                 .map_err(|e| format!("{}: {e}", self.name()))?;
-            Ok((
-                completion.content,
-                completion.usage.prompt_tokens + completion.usage.completion_tokens,
-            ))
+            Ok((completion.content, completion.usage))
         })
     }
 }
@@ -167,7 +162,7 @@ pub struct AgentTurn {
     /// Its tool calls (none: a final answer).
     pub tool_calls: Vec<ToolCall>,
     /// Tokens spent.
-    pub tokens: u64,
+    pub usage: Usage,
     /// Why the answer could not be read as a turn (the conversation ends there).
     pub unreadable: Option<String>,
 }
@@ -293,12 +288,17 @@ pub fn read_chat_turn(raw: &str) -> AgentTurn {
             .collect(),
         _ => String::new(),
     };
-    let tokens = value.get("usage").map_or(0, |u| {
-        u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0)
-            + u.get("completion_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-    });
+    let count = |key: &str| {
+        value
+            .get("usage")
+            .and_then(|u| u.get(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let usage = Usage {
+        prompt_tokens: count("prompt_tokens"),
+        completion_tokens: count("completion_tokens"),
+    };
     let mut calls = Vec::new();
     for (i, call) in message
         .get("tool_calls")
@@ -333,7 +333,7 @@ pub fn read_chat_turn(raw: &str) -> AgentTurn {
     AgentTurn {
         content,
         tool_calls: calls,
-        tokens,
+        usage,
         unreadable: None,
     }
 }
@@ -461,13 +461,13 @@ pub fn agent_prompt(messages: &[Value], tools: &[Value]) -> Prompt {
 }
 
 /// Reads a prompted turn: a `tool_call` or a `final_answer` object.
-pub fn read_prompted_turn(text: &str, tokens: u64, call_id: String) -> AgentTurn {
+pub fn read_prompted_turn(text: &str, usage: Usage, call_id: String) -> AgentTurn {
     let found = match envsim_core::extract::extract_object(text, &["tool_call", "final_answer"]) {
         Ok(found) => found.object,
         Err(e) => {
             return AgentTurn {
                 content: text.to_owned(),
-                tokens,
+                usage,
                 unreadable: Some(format!("no turn object in the answer ({e:?})")),
                 ..AgentTurn::default()
             }
@@ -478,7 +478,7 @@ pub fn read_prompted_turn(text: &str, tokens: u64, call_id: String) -> AgentTurn
         let Some(name) = name else {
             return AgentTurn {
                 content: text.to_owned(),
-                tokens,
+                usage,
                 unreadable: Some("the tool call has no name".into()),
                 ..AgentTurn::default()
             };
@@ -500,7 +500,7 @@ pub fn read_prompted_turn(text: &str, tokens: u64, call_id: String) -> AgentTurn
                 arguments,
                 arguments_error,
             }],
-            tokens,
+            usage,
             unreadable: None,
         };
     }
@@ -509,12 +509,12 @@ pub fn read_prompted_turn(text: &str, tokens: u64, call_id: String) -> AgentTurn
             content: answer
                 .as_str()
                 .map_or_else(|| answer.to_string(), str::to_owned),
-            tokens,
+            usage,
             ..AgentTurn::default()
         },
         None => AgentTurn {
             content: text.to_owned(),
-            tokens,
+            usage,
             unreadable: Some("the answer is neither a tool call nor a final answer".into()),
             ..AgentTurn::default()
         },
@@ -529,7 +529,7 @@ impl Agent for PromptedAgent {
     fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, String>> {
         Box::pin(async move {
             let prompt = agent_prompt(c.messages, c.tools);
-            let (text, tokens) = self
+            let (text, usage) = self
                 .model
                 .complete(prompt, Some(turn_schema(c.tools)), c.seed)
                 .await?;
@@ -541,7 +541,7 @@ impl Agent for PromptedAgent {
                 .sum::<usize>();
             Ok(read_prompted_turn(
                 &text,
-                tokens,
+                usage,
                 format!("call_{calls_so_far}"),
             ))
         })
@@ -608,17 +608,17 @@ impl User {
         task: &Task,
         messages: &[Value],
         seed: u64,
-    ) -> Result<(Option<String>, u64), String> {
+    ) -> Result<(Option<String>, Usage), String> {
         let user_turns = messages
             .iter()
             .filter(|m| m["role"] == "user")
             .count()
             .max(1);
         match self {
-            User::Scripted => Ok((task.turns.get(user_turns - 1).cloned(), 0)),
+            User::Scripted => Ok((task.turns.get(user_turns - 1).cloned(), Usage::default())),
             User::Model(model, limit) => {
                 if user_turns > *limit {
-                    return Ok((None, 0));
+                    return Ok((None, Usage::default()));
                 }
                 let goal = task.user_goal.as_deref().unwrap_or(&task.instruction);
                 let transcript: Vec<String> = messages
@@ -638,7 +638,7 @@ impl User {
                 let schema = json!({"type": "object", "properties": {
                     "done": {"type": "boolean"}, "message": {"type": "string"}},
                     "required": ["done"], "additionalProperties": false});
-                let (text, tokens) = model.complete(prompt, Some(schema), seed).await?;
+                let (text, usage) = model.complete(prompt, Some(schema), seed).await?;
                 let reply = envsim_core::extract::extract_object(&text, &["done", "message"])
                     .map_err(|e| {
                         format!("{}: the user's reply does not read ({e:?})", model.name())
@@ -651,7 +651,7 @@ impl User {
                     .map(str::trim)
                     .filter(|m| !m.is_empty())
                     .map(str::to_owned);
-                Ok((if done { None } else { message }, tokens))
+                Ok((if done { None } else { message }, usage))
             }
         }
     }
@@ -670,7 +670,13 @@ mod tests {
         ]}}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
         .to_string();
         let turn = read_chat_turn(&raw);
-        assert_eq!(turn.tokens, 15);
+        assert_eq!(
+            turn.usage,
+            Usage {
+                prompt_tokens: 10,
+                completion_tokens: 5
+            }
+        );
         assert_eq!(turn.tool_calls.len(), 3);
         assert_eq!(turn.tool_calls[0].arguments["id"], "O1");
         assert!(turn.tool_calls[1]
@@ -700,21 +706,25 @@ mod tests {
 
     #[test]
     fn prompted_turns_are_calls_or_final_answers() {
+        let used = Usage {
+            prompt_tokens: 5,
+            completion_tokens: 2,
+        };
         let t = read_prompted_turn(
             r#"{"tool_call": {"name": "get", "arguments": {"id": 1}}}"#,
-            7,
+            used,
             "call_3".into(),
         );
         assert_eq!(t.tool_calls[0].name, "get");
         assert_eq!(t.tool_calls[0].id, "call_3");
-        assert_eq!(t.tokens, 7);
-        let t = read_prompted_turn(r#"{"final_answer": "It is done."}"#, 0, "c".into());
+        assert_eq!(t.usage, used);
+        let t = read_prompted_turn(r#"{"final_answer": "It is done."}"#, used, "c".into());
         assert_eq!(t.content, "It is done.");
         assert!(t.tool_calls.is_empty() && t.unreadable.is_none());
-        assert!(read_prompted_turn("I think so", 0, "c".into())
+        assert!(read_prompted_turn("I think so", used, "c".into())
             .unreadable
             .is_some());
-        assert!(read_prompted_turn(r#"{"tool_call": {}}"#, 0, "c".into())
+        assert!(read_prompted_turn(r#"{"tool_call": {}}"#, used, "c".into())
             .unreadable
             .unwrap()
             .contains("no name"));
@@ -795,12 +805,18 @@ mod tests {
             prompt: Prompt,
             schema: Option<Value>,
             _seed: u64,
-        ) -> BoxFuture<'a, Result<(String, u64), String>> {
+        ) -> BoxFuture<'a, Result<(String, Usage), String>> {
             Box::pin(async move {
                 assert!(schema.is_some());
                 self.prompts.lock().unwrap().push(prompt);
                 let mut answers = self.answers.lock().unwrap();
-                Ok((answers.remove(0), 3))
+                Ok((
+                    answers.remove(0),
+                    Usage {
+                        prompt_tokens: 2,
+                        completion_tokens: 1,
+                    },
+                ))
             })
         }
     }
@@ -847,7 +863,7 @@ mod tests {
         let user = User::Model(model.clone(), 2);
         let (reply, tokens) = user.next(&t, &messages, 0).await.unwrap();
         assert_eq!(reply.as_deref(), Some("Please refund it."));
-        assert_eq!(tokens, 3);
+        assert_eq!(tokens.completion_tokens, 1);
         let prompt = model.prompts.lock().unwrap()[0].clone();
         assert!(prompt.user.contains("Your goal: O1 cancelled and refunded"));
         assert!(prompt
@@ -857,7 +873,10 @@ mod tests {
         // Past its turns the model is not asked.
         let mut three = longer.clone();
         three.push(json!({"role": "user", "content": "again"}));
-        assert_eq!(user.next(&t, &three, 0).await.unwrap(), (None, 0));
+        assert_eq!(
+            user.next(&t, &three, 0).await.unwrap(),
+            (None, Usage::default())
+        );
         assert_eq!(model.prompts.lock().unwrap().len(), 2);
     }
 }

@@ -18,6 +18,7 @@
 
 use crate::agent::{Agent, AgentContext, User};
 use crate::task::Task;
+use envsim_core::sample::Usage;
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
 use envsim_sim::environment::Environment;
 use envsim_sim::session::{Backends, Session, SessionConfig};
@@ -154,7 +155,11 @@ pub async fn synthesize(
         json!({"role": "system", "content": ctx.system_prompt}),
         json!({"role": "user", "content": task.instruction}),
     ];
-    let (mut agent_tokens, mut user_tokens) = (0u64, 0u64);
+    let (mut agent, mut user) = (Usage::default(), Usage::default());
+    let add = |total: &mut Usage, more: Usage| {
+        total.prompt_tokens += more.prompt_tokens;
+        total.completion_tokens += more.completion_tokens;
+    };
     let mut tool_calls = 0usize;
     let mut refused_calls = 0usize;
     let mut finish = "turn_budget";
@@ -167,7 +172,7 @@ pub async fn synthesize(
             seed: seed.wrapping_add(turn as u64),
         };
         let answer = who.agent.act(&context).await?;
-        agent_tokens += answer.tokens;
+        add(&mut agent, answer.usage);
         if let Some(why) = &answer.unreadable {
             finish = "agent_unreadable";
             finish_detail = Some(format!("{why}: {}", answer.content));
@@ -175,8 +180,8 @@ pub async fn synthesize(
         }
         messages.push(answer.message());
         if answer.tool_calls.is_empty() {
-            let (next, tokens) = who.user.next(task, &messages, seed).await?;
-            user_tokens += tokens;
+            let (next, used) = who.user.next(task, &messages, seed).await?;
+            add(&mut user, used);
             match next {
                 Some(text) => messages.push(json!({"role": "user", "content": text})),
                 None => {
@@ -223,9 +228,12 @@ pub async fn synthesize(
     let mut record = session.trajectory(&task.id);
     let steps = session.steps();
     let usage = json!({
-        "agent_tokens": agent_tokens,
-        "user_tokens": user_tokens,
+        "agent_tokens": agent.prompt_tokens + agent.completion_tokens,
+        "agent_completion_tokens": agent.completion_tokens,
+        "user_tokens": user.prompt_tokens + user.completion_tokens,
+        "user_completion_tokens": user.completion_tokens,
         "simulator_tokens": steps.iter().map(|s| s.provenance.tokens).sum::<u64>(),
+        "simulator_completion_tokens": steps.iter().map(|s| s.provenance.completion_tokens).sum::<u64>(),
         "simulator_calls": steps.iter().map(|s| s.provenance.simulator_calls).sum::<usize>(),
         "simulator_ms": steps.iter().map(|s| s.provenance.simulator_ms).sum::<f64>(),
         "regenerations": steps.iter().map(|s| s.provenance.regenerations).sum::<usize>(),

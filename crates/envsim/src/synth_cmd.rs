@@ -129,6 +129,20 @@ pub struct SynthArgs {
     /// Where the trajectories go (JSON Lines, one record per task, in task order).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// USD per million prompt tokens of the simulator's model (with --price-output: the run's
+    /// simulator cost).
+    #[arg(long, value_name = "USD", requires = "price_output")]
+    price_input: Option<f64>,
+    /// USD per million completion tokens of the simulator's model.
+    #[arg(long, value_name = "USD", requires = "price_input")]
+    price_output: Option<f64>,
+    /// USD per million prompt tokens of the agent's model (the agent, a model user, the task
+    /// writer).
+    #[arg(long, value_name = "USD", requires = "agent_price_output")]
+    agent_price_input: Option<f64>,
+    /// USD per million completion tokens of the agent's model.
+    #[arg(long, value_name = "USD", requires = "agent_price_input")]
+    agent_price_output: Option<f64>,
     /// Seed of walks, task choice, sessions and the agent.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -149,6 +163,19 @@ pub fn run(a: SynthArgs) -> Result<()> {
     }
     if !(0.0..=1.0).contains(&a.adversarial_share) {
         bail!("--adversarial-share must be between 0 and 1");
+    }
+    for price in [
+        a.price_input,
+        a.price_output,
+        a.agent_price_input,
+        a.agent_price_output,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !(price.is_finite() && price >= 0.0) {
+            bail!("prices are USD per million tokens, ≥ 0 (got {price})");
+        }
     }
     let policy = a.anchoring.policy()?;
     let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
@@ -176,6 +203,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
     let mut tasks: Vec<Task> = Vec::new();
     let mut mix_reports = BTreeMap::new();
     let mut generation_failures = Vec::new();
+    let mut writer = envsim_core::sample::Usage::default();
     match &source {
         TaskSource::File(path) => {
             let text = std::fs::read_to_string(path)
@@ -256,13 +284,15 @@ pub fn run(a: SynthArgs) -> Result<()> {
                     eprint!("\r{name}: writing task {}/{}", i + 1, targets.len());
                     let prompt =
                         task::generation_prompt(name, &about, &p.env.tools, &state, target);
-                    let (text, _) = runtime
+                    let (text, used) = runtime
                         .block_on(model.complete(
                             prompt,
                             Some(task::generated_task_schema()),
                             a.seed.wrapping_add(i as u64),
                         ))
                         .map_err(|e| anyhow!("writing tasks for {name}: {e}"))?;
+                    writer.prompt_tokens += used.prompt_tokens;
+                    writer.completion_tokens += used.completion_tokens;
                     match task::read_generated(
                         &text,
                         name,
@@ -428,13 +458,14 @@ pub fn run(a: SynthArgs) -> Result<()> {
     }
     out.flush()
         .with_context(|| format!("cannot write {}", a.out.display()))?;
-    let summary = summarize(
+    let mut summary = summarize(
         &records,
         &mix_reports,
         &generation_failures,
         &failures,
         &hash,
     );
+    summary["usage"] = usage_and_cost(&records, writer, &a);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -654,6 +685,50 @@ fn summarize(
     })
 }
 
+/// Tokens per role (prompt and completion) and, where prices are given, their cost in USD.
+fn usage_and_cost(records: &[&Value], writer: envsim_core::sample::Usage, a: &SynthArgs) -> Value {
+    let sum = |key: &str| -> u64 {
+        records
+            .iter()
+            .map(|r| r["usage"][key].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let role = |total: u64, completion: u64, prices: (Option<f64>, Option<f64>)| {
+        let prompt = total - completion.min(total);
+        let cost = match prices {
+            (Some(i), Some(o)) => json!((prompt as f64 * i + completion as f64 * o) / 1e6),
+            _ => Value::Null,
+        };
+        json!({"prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": cost})
+    };
+    let agent_prices = (a.agent_price_input, a.agent_price_output);
+    let agent = role(
+        sum("agent_tokens") + sum("user_tokens"),
+        sum("agent_completion_tokens") + sum("user_completion_tokens"),
+        agent_prices,
+    );
+    let writer = role(
+        writer.prompt_tokens + writer.completion_tokens,
+        writer.completion_tokens,
+        agent_prices,
+    );
+    let simulator = role(
+        sum("simulator_tokens"),
+        sum("simulator_completion_tokens"),
+        (a.price_input, a.price_output),
+    );
+    let costs: Vec<Option<f64>> = [&agent, &writer, &simulator]
+        .iter()
+        .map(|r| r["cost_usd"].as_f64())
+        .collect();
+    let total = if costs.iter().all(Option::is_some) {
+        json!(costs.iter().flatten().sum::<f64>())
+    } else {
+        Value::Null
+    };
+    json!({"agent_and_user": agent, "task_writer": writer, "simulator": simulator, "total_cost_usd": total})
+}
+
 fn render(s: &Value) -> String {
     let f = |v: &Value| v.as_f64().map_or("—".to_owned(), |x| format!("{x:.3}"));
     let counts = |v: &Value| {
@@ -687,6 +762,20 @@ fn render(s: &Value) -> String {
         "uncertain steps {} · agent tokens {} · simulator tokens {}\n",
         s["uncertain_steps"], s["agent_tokens"], s["simulator_tokens"]
     ));
+    let u = &s["usage"];
+    let cost = |v: &Value| v.as_f64().map(|c| format!("${c:.4}"));
+    let parts: Vec<String> = [
+        ("agent and user", &u["agent_and_user"]["cost_usd"]),
+        ("task writer", &u["task_writer"]["cost_usd"]),
+        ("simulator", &u["simulator"]["cost_usd"]),
+        ("total", &u["total_cost_usd"]),
+    ]
+    .iter()
+    .filter_map(|(name, v)| cost(v).map(|c| format!("{name} {c}")))
+    .collect();
+    if !parts.is_empty() {
+        out.push_str(&format!("cost: {}\n", parts.join(" · ")));
+    }
     if let Some(mixes) = s["mix"].as_object() {
         for (env, m) in mixes {
             if m["adversarial_shortfall"].as_u64().unwrap_or(0) > 0 {

@@ -474,11 +474,42 @@ fn generated_tasks_are_asked_with_a_schema_and_duplicates_are_removed() {
             "--out",
             out.to_str().unwrap(),
             "--json",
+            "--agent-price-input",
+            "2",
+            "--agent-price-output",
+            "8",
+            "--price-input",
+            "1",
+            "--price-output",
+            "1",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(summary["trajectories"], 1);
+    // Tokens per role, split, and their cost at the given prices (USD per million).
+    let u = &summary["usage"];
+    let cost = |role: &Value, input: f64, output: f64| {
+        (role["prompt_tokens"].as_f64().unwrap() * input
+            + role["completion_tokens"].as_f64().unwrap() * output)
+            / 1e6
+    };
+    assert!(u["task_writer"]["prompt_tokens"].as_u64().unwrap() > 0);
+    assert!(u["task_writer"]["completion_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(
+        u["task_writer"]["cost_usd"].as_f64().unwrap(),
+        cost(&u["task_writer"], 2.0, 8.0)
+    );
+    assert_eq!(
+        u["agent_and_user"]["cost_usd"].as_f64().unwrap(),
+        cost(&u["agent_and_user"], 2.0, 8.0)
+    );
+    // The executor spends no tokens.
+    assert_eq!(u["simulator"]["cost_usd"], 0.0);
+    let total = u["total_cost_usd"].as_f64().unwrap();
+    let parts = u["task_writer"]["cost_usd"].as_f64().unwrap()
+        + u["agent_and_user"]["cost_usd"].as_f64().unwrap();
+    assert!((total - parts).abs() < 1e-12 && total > 0.0);
     assert_eq!(summary["mix"]["desk"]["requested"], 2);
     let r = &records(&out)[0];
     assert_eq!(r["task"]["source"], "generated:openai:m");
