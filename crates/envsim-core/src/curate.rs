@@ -375,25 +375,35 @@ pub fn richness(items: &[Item]) -> Vec<f64> {
 /// Non-dominated fronts of points (maximizing both coordinates): front 0 holds the points no
 /// other point dominates, front 1 those only front 0 dominates, and so on. Returns each
 /// point's front.
+///
+/// In two dimensions this takes one pass over the points sorted by the first coordinate
+/// (descending): the members of a front then rise in the second coordinate, so a point is
+/// dominated by a front exactly when it is dominated by that front's last member, and it joins
+/// the first front whose last member does not dominate it — O(n log n + n·fronts).
 pub fn fronts(points: &[(f64, f64)]) -> Vec<usize> {
-    let n = points.len();
     let dominates =
         |a: (f64, f64), b: (f64, f64)| a.0 >= b.0 && a.1 >= b.1 && (a.0 > b.0 || a.1 > b.1);
-    let mut front = vec![usize::MAX; n];
-    let mut assigned = 0;
-    let mut level = 0;
-    while assigned < n {
-        let current: Vec<usize> = (0..n)
-            .filter(|&i| front[i] == usize::MAX)
-            .filter(|&i| {
-                !(0..n).any(|j| j != i && front[j] == usize::MAX && dominates(points[j], points[i]))
-            })
-            .collect();
-        for &i in &current {
-            front[i] = level;
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    order.sort_by(|&i, &j| {
+        points[j]
+            .0
+            .total_cmp(&points[i].0)
+            .then(points[j].1.total_cmp(&points[i].1))
+    });
+    let mut last: Vec<(f64, f64)> = Vec::new();
+    let mut front = vec![0; points.len()];
+    for i in order {
+        let p = points[i];
+        let f = last
+            .iter()
+            .position(|&q| !dominates(q, p))
+            .unwrap_or(last.len());
+        if f == last.len() {
+            last.push(p);
+        } else {
+            last[f] = p;
         }
-        assigned += current.len();
-        level += 1;
+        front[i] = f;
     }
     front
 }

@@ -351,10 +351,11 @@ pub fn run(a: CurateArgs) -> Result<()> {
     }
     // The datasheet.
     let all_idx: Vec<usize> = (0..items.len()).collect();
+    let chosen_set: BTreeSet<usize> = selected.iter().copied().collect();
     let not_selected: Vec<usize> = all_idx
         .iter()
         .copied()
-        .filter(|i| !selected.contains(i))
+        .filter(|i| !chosen_set.contains(i))
         .collect();
     let gate_dropped: Vec<usize> = all_idx
         .iter()
