@@ -545,3 +545,48 @@ fn a_schema_constrains_even_a_random_model_to_its_shape() {
         "{err}"
     );
 }
+
+#[test]
+fn alternating_prompts_keep_their_own_caches_and_compute_the_same_logits() {
+    let (_dir, path, _w) = setup(GgmlDType::Q8_0);
+    // Two unrelated prompt streams (an agent's and a simulator's), each growing.
+    let a: Vec<u32> = (0..300).map(|i| (i * 7 + 1) % 256).collect();
+    let b: Vec<u32> = (0..280).map(|i| (i * 13 + 5) % 256).collect();
+    let mut a2 = a.clone();
+    a2.extend([9, 8, 7]);
+    let mut b2 = b.clone();
+    b2.extend([3, 4]);
+    let (mut engine, _) = CandleEngine::load(&settings(&path, 2)).unwrap();
+    assert_eq!(engine.prefill(&a).unwrap().1, 0);
+    // b shares nothing with a: a is set aside, b starts from nothing.
+    assert_eq!(engine.prefill(&b).unwrap().1, 0);
+    // a2 continues a: its cache is taken back, only the 3 new tokens are computed.
+    let (a2_logits, reused) = engine.prefill(&a2).unwrap();
+    assert_eq!(reused, a.len());
+    let (b2_logits, reused) = engine.prefill(&b2).unwrap();
+    assert_eq!(reused, b.len());
+    // The same logits as computing each from scratch.
+    let close = |x: &[f32], y: &[f32]| {
+        x.iter()
+            .zip(y)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0f32, f32::max)
+    };
+    let (mut fresh, _) = CandleEngine::load(&settings(&path, 1)).unwrap();
+    let (scratch, _) = fresh.prefill(&a2).unwrap();
+    assert!(close(&a2_logits, &scratch) < 1e-3);
+    let (mut fresh, _) = CandleEngine::load(&settings(&path, 1)).unwrap();
+    let (scratch, _) = fresh.prefill(&b2).unwrap();
+    assert!(close(&b2_logits, &scratch) < 1e-3);
+    // More streams than caches: the least recently used one is given up.
+    let streams: Vec<Vec<u32>> = (0..envsim_model::candle::KV_CACHES as u32)
+        .map(|k| (0..260).map(|i| (i * (17 + 2 * k) + 100 + k) % 256).collect())
+        .collect();
+    for s in &streams {
+        engine.prefill(s).unwrap();
+    }
+    // a2 was used longest ago: computed anew; the last stream is still there.
+    assert_eq!(engine.prefill(&a2).unwrap().1, 0);
+    let last = streams.last().unwrap();
+    assert_eq!(engine.prefill(last).unwrap().1, last.len() - 1);
+}

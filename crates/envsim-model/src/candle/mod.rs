@@ -70,6 +70,13 @@ impl ChatTemplate {
 }
 
 pub use crate::constrain::argmax;
+
+/// KV caches an engine keeps (the active one and those set aside).
+pub const KV_CACHES: usize = 4;
+/// A prompt sharing fewer tokens than this with the active cache sets it aside...
+const SET_ASIDE_BELOW: usize = 64;
+/// ...when the active cache holds at least this many.
+const SET_ASIDE_FROM: usize = 256;
 use crate::constrain::Sampler;
 
 /// A loaded model with its tokenizer, template and thread pool.
@@ -81,6 +88,8 @@ pub struct CandleEngine {
     n_ctx: u32,
     /// Tokens whose keys and values are in the cache.
     cached: Vec<u32>,
+    /// Caches of earlier prompts set aside, least recently used first, with their tokens.
+    parked: Vec<(Vec<u32>, qwen2::KvCache)>,
     /// Every token's text, built at the first constrained generation.
     token_texts: Vec<Vec<u8>>,
 }
@@ -143,6 +152,7 @@ impl CandleEngine {
                 pool,
                 n_ctx,
                 cached: Vec::new(),
+                parked: Vec::new(),
                 token_texts: Vec::new(),
             },
             info,
@@ -185,13 +195,7 @@ impl CandleEngine {
         if tokens.is_empty() {
             return Err("the prompt tokenized to nothing".into());
         }
-        let common = self
-            .cached
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(tokens.len() - 1);
+        let common = self.choose_cache(tokens).min(tokens.len() - 1);
         self.cached.truncate(common);
         self.model.truncate(common);
         let mut logits = Vec::new();
@@ -199,6 +203,50 @@ impl CandleEngine {
             logits = self.forward(chunk)?;
         }
         Ok((logits, common))
+    }
+
+    /// Makes the cache sharing the longest prefix with `tokens` the model's, and returns the
+    /// length of that prefix. Prompts of different kinds that alternate on one engine (an
+    /// agent's and a simulator's, in `envsim synth`) would otherwise each discard the other's
+    /// cache: a prompt sharing (almost) nothing with the active cache sets it aside, and a
+    /// later prompt continuing it takes it back. At most [`KV_CACHES`] caches are kept, the
+    /// least recently used given up first.
+    fn choose_cache(&mut self, tokens: &[u32]) -> usize {
+        let common = |cached: &[u32]| {
+            cached
+                .iter()
+                .zip(tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let active = common(&self.cached);
+        let best = self
+            .parked
+            .iter()
+            .enumerate()
+            .map(|(i, (cached, _))| (i, common(cached)))
+            .max_by_key(|&(i, n)| (n, i));
+        if let Some((i, n)) = best.filter(|&(_, n)| n > active) {
+            let (mut cached, mut cache) = self.parked.remove(i);
+            self.model.swap_cache(&mut cache);
+            std::mem::swap(&mut self.cached, &mut cached);
+            self.parked.push((cached, cache));
+            return n;
+        }
+        if KV_CACHES > 1 && active < SET_ASIDE_BELOW && self.cached.len() >= SET_ASIDE_FROM {
+            let mut fresh = if self.parked.len() + 1 >= KV_CACHES {
+                let (_, mut cache) = self.parked.remove(0);
+                cache.clear();
+                cache
+            } else {
+                self.model.new_cache()
+            };
+            self.model.swap_cache(&mut fresh);
+            let cached = std::mem::take(&mut self.cached);
+            self.parked.push((cached, fresh));
+            return 0;
+        }
+        active
     }
 
     /// Appends one token and returns the logits after it.

@@ -346,6 +346,21 @@ pub struct Qwen2 {
     n_ctx: usize,
 }
 
+/// A KV cache set aside ([`Qwen2::swap_cache`]): per layer keys and values, and the positions
+/// it holds.
+pub struct KvCache {
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+    len: usize,
+}
+
+impl KvCache {
+    /// Forgets every position (the memory is kept for reuse).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 impl Qwen2 {
     /// Loads the weights of a Qwen2 GGUF (header already read) with room for `n_ctx` positions.
     pub fn load<R: Read + Seek>(
@@ -407,6 +422,23 @@ impl Qwen2 {
             len: 0,
             n_ctx,
         })
+    }
+
+    /// An empty cache of this model's shape (memory is taken as positions are written).
+    pub fn new_cache(&self) -> KvCache {
+        let size = self.n_ctx * self.config.kv_dim();
+        KvCache {
+            keys: (0..self.config.n_layer).map(|_| vec![0f32; size]).collect(),
+            values: (0..self.config.n_layer).map(|_| vec![0f32; size]).collect(),
+            len: 0,
+        }
+    }
+
+    /// Exchanges the model's cache with `other` (no copy).
+    pub fn swap_cache(&mut self, other: &mut KvCache) {
+        std::mem::swap(&mut self.keys, &mut other.keys);
+        std::mem::swap(&mut self.values, &mut other.values);
+        std::mem::swap(&mut self.len, &mut other.len);
     }
 
     /// Vocabulary size of the output head.
