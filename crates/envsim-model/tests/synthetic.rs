@@ -580,7 +580,11 @@ fn alternating_prompts_keep_their_own_caches_and_compute_the_same_logits() {
     assert!(close(&b2_logits, &scratch) < 1e-3);
     // More streams than caches: the least recently used one is given up.
     let streams: Vec<Vec<u32>> = (0..envsim_model::candle::KV_CACHES as u32)
-        .map(|k| (0..260).map(|i| (i * (17 + 2 * k) + 100 + k) % 256).collect())
+        .map(|k| {
+            (0..260)
+                .map(|i| (i * (17 + 2 * k) + 100 + k) % 256)
+                .collect()
+        })
         .collect();
     for s in &streams {
         engine.prefill(s).unwrap();
