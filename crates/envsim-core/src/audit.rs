@@ -69,6 +69,38 @@ pub fn resources(state: &Value) -> BTreeMap<ResourceKey, &Value> {
         .collect()
 }
 
+/// How a resource differs between two states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceChange {
+    /// Only in the later state.
+    Created,
+    /// Only in the earlier state.
+    Deleted,
+    /// In both, with different values.
+    Updated,
+}
+
+/// The resources that differ between `before` and `after`, and how.
+pub fn resource_changes(before: &Value, after: &Value) -> BTreeMap<ResourceKey, ResourceChange> {
+    let (old, new) = (resources(before), resources(after));
+    let mut out = BTreeMap::new();
+    for (key, value) in &new {
+        match old.get(key) {
+            None => {
+                out.insert(key.clone(), ResourceChange::Created);
+            }
+            Some(v) if v != value => {
+                out.insert(key.clone(), ResourceChange::Updated);
+            }
+            Some(_) => {}
+        }
+    }
+    for key in old.keys().filter(|k| !new.contains_key(*k)) {
+        out.insert(key.clone(), ResourceChange::Deleted);
+    }
+    out
+}
+
 /// A resource as the audit keeps it while it reads a trajectory: its type (borrowed from the
 /// state when it is a top-level collection's name) and id, borrowed from the state, so finding
 /// the resources of a state allocates nothing per resource.
@@ -2020,6 +2052,27 @@ mod tests {
             let expected = if kind == FaultKind::WrongError { 40 } else { 0 };
             assert_eq!(missed, expected, "{kind:?} missed {missed} of 40");
         }
+    }
+
+    #[test]
+    fn resource_changes_say_what_was_created_deleted_and_updated() {
+        let before =
+            json!({"orders": {"O1": {"s": "new"}, "O2": {"s": "new"}}, "carts": {"C1": {"n": 1}}});
+        let after =
+            json!({"orders": {"O1": {"s": "paid"}, "O3": {"s": "new"}}, "carts": {"C1": {"n": 1}}});
+        let changes: Vec<(String, ResourceChange)> = resource_changes(&before, &after)
+            .into_iter()
+            .map(|((kind, id), c)| (format!("{kind}/{id}"), c))
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("orders/O1".to_string(), ResourceChange::Updated),
+                ("orders/O2".to_string(), ResourceChange::Deleted),
+                ("orders/O3".to_string(), ResourceChange::Created),
+            ]
+        );
+        assert!(resource_changes(&before, &before).is_empty());
     }
 
     #[test]

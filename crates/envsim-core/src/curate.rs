@@ -18,7 +18,7 @@
 //! - **Tiers and batches** ([`batches`]): training batches mixing consistency tiers in declared
 //!   ratios; **curriculum** ([`curriculum`]): ordered stages with rising minimum consistency.
 
-use crate::audit::resources;
+use crate::audit::{resource_changes, ResourceChange};
 use crate::rng::Rng;
 use serde::Serialize;
 use serde_json::Value;
@@ -224,18 +224,13 @@ fn edges(before: &Value, after: &Value, success: Option<bool>) -> BTreeSet<Strin
         );
         return out;
     }
-    let (old, new) = (resources(before), resources(after));
-    for (key, value) in &new {
-        match old.get(key) {
-            None => out.insert(format!("create:{}", key.0)),
-            Some(v) if v != value => out.insert(format!("update:{}", key.0)),
-            Some(_) => false,
+    for ((kind, _), change) in resource_changes(before, after) {
+        let verb = match change {
+            ResourceChange::Created => "create",
+            ResourceChange::Deleted => "delete",
+            ResourceChange::Updated => "update",
         };
-    }
-    for key in old.keys() {
-        if !new.contains_key(key) {
-            out.insert(format!("delete:{}", key.0));
-        }
+        out.insert(format!("{verb}:{kind}"));
     }
     if out.is_empty() {
         out.insert("update".into());

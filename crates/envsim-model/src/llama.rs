@@ -6,8 +6,8 @@
 
 use crate::constrain::Sampler;
 use crate::local::{
-    check_fits, model_file_name, next_token, Constraint, EngineKind, Generation, Job,
-    LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
+    check_fits, model_file_name, Constraint, EngineKind, Generation, Job, LocalCompletion,
+    LocalSettings, ModelInfo, Output, Ready,
 };
 use envsim_core::prompt::Prompt;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -183,7 +183,6 @@ fn generate_from(
     };
     // A schema constraint picks tokens with envsim's own sampler over llama.cpp's logits.
     let constraint = Constraint::of(generation)?;
-    let mut matcher = constraint.matcher();
     let texts: Vec<Vec<u8>> = if constraint.is_some() {
         (0..vocab.n_tokens())
             .map(|t| {
@@ -200,36 +199,25 @@ fn generate_from(
     };
     let mut constrained = Sampler::new(generation.temperature, generation.seed);
     let decode_start = Instant::now();
-    let mut out = Output::new(generation);
+    let mut out = Output::new(generation, &constraint);
     let mut logits_index = batch.n_tokens() - 1;
     let mut position = tokens.len();
     while out.wants_more() {
-        let token = match matcher.as_ref() {
-            Some(m) => LlamaToken(next_token(
-                &mut constrained,
-                ctx.get_logits_ith(logits_index),
-                Some(m),
-                &texts,
-            )? as i32),
-            None => {
-                let token = sampler.sample(ctx, logits_index);
-                sampler.accept(token);
-                token
-            }
+        let token = if constraint.is_some() {
+            LlamaToken(
+                out.next_token(&mut constrained, ctx.get_logits_ith(logits_index), &texts)? as i32,
+            )
+        } else {
+            let token = sampler.sample(ctx, logits_index);
+            sampler.accept(token);
+            token
         };
         if vocab.is_eog(token) {
             out.end_of_turn();
             break;
         }
         let piece = vocab.token_to_piece(token, false, None);
-        if let Some(m) = matcher.as_mut() {
-            m.advance(&piece);
-        }
         if out.push(token.0 as u32, &piece) || !out.wants_more() {
-            break;
-        }
-        if matcher.as_ref().is_some_and(|m| m.is_complete()) {
-            out.value_complete();
             break;
         }
         batch.clear();

@@ -315,24 +315,49 @@ pub(crate) fn check_fits(prompt_tokens: usize, budget: usize, n_ctx: u32) -> Res
     Ok(())
 }
 
-/// The completion text as it is generated: stop sequences, the object scanner and the token
-/// count (shared by both engines, so they stop identically).
+/// The completion text as it is generated: stop sequences, the object scanner, the schema
+/// constraint's matcher and the token count (shared by both engines, so they choose and stop
+/// identically).
 pub(crate) struct Output<'a> {
     generation: &'a Generation,
     bytes: Vec<u8>,
     scanner: ObjectScanner,
+    matcher: Option<crate::constrain::Matcher<'a>>,
     tokens: Vec<u32>,
     finish: &'static str,
 }
 
 impl<'a> Output<'a> {
-    pub(crate) fn new(generation: &'a Generation) -> Output<'a> {
+    pub(crate) fn new(generation: &'a Generation, constraint: &'a Constraint) -> Output<'a> {
         Output {
             generation,
             bytes: Vec::new(),
             scanner: ObjectScanner::default(),
+            matcher: constraint.matcher(),
             tokens: Vec::new(),
             finish: "length",
+        }
+    }
+
+    /// The next token: unconstrained, or the one the sampler picks among tokens whose text
+    /// (`texts`, indexed by token id; control tokens have none) keeps the output a prefix the
+    /// constraint accepts. An error when no token does (a schema that admits nothing further).
+    pub(crate) fn next_token(
+        &self,
+        sampler: &mut crate::constrain::Sampler,
+        logits: &[f32],
+        texts: &[Vec<u8>],
+    ) -> Result<u32, String> {
+        match &self.matcher {
+            None => Ok(sampler.sample(logits)),
+            Some(m) => sampler
+                .sample_allowed(logits, |t| {
+                    texts.get(t as usize).is_some_and(|text| m.accepts(text))
+                })
+                .ok_or_else(|| {
+                    "no token of the vocabulary continues the output within the output schema"
+                        .to_owned()
+                }),
         }
     }
 
@@ -346,16 +371,16 @@ impl<'a> Output<'a> {
         self.finish = "stop";
     }
 
-    /// The constrained value is complete: stop after the token just pushed.
-    pub(crate) fn value_complete(&mut self) {
-        self.finish = "stop";
-    }
-
-    /// Appends one generated token and its text; true when generation must stop here.
+    /// Appends one generated token and its text; true when generation must stop here (a stop
+    /// sequence, the first object's end, or the constrained value complete).
     pub(crate) fn push(&mut self, token: u32, piece: &[u8]) -> bool {
         self.tokens.push(token);
         let before = self.bytes.len();
         self.bytes.extend_from_slice(piece);
+        let complete = self.matcher.as_mut().is_some_and(|m| {
+            m.advance(piece);
+            m.is_complete()
+        });
         if let Some(cut) = stop_position(&self.bytes, &self.generation.stop) {
             self.bytes.truncate(cut);
             self.finish = "stop";
@@ -365,7 +390,10 @@ impl<'a> Output<'a> {
             self.finish = "stop";
             return true;
         }
-        false
+        if complete {
+            self.finish = "stop";
+        }
+        complete
     }
 
     pub(crate) fn finish(
@@ -413,28 +441,6 @@ impl Constraint {
 
     pub(crate) fn matcher(&self) -> Option<crate::constrain::Matcher<'_>> {
         self.grammar.as_ref().map(crate::constrain::Matcher::new)
-    }
-}
-
-/// The next token: unconstrained, or the one the sampler picks among tokens whose text
-/// (`texts`, indexed by token id; control tokens have none) keeps the output a prefix the
-/// matcher accepts. An error when no token does (a schema that admits nothing further).
-pub(crate) fn next_token(
-    sampler: &mut crate::constrain::Sampler,
-    logits: &[f32],
-    matcher: Option<&crate::constrain::Matcher<'_>>,
-    texts: &[Vec<u8>],
-) -> Result<u32, String> {
-    match matcher {
-        None => Ok(sampler.sample(logits)),
-        Some(m) => sampler
-            .sample_allowed(logits, |t| {
-                texts.get(t as usize).is_some_and(|text| m.accepts(text))
-            })
-            .ok_or_else(|| {
-                "no token of the vocabulary continues the output within the output schema"
-                    .to_owned()
-            }),
     }
 }
 
@@ -589,7 +595,8 @@ mod tests {
             stop_after_object: true,
             json_schema: None,
         };
-        let mut out = Output::new(&generation);
+        let none = Constraint::of(&generation).unwrap();
+        let mut out = Output::new(&generation, &none);
         assert!(!out.push(0, b"{\"a\""));
         assert!(out.push(0, b": 1} trailing"));
         let done = out.finish(10, 4, 1.0, Instant::now());
@@ -597,16 +604,16 @@ mod tests {
         assert_eq!(done.finish_reason, "stop");
         assert_eq!(done.usage.completion_tokens, 2);
         assert_eq!(done.usage.prompt_tokens, 10);
-        let mut out = Output::new(&generation);
+        let mut out = Output::new(&generation, &none);
         assert!(!out.push(0, b"x"));
         assert!(!out.push(0, b"yEN"));
         assert!(out.push(0, b"D"));
         assert_eq!(out.finish(1, 0, 0.0, Instant::now()).content, "xy");
-        let mut out = Output::new(&generation);
+        let mut out = Output::new(&generation, &none);
         assert!(!out.push(0, b"ab"));
         assert!(out.push(0, b"cENDd"));
         assert_eq!(out.finish(1, 0, 0.0, Instant::now()).content, "abc");
-        let mut out = Output::new(&generation);
+        let mut out = Output::new(&generation, &none);
         for _ in 0..3 {
             assert!(out.wants_more());
             assert!(!out.push(0, b"."));

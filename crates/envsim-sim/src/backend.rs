@@ -65,6 +65,9 @@ pub enum PredictError {
         raw: String,
         /// Tokens the answer spent (an unreadable answer costs as much as a readable one).
         usage: Usage,
+        /// The answer's feedback, when an output object with one was found (its change list
+        /// was what failed). Boxed: the error stays small.
+        feedback: Option<Box<Value>>,
     },
     /// It could not answer (connection, sandbox, no code in environment-free mode).
     #[error("{0}")]
@@ -161,8 +164,8 @@ impl Simulator for ExecutorSimulator {
 }
 
 /// The prompt a model gets for a step: envsim's template over the code in code mode, the
-/// description prompt over the called operation ([`operation_of`]) in environment-free mode; with the reasons the previous attempt was
-/// rejected, when there are some (anchoring).
+/// description prompt over the called operation ([`operation_of`]) in environment-free mode;
+/// with the reasons the previous attempt was rejected, when there are some (anchoring).
 pub fn step_prompt(template: Template, r: &StepRequest<'_>) -> Prompt {
     let action = Action {
         name: r.tool.to_owned(),
@@ -243,16 +246,23 @@ pub fn operation_of(description: &Value, tool: &str) -> Value {
 /// Reads a model's answer `text` (which spent `usage`): the output object's `feedback` and
 /// `config_changes`, the changes applied to the state.
 pub fn read_answer(text: String, usage: Usage, state: &Value) -> Result<Prediction, PredictError> {
-    let unreadable = |why: String| PredictError::Unreadable {
+    let unreadable = |why: String, feedback: Option<Value>| PredictError::Unreadable {
         why,
         raw: text.clone(),
         usage,
+        feedback: feedback.map(Box::new),
     };
     let found = extract_object(&text, &OUTPUT_KEYS)
-        .map_err(|e| unreadable(format!("no output object ({e:?})")))?;
-    let object = Value::Object(found.object);
-    let feedback = object.get("feedback").cloned().unwrap_or(Value::Null);
-    let changes = object.get("config_changes").cloned().unwrap_or(json!([]));
+        .map_err(|e| unreadable(format!("no output object ({e:?})"), None))?;
+    let feedback = found.object.get("feedback").cloned().map(|f| match f {
+        Value::String(text) => envsim_bench::audit_check::observation_value(&Value::Null, &text),
+        other => other,
+    });
+    let changes = found
+        .object
+        .get("config_changes")
+        .cloned()
+        .unwrap_or(json!([]));
     let (after, problems) = apply(state, &Delta::from_value(&changes));
     let errors: Vec<String> = problems
         .iter()
@@ -260,17 +270,16 @@ pub fn read_answer(text: String, usage: Usage, state: &Value) -> Result<Predicti
         .map(ToString::to_string)
         .collect();
     if !errors.is_empty() {
-        return Err(unreadable(format!(
-            "the change list does not apply to the state: {}",
-            errors.join("; ")
-        )));
+        return Err(unreadable(
+            format!(
+                "the change list does not apply to the state: {}",
+                errors.join("; ")
+            ),
+            feedback,
+        ));
     }
-    let observation = match feedback {
-        Value::String(text) => envsim_bench::audit_check::observation_value(&Value::Null, &text),
-        other => other,
-    };
     Ok(Prediction {
-        observation,
+        observation: feedback.unwrap_or(Value::Null),
         state_after: after,
         raw: Some(text),
         usage,

@@ -97,6 +97,16 @@ impl Environment {
         }
     }
 
+    /// The same environment with the package's code and outcome rule: what the truth runs in,
+    /// whatever a simulation of it is given.
+    pub fn with_code_of(&self, package: &EnvPackage) -> Self {
+        Environment {
+            code: Some(package.code.clone()),
+            rule: Some(package.outcome.clone()),
+            ..self.clone()
+        }
+    }
+
     /// Whether an answer says success: an error the executor reports (`Error: ...`, a raised
     /// exception or a refused call) is a failure; else the package's rule, else read from the
     /// answer.

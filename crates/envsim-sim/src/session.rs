@@ -432,7 +432,8 @@ impl Session {
         // nothing better comes).
         let mut accepted: Option<AuditStep> = None;
         let mut rejected: Option<AuditStep> = None;
-        let mut raw_text: Option<String> = None;
+        // What the last unreadable answer said (its feedback when it had one, else its text).
+        let mut unread: Option<Value> = None;
         for attempt in 0..tries {
             prov.attempts += 1;
             prov.regenerations = attempt;
@@ -449,8 +450,10 @@ impl Session {
                     };
                     (Some(step), problems)
                 }
-                Err(PredictError::Unreadable { why, raw, .. }) => {
-                    raw_text = Some(raw);
+                Err(PredictError::Unreadable {
+                    why, raw, feedback, ..
+                }) => {
+                    unread = Some(feedback.map_or(Value::String(raw), |f| *f));
                     let problem = Problem {
                         kind: "unreadable".into(),
                         explanation: why,
@@ -544,20 +547,13 @@ impl Session {
                     // Nothing readable: the state stays; the observation is the answer's
                     // feedback when it has one (its change list was what failed), else the raw
                     // answer.
-                    None => {
-                        let raw = raw_text.unwrap_or_default();
-                        let observation = envsim_core::extract::extract_object(&raw, &["feedback"])
-                            .ok()
-                            .and_then(|found| found.object.get("feedback").cloned())
-                            .unwrap_or(Value::String(raw));
-                        AuditStep {
-                            tool: tool.to_owned(),
-                            arguments: arguments.clone(),
-                            observation,
-                            success: None,
-                            state_after: Arc::clone(&state),
-                        }
-                    }
+                    None => AuditStep {
+                        tool: tool.to_owned(),
+                        arguments: arguments.clone(),
+                        observation: unread.unwrap_or_else(|| Value::String(String::new())),
+                        success: None,
+                        state_after: Arc::clone(&state),
+                    },
                 }
             }
         };

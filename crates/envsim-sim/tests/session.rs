@@ -361,6 +361,7 @@ async fn without_code_the_description_is_the_truth() {
                     prompt_tokens: 4,
                     completion_tokens: 3,
                 },
+                feedback: None,
             }),
             answer(json!({"success": true, "ticket_id": "T2"}), &after),
         ]),
@@ -424,14 +425,16 @@ async fn without_code_the_description_is_the_truth() {
     // An answer whose change list does not apply, with anchoring off: the step is uncertain,
     // the state stays, and the observation is the answer's feedback, not its raw text.
     let scripted = Arc::new(Scripted {
-        answers: Mutex::new(vec![Err(PredictError::Unreadable {
-            why: "the change list does not apply to the state".into(),
-            raw: r#"{"feedback": "Created T2", "config_changes": [{"type": "modify", "path": "/nope/x", "value": 1}]}"#.into(),
-            usage: Usage {
+        // As the model answer reader makes it.
+        answers: Mutex::new(vec![Err(envsim_sim::backend::read_answer(
+            r#"{"feedback": "Created T2", "config_changes": [{"type": "modify", "path": "/nope/x", "value": 1}]}"#.into(),
+            Usage {
                 prompt_tokens: 5,
                 completion_tokens: 4,
             },
-        })]),
+            &initial(),
+        )
+        .unwrap_err())]),
         feedback: Mutex::new(Vec::new()),
     });
     let mut off = Session::new(

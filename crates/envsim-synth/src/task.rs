@@ -11,7 +11,7 @@
 //! and target tools named ([`Target`]); [`choose_mix`] picks a run's tasks so the adversarial
 //! families make up the requested share, coverage of tools first.
 
-use envsim_core::audit::{resources, AuditTrajectory};
+use envsim_core::audit::{resource_changes, resources, AuditTrajectory};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -225,14 +225,7 @@ pub fn classify(run: &AuditTrajectory) -> TaskFamily {
         let after = step.state_after.as_ref();
         if after != before {
             changing_steps += 1;
-            let (old, new) = (resources(before), resources(after));
-            let changed: BTreeSet<_> = old
-                .iter()
-                .filter(|(k, v)| new.get(*k) != Some(*v))
-                .map(|(k, _)| k.clone())
-                .chain(new.keys().filter(|k| !old.contains_key(*k)).cloned())
-                .collect();
-            for key in changed {
+            for key in resource_changes(before, after).into_keys() {
                 kinds.insert(key.0.clone());
                 *changes_per_resource
                     .entry(format!("{}/{}", key.0, key.1))
@@ -309,11 +302,8 @@ pub fn walk_task(env: &str, state: &str, id: String, run: &AuditTrajectory) -> T
     for step in &run.steps {
         let after = step.state_after.as_ref();
         if after != before {
-            let (old, new) = (resources(before), resources(after));
-            for key in old.keys().chain(new.keys()) {
-                if old.get(key) != new.get(key) {
-                    touched.insert(format!("{}/{}", key.0, key.1));
-                }
+            for key in resource_changes(before, after).into_keys() {
+                touched.insert(format!("{}/{}", key.0, key.1));
             }
         }
         before = after;

@@ -156,9 +156,10 @@ fn parse_mix(text: &str) -> Result<Vec<Tier>> {
     Ok(tiers)
 }
 
-/// Reads the records, located errors for what does not read.
-fn read_records(inputs: &[PathBuf]) -> Result<Vec<(Value, Item)>> {
-    let mut out = Vec::new();
+/// Reads the records and what curation sees of each (same order), located errors for what
+/// does not read.
+fn read_records(inputs: &[PathBuf]) -> Result<(Vec<Value>, Vec<Item>)> {
+    let (mut records, mut items) = (Vec::new(), Vec::new());
     let mut ids: BTreeMap<String, String> = BTreeMap::new();
     for path in inputs {
         let text = std::fs::read_to_string(path)
@@ -174,10 +175,11 @@ fn read_records(inputs: &[PathBuf]) -> Result<Vec<(Value, Item)>> {
             if let Some(first) = ids.insert(item.id.clone(), at.clone()) {
                 bail!("{at}: the id {:?} was already used at {first}", item.id);
             }
-            out.push((record, item));
+            records.push(record);
+            items.push(item);
         }
     }
-    Ok(out)
+    Ok((records, items))
 }
 
 pub fn run(a: CurateArgs) -> Result<()> {
@@ -194,7 +196,7 @@ pub fn run(a: CurateArgs) -> Result<()> {
     if matches!(a.select, Selection::Weighted | Selection::Pareto) && a.count.is_none() {
         bail!("--select {:?} needs --count", a.select);
     }
-    let records = read_records(&a.inputs)?;
+    let (records, items) = read_records(&a.inputs)?;
     if records.is_empty() {
         bail!("the inputs hold no trajectories");
     }
@@ -206,19 +208,22 @@ pub fn run(a: CurateArgs) -> Result<()> {
         allow_uncertain: a.allow_uncertain,
         require_scores: a.require_scores,
     };
+    // Whether a trajectory's ending keeps it (records without a `finish` are not synthesized
+    // conversations: they count as finished).
+    let finished =
+        |it: &Item| a.keep_unfinished || it.finish == "final_answer" || it.finish.is_empty();
     // Why each trajectory would be dropped by the gate (and by its ending).
-    let reasons: Vec<Vec<String>> = records
+    let reasons: Vec<Vec<String>> = items
         .iter()
-        .map(|(_, it)| {
+        .map(|it| {
             let mut r = Vec::new();
-            if !a.keep_unfinished && it.finish != "final_answer" && !it.finish.is_empty() {
+            if !finished(it) {
                 r.push(format!("ended with {}", it.finish));
             }
             r.extend(gate.reasons(it, &weights));
             r
         })
         .collect();
-    let items: Vec<Item> = records.iter().map(|(_, it)| it.clone()).collect();
     let passing: Vec<usize> = (0..items.len())
         .filter(|&i| reasons[i].is_empty())
         .collect();
@@ -236,9 +241,7 @@ pub fn run(a: CurateArgs) -> Result<()> {
             // what it is compared with.
             let eligible: Vec<usize> = (0..items.len())
                 .filter(|&i| {
-                    (a.keep_unfinished
-                        || items[i].finish == "final_answer"
-                        || items[i].finish.is_empty())
+                    finished(&items[i])
                         && (a.allow_uncertain || items[i].uncertain_steps == 0)
                         && items[i].consistency(&weights) >= a.floor
                 })
@@ -265,7 +268,7 @@ pub fn run(a: CurateArgs) -> Result<()> {
     std::fs::create_dir_all(&a.out)
         .with_context(|| format!("cannot create {}", a.out.display()))?;
     let mut written: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let chosen: Vec<&Value> = selected.iter().map(|&i| &records[i].0).collect();
+    let chosen: Vec<&Value> = selected.iter().map(|&i| &records[i]).collect();
     let lines = |render: fn(&Value) -> Value, from: &[&Value]| -> Vec<u8> {
         let mut text = String::new();
         for r in from {

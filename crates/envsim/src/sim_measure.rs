@@ -171,7 +171,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 envsim_exec::Executor::new(1, crate::env_cmd::exec_limits()?).await?,
             ));
             // The truth knows the code even when the simulator does not.
-            let truth_env = truth_environment(&package, &env);
+            let truth_env = env.with_code_of(&package);
             let code_executor = if a.no_code {
                 None
             } else {
@@ -312,17 +312,6 @@ fn miss_kind(
     } else {
         "wrong_values"
     }
-}
-
-/// The environment the truth runs in: the package's code and rule, whatever the simulator gets.
-fn truth_environment(
-    package: &envsim_exec::package::EnvPackage,
-    env: &envsim_sim::environment::Environment,
-) -> envsim_sim::environment::Environment {
-    let mut truth = env.clone();
-    truth.code = Some(package.code.clone());
-    truth.rule = Some(package.outcome.clone());
-    truth
 }
 
 fn markdown(summary: &Value) -> String {

@@ -198,7 +198,12 @@ pub fn run(a: SynthArgs) -> Result<()> {
             envsim_exec::Executor::new(2, crate::env_cmd::exec_limits()?).await?,
         )))
     })?;
-    let text_model = text_model(&a)?;
+    // One client for the agent's endpoint (the agent, the model user, the task writer).
+    let openai = match a.agent {
+        AgentKind::Openai => Some(agent_client(&a)?),
+        _ => None,
+    };
+    let text_model = text_model(&a, openai.clone())?;
     // Tasks.
     let mut tasks: Vec<Task> = Vec::new();
     let mut mix_reports = BTreeMap::new();
@@ -339,17 +344,9 @@ pub fn run(a: SynthArgs) -> Result<()> {
                 .ok_or_else(|| anyhow!("the local agent did not start"))?,
         )),
         AgentKind::Openai => {
-            let (client, model) = agent_client(&a)?;
-            Arc::new(OpenAiAgent::new(
-                client,
-                model,
-                envsim_eval::config::Decoding {
-                    temperature: Some(a.agent_temperature),
-                    max_tokens: Some(a.agent_max_tokens),
-                    stop: Vec::new(),
-                    extra_body: Map::new(),
-                },
-            ))
+            let (client, model) =
+                openai.ok_or_else(|| anyhow!("the agent's client did not start"))?;
+            Arc::new(OpenAiAgent::new(client, model, agent_decoding(&a)))
         }
     };
     let user = match a.user {
@@ -377,9 +374,6 @@ pub fn run(a: SynthArgs) -> Result<()> {
     for (name, p) in &prepared {
         let (primary, secondary) = build_pair(&a.backends, &executor)?;
         let code = p.env.code.is_some();
-        let mut truth_env = (*p.env).clone();
-        truth_env.code = Some(p.package.code.clone());
-        truth_env.rule = Some(p.package.outcome.clone());
         contexts.insert(
             name.clone(),
             Arc::new(EnvContext {
@@ -391,7 +385,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
                 },
                 session: session.clone(),
                 // The truth knows the code even when the simulator does not.
-                truth: Some((executor.clone(), Arc::new(truth_env))),
+                truth: Some((executor.clone(), Arc::new(p.env.with_code_of(&p.package)))),
                 system_prompt: envsim_synth::run::system_prompt(&p.env),
                 states: p.package.states.clone(),
                 verifier: policy.map(Session::shared_verifier),
@@ -489,25 +483,32 @@ pub fn run(a: SynthArgs) -> Result<()> {
 
 /// The model for the local or prompted agent, the task writer and the model user: the
 /// embedded model (shared with a local simulator) or the agent's endpoint.
-fn text_model(a: &SynthArgs) -> Result<Option<Arc<dyn TextModel>>> {
-    Ok(match a.agent {
-        AgentKind::Scripted => None,
-        AgentKind::Openai => {
-            let (client, model) = agent_client(a)?;
+fn text_model(
+    a: &SynthArgs,
+    openai: Option<(envsim_eval::openai::OpenAiClient, String)>,
+) -> Result<Option<Arc<dyn TextModel>>> {
+    Ok(match (a.agent, openai) {
+        (AgentKind::Openai, Some((client, model))) => {
             Some(Arc::new(envsim_synth::agent::OpenAiText::new(
                 client,
                 model,
-                envsim_eval::config::Decoding {
-                    temperature: Some(a.agent_temperature),
-                    max_tokens: Some(a.agent_max_tokens),
-                    stop: Vec::new(),
-                    extra_body: Map::new(),
-                },
+                agent_decoding(a),
                 !a.backends.no_response_format,
             )))
         }
-        AgentKind::Local => local_text(a)?,
+        (AgentKind::Local, _) => local_text(a)?,
+        _ => None,
     })
+}
+
+/// How the agent's model decodes (the agent, a model user, the task writer).
+fn agent_decoding(a: &SynthArgs) -> envsim_eval::config::Decoding {
+    envsim_eval::config::Decoding {
+        temperature: Some(a.agent_temperature),
+        max_tokens: Some(a.agent_max_tokens),
+        stop: Vec::new(),
+        extra_body: Map::new(),
+    }
 }
 
 #[cfg(feature = "local")]

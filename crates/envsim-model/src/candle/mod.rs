@@ -10,9 +10,10 @@ pub(crate) mod gguf;
 pub mod qwen2;
 pub mod tokenizer;
 
+use crate::constrain::Sampler;
 use crate::local::{
-    check_fits, model_file_name, next_token, Constraint, EngineKind, Generation, Job,
-    LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
+    check_fits, model_file_name, Constraint, EngineKind, Generation, Job, LocalCompletion,
+    LocalSettings, ModelInfo, Output, Ready,
 };
 use envsim_core::prompt::Prompt;
 use qwen2::Qwen2;
@@ -77,7 +78,6 @@ pub const KV_CACHES: usize = 4;
 const SET_ASIDE_BELOW: usize = 64;
 /// ...when the active cache holds at least this many.
 const SET_ASIDE_FROM: usize = 256;
-use crate::constrain::Sampler;
 
 /// A loaded model with its tokenizer, template and thread pool.
 pub struct CandleEngine {
@@ -269,29 +269,20 @@ impl CandleEngine {
         let prefill_ms = prefill_start.elapsed().as_secs_f64() * 1000.0;
         let decode_start = Instant::now();
         let constraint = Constraint::of(generation)?;
-        let mut matcher = constraint.matcher();
         if constraint.is_some() && self.token_texts.is_empty() {
             self.token_texts = (0..self.tokenizer.vocab_size() as u32)
                 .map(|t| self.tokenizer.decode_token(t))
                 .collect();
         }
         let mut sampler = Sampler::new(generation.temperature, generation.seed);
-        let mut out = Output::new(generation);
+        let mut out = Output::new(generation, &constraint);
         while out.wants_more() {
-            let token = next_token(&mut sampler, &logits, matcher.as_ref(), &self.token_texts)?;
+            let token = out.next_token(&mut sampler, &logits, &self.token_texts)?;
             if self.tokenizer.is_end_of_generation(token) {
                 out.end_of_turn();
                 break;
             }
-            let text = self.tokenizer.decode_token(token);
-            if let Some(m) = matcher.as_mut() {
-                m.advance(&text);
-            }
-            if out.push(token, &text) || !out.wants_more() {
-                break;
-            }
-            if matcher.as_ref().is_some_and(|m| m.is_complete()) {
-                out.value_complete();
+            if out.push(token, &self.tokenizer.decode_token(token)) || !out.wants_more() {
                 break;
             }
             logits = self
