@@ -10,7 +10,6 @@ use envsim_core::audit::observed::{audit_calls, guess_outcome, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultPlan, ViolationKind,
 };
-use envsim_core::literal::{parse_literal, Dialect};
 use envsim_core::outcome::OutcomeRule;
 use envsim_core::rng::Rng;
 use serde::Serialize;
@@ -76,7 +75,7 @@ pub fn observation_value(json: &Value, text: &str) -> Value {
     if !json.is_null() {
         return json.clone();
     }
-    parse_literal(text, Dialect::Relaxed).unwrap_or_else(|_| Value::String(text.to_owned()))
+    envsim_core::answer::read_answer_text(text).value
 }
 
 /// Counts of one fault kind.
@@ -276,7 +275,7 @@ impl Validation {
                             }
                         }
                     }
-                    let report = audit_calls(&calls, &fx);
+                    let report = audit_calls(&calls, &fx, None);
                     (report, flags, label)
                 }
             };

@@ -29,6 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub mod agreement;
 pub mod bias;
+pub mod implied;
 pub mod observed;
 
 /// One step of a trajectory.
@@ -296,6 +297,8 @@ pub struct Effects {
     tools: BTreeMap<String, ToolEffects>,
     /// The shape of each tool's successful responses, learned with the effects.
     shapes: BTreeMap<String, ResponseShape>,
+    /// What each tool's successes do to the fields of what they name, and its guards.
+    writes: BTreeMap<String, implied::Writes>,
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
@@ -456,6 +459,7 @@ impl Effects {
         }
         Effects {
             shapes,
+            writes: implied::learn_writes(trajectories),
             tools: seen
                 .into_iter()
                 .map(|(tool, s)| {
@@ -505,6 +509,15 @@ impl Effects {
             .unwrap_or_else(|| ToolEffects::guess(tool))
     }
 
+    /// What a successful call of `tool` does to fields: learned, else declared (the argument
+    /// an update or delete names), else guessed from its name.
+    pub fn writes_of(&self, tool: &str) -> implied::Writes {
+        self.writes
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| implied::Writes::guess(tool))
+    }
+
     /// Adds the effects a manifest declares for the tools these effects know nothing of (what
     /// was learned by running a tool wins over what its manifest says).
     pub fn with_annotations(
@@ -515,6 +528,15 @@ impl Effects {
             self.tools
                 .entry(tool.clone())
                 .or_insert_with(|| ToolEffects::annotated(declared));
+            self.writes.entry(tool.clone()).or_insert_with(|| {
+                let mut writes = implied::Writes::guess(tool);
+                writes.target = declared
+                    .iter()
+                    .filter(|a| matches!(a.operation, Operation::Update | Operation::Delete))
+                    .find_map(|a| a.id_parameter.clone());
+                writes.source = EffectSource::Annotated;
+                writes
+            });
         }
         self
     }
@@ -562,11 +584,17 @@ pub enum ViolationKind {
     /// A created resource refers (`customer_id`) to a resource of a collection the state has
     /// but that it does not hold.
     DanglingReference,
+    /// A read shows a field back at the value a successful change moved it from, with no
+    /// call since that moves it (a cancelled reservation read back as confirmed).
+    StatusReverted,
+    /// A success where an earlier answer or the known initial state shows that the tool's
+    /// precondition failed (cancelling what is cancelled, withdrawing above the balance).
+    PreconditionFailed,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 12] = [
+    pub const ALL: [ViolationKind; 14] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -579,6 +607,8 @@ impl ViolationKind {
         ViolationKind::ResponseShape,
         ViolationKind::ErrorContradictsState,
         ViolationKind::DanglingReference,
+        ViolationKind::StatusReverted,
+        ViolationKind::PreconditionFailed,
     ];
 
     /// Its name in reports.
@@ -596,6 +626,8 @@ impl ViolationKind {
             ViolationKind::ResponseShape => "response_shape",
             ViolationKind::ErrorContradictsState => "error_contradicts_state",
             ViolationKind::DanglingReference => "dangling_reference",
+            ViolationKind::StatusReverted => "status_reverted",
+            ViolationKind::PreconditionFailed => "precondition_failed",
         }
     }
 }
@@ -1196,8 +1228,9 @@ impl FaultKind {
                 ViolationKind::AppearedWithoutCreate,
                 ViolationKind::PhantomId,
             ],
-            FaultKind::StaleRead => &[ViolationKind::StaleRead],
+            FaultKind::StaleRead => &[ViolationKind::StaleRead, ViolationKind::StatusReverted],
             FaultKind::HappyPathFlip => &[
+                ViolationKind::PreconditionFailed,
                 ViolationKind::SuccessWithoutChange,
                 ViolationKind::PhantomId,
                 ViolationKind::ReadAfterDelete,

@@ -50,6 +50,7 @@
 // No panics on any input: library code handles every `None` and `Err` (unit tests may unwrap).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod answer;
 pub mod apispec;
 pub mod apply;
 pub mod audit;

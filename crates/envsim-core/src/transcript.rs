@@ -44,8 +44,9 @@
 //!
 //! # Observations
 //!
-//! Text is trimmed and parsed as JSON when it is JSON (objects, arrays, numbers, quoted strings,
-//! `true`/`false`/`null`), else kept as a string. Content that is already JSON (an object, a
+//! Text is read by [`crate::answer::read_answer_text`]: JSON, else a Python literal (what
+//! `str(result)` prints), else a value embedded in prose (`Result: {...}`), else the trimmed
+//! text as a string; each call records the form its answer had. Content that is already JSON (an object, a
 //! number) is kept as it is, `null` or missing content is [`Value::Null`], and OpenAI content
 //! parts (`[{"type": "text", "text": ...}]`) are concatenated first. A `<tool_response>` block
 //! holding `{"name": ..., "content": ...}` (Hermes' envelope) observes its `content`, itself
@@ -54,6 +55,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::answer::{read_answer_text, Answer, AnswerForm};
 use crate::literal::{parse_literal, Dialect};
 
 /// Which layout a transcript record uses; the audit reports it per file.
@@ -103,6 +105,10 @@ pub struct TranscriptCall {
     /// The tool's answer: parsed as JSON when the text is JSON, else the text as a
     /// `Value::String`; `None` when never answered.
     pub observation: Option<Value>,
+    /// The form the answer was written in (JSON, a Python literal, embedded in text, ...);
+    /// `None` when never answered. Reported by the audit, not serialized here.
+    #[serde(skip)]
+    pub answer_form: Option<AnswerForm>,
     /// Where the call is in the record, as a JSON pointer (`/messages/3/tool_calls/0`,
     /// `/conversations/2`).
     pub at: String,
@@ -285,6 +291,7 @@ impl Calls {
             tool: call.name,
             arguments: call.arguments,
             observation: None,
+            answer_form: None,
             at,
             call_id: call.id,
         });
@@ -294,7 +301,7 @@ impl Calls {
         self.0.iter().filter(|c| c.observation.is_none()).count()
     }
 
-    fn answer(&mut self, id: Option<&str>, name: Option<&str>, observation: Value) {
+    fn answer(&mut self, id: Option<&str>, name: Option<&str>, answer: Answer) {
         let open = |c: &&TranscriptCall| c.observation.is_none();
         let slot = match id.filter(|id| self.0.iter().any(|c| c.call_id.as_deref() == Some(*id))) {
             Some(id) => self
@@ -306,7 +313,8 @@ impl Calls {
                 .or_else(|| self.0.iter().position(|c| open(&c))),
         };
         if let Some(call) = slot.and_then(|i| self.0.get_mut(i)) {
-            call.observation = Some(observation);
+            call.observation = Some(answer.value);
+            call.answer_form = Some(answer.form);
         }
     }
 }
@@ -515,12 +523,11 @@ fn read_result(
         return Ok(());
     }
     let observation = match (text, content) {
-        (Some(text), _) => observation_from_text(&text),
-        (None, Some(value)) => value.clone(),
-        (None, None) => Value::Null,
+        (Some(text), _) => read_answer_text(&text),
+        (None, value) => Answer::of_value(value),
     };
     let open = calls.unanswered();
-    match observation {
+    match observation.value {
         Value::Array(items)
             if form == TranscriptForm::ShareGpt
                 && id.is_none()
@@ -528,23 +535,34 @@ fn read_result(
                 && items.len() == open =>
         {
             for item in items {
-                let item = match item {
-                    Value::String(text) => observation_from_text(&text),
-                    other => other,
+                let answer = match item {
+                    Value::String(text) => read_answer_text(&text),
+                    value => Answer {
+                        value,
+                        form: observation.form,
+                        text: None,
+                    },
                 };
-                calls.answer(None, None, item);
+                calls.answer(None, None, answer);
             }
         }
-        observation => calls.answer(id.as_deref(), name, observation),
+        value => calls.answer(
+            id.as_deref(),
+            name,
+            Answer {
+                value,
+                ..observation
+            },
+        ),
     }
     Ok(())
 }
 
 /// One `<tool_response>` block: its id, tool name and observation, unwrapping Hermes'
 /// `{"name": ..., "content": ...}` envelope (also with a `tool_call_id`/`id`).
-fn response_block(block: &str) -> (Option<String>, Option<String>, Value) {
-    let value = observation_from_text(block);
-    if let Value::Object(map) = &value {
+fn response_block(block: &str) -> (Option<String>, Option<String>, Answer) {
+    let answer = read_answer_text(block);
+    if let Value::Object(map) = &answer.value {
         let envelope = map.contains_key("content")
             && map.get("name").is_some_and(Value::is_string)
             && map
@@ -557,20 +575,18 @@ fn response_block(block: &str) -> (Option<String>, Option<String>, Value) {
                 .and_then(id_text);
             let name = map.get("name").and_then(Value::as_str).map(str::to_owned);
             let observation = match map.get("content") {
-                Some(Value::String(text)) => observation_from_text(text),
-                Some(other) => other.clone(),
-                None => Value::Null,
+                Some(Value::String(text)) => read_answer_text(text),
+                Some(Value::Null) | None => Answer::empty(),
+                Some(other) => Answer {
+                    value: other.clone(),
+                    form: answer.form,
+                    text: None,
+                },
             };
             return (id, name, observation);
         }
     }
-    (None, None, value)
-}
-
-/// Observation text: parsed when it is JSON, else the trimmed text.
-pub fn observation_from_text(text: &str) -> Value {
-    let trimmed = text.trim();
-    serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+    (None, None, answer)
 }
 
 /// The trimmed insides of every `<tag>...</tag>` block, in order.

@@ -5,6 +5,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
 use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
+use envsim_core::answer::{Answer, AnswerForm, AnswerTally};
 use envsim_core::audit::bias::{
     bias, call_transition_kind, declared_classes, outcome_class, OutcomeCounts,
 };
@@ -83,6 +84,11 @@ struct CheckArgs {
     /// Exit 1 when the mean state consistency score is below this (0 to 1).
     #[arg(long, value_name = "SCS")]
     fail_under: Option<f64>,
+    /// Refuse a file (exit 1, with the counts per answer form) when less than this share of
+    /// its tool answers could be read: a structured value (JSON, a Python literal, a value
+    /// embedded in text), or text whose outcome the rule decides. 0 accepts anything.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.5)]
+    min_read: f64,
 }
 
 /// Output formats of the summary.
@@ -220,7 +226,7 @@ pub(crate) fn learn_runs(
 fn audit_trajectory(
     run: envsim_bench::trajectories::RecordedRun,
     source: &str,
-    classify: impl Fn(&Value) -> Option<bool>,
+    mut classify: impl FnMut(&Answer) -> Option<bool>,
 ) -> Result<AuditTrajectory> {
     let envsim_bench::trajectories::RecordedRun {
         location,
@@ -242,12 +248,12 @@ fn audit_trajectory(
             Some(after) => std::sync::Arc::new(after),
             None => std::sync::Arc::clone(out.last().map_or(&initial, |p| &p.state_after)),
         };
-        let observation = step_observation(s.observation.as_ref());
+        let answer = Answer::of_value(s.observation.as_ref());
         out.push(AuditStep {
             tool: s.tool,
             arguments: s.arguments,
-            success: classify(&observation),
-            observation,
+            success: classify(&answer),
+            observation: answer.value,
             state_after,
         });
     }
@@ -309,7 +315,7 @@ fn inject_cmd(a: InjectArgs) -> Result<()> {
     let mut plan = envsim_core::audit::FaultPlan::default();
     let mut planted = 0usize;
     for run in &runs {
-        let mut written = audit_trajectory(run.clone(), &source, |o| rule.classify(o))?;
+        let mut written = audit_trajectory(run.clone(), &source, |o| rule.classify(&o.value))?;
         if let Some((faulty, label)) = plan.plant(&written, a.rate, &mut rng) {
             written = faulty;
             labels.push_str(&serde_json::to_string(&label)?);
@@ -349,6 +355,9 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
             bail!("--fail-under must be between 0 and 1, got {x}");
         }
     }
+    if !(0.0..=1.0).contains(&a.min_read) {
+        bail!("--min-read must be between 0 and 1, got {}", a.min_read);
+    }
     let spec = a
         .spec
         .as_deref()
@@ -366,6 +375,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         out: None,
         spec_tally: SpecTally::default(),
         forms: BTreeMap::new(),
+        answers: BTreeMap::new(),
         counting_done: false,
         outcomes: OutcomeCounts::default(),
         reference: None,
@@ -380,6 +390,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         for_each_record_in(reference, |value, location, index| {
             audit.record(value, location, index, &name)
         })?;
+        refuse_unread(&name, audit.answers.get(&name), a.min_read)?;
         audit.forms.clear();
     }
     // From now on records are audited (the reference's counts stay aside).
@@ -397,12 +408,14 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     if audit.tally.scs.is_empty() {
         bail!("{source}: no trajectories");
     }
+    refuse_unread(&source, audit.answers.get(&source), a.min_read)?;
     let bias = audit.bias(&source)?;
     let Auditor {
         tally,
         spec_tally,
         known,
         forms,
+        answers,
         coverage,
         drawn,
         out: writer,
@@ -414,6 +427,10 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     }
     let mut summary = summarize(tally, &known);
     summary["inputs"] = json!(forms);
+    summary["answers"] = json!(answers
+        .iter()
+        .map(|(file, t)| (file.clone(), answers_summary(t)))
+        .collect::<BTreeMap<_, _>>());
     summary["spec"] = spec_summary(spec_tally);
     summary["bias"] = bias;
     summary["coverage"] = json!(coverage);
@@ -450,6 +467,31 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         if mean < limit {
             bail!("mean SCS {mean:.4} is below --fail-under {limit}");
         }
+    }
+    Ok(())
+}
+
+/// A file's answers by form, as the summary gives them.
+fn answers_summary(t: &AnswerTally) -> Value {
+    json!({
+        "answers": t.answers,
+        "read": t.read,
+        "outcome_read": t.outcome_read,
+        "read_share": t.read_share(),
+        "forms": t.forms.iter().map(|(f, n)| (f.name(), *n)).collect::<BTreeMap<_, _>>(),
+    })
+}
+
+/// Refuses a file when less than `min_read` of its answers could be read: a clean bill of
+/// health for a file whose answers were never read would be a lie.
+fn refuse_unread(source: &str, tally: Option<&AnswerTally>, min_read: f64) -> Result<()> {
+    let Some(t) = tally else { return Ok(()) };
+    if t.answers > 0 && t.read_share() < min_read {
+        bail!(
+            "{source}: only {:.1}% of the tool answers could be read (below --min-read {min_read}): {}. The checks would see almost nothing. Answers are read as JSON, Python literals or values embedded in text, and plain text by the environment's outcome rule (give --env when the records name none)",
+            100.0 * t.read_share(),
+            answer_forms_text(&answers_summary(t))
+        );
     }
     Ok(())
 }
@@ -641,6 +683,8 @@ struct Auditor<'a> {
     spec_tally: SpecTally,
     /// Records per input form.
     forms: BTreeMap<&'static str, usize>,
+    /// Per input file: its answers by form, and how many were read.
+    answers: BTreeMap<String, AnswerTally>,
     /// Whether the reference dataset has been read (records now go to the audit).
     counting_done: bool,
     /// Outcome classes per tool of the audited steps.
@@ -869,13 +913,22 @@ impl Auditor<'_> {
                     Some(std::rc::Rc::clone(&self.declared[&key]))
                 };
                 let known = self.known(&env)?;
-                let steps = t
+                let steps: Vec<(CallStep, AnswerForm)> = t
                     .calls
                     .into_iter()
                     .map(|c| {
-                        known.call_step(c.tool, c.arguments, c.observation.unwrap_or(Value::Null))
+                        let answer = match (c.observation, c.answer_form) {
+                            (Some(value), Some(form)) => Answer {
+                                value,
+                                form,
+                                text: None,
+                            },
+                            (observation, _) => Answer::of_value(observation.as_ref()),
+                        };
+                        known.call_step(c.tool, c.arguments, answer)
                     })
                     .collect();
+                let steps = self.tally_answers(source, steps);
                 let id = format!("{location} {}", t.id.unwrap_or_else(|| index.to_string()));
                 return self.audit_calls(env, CallTrajectory { id, steps }, declared.as_deref());
             }
@@ -891,14 +944,18 @@ impl Auditor<'_> {
         let known = &self.known[&env];
         if run.initial_state.is_none() {
             let id = format!("{} {}", run.location, run.task_id);
-            let steps = run
+            let steps: Vec<(CallStep, AnswerForm)> = run
                 .steps
                 .into_iter()
                 .map(|s| {
-                    let observation = step_observation(s.observation.as_ref());
-                    known.call_step(s.tool, s.arguments, observation)
+                    known.call_step(
+                        s.tool,
+                        s.arguments,
+                        Answer::of_value(s.observation.as_ref()),
+                    )
                 })
                 .collect();
+            let steps = self.tally_answers(source, steps);
             return self.audit_calls(env, CallTrajectory { id, steps }, None);
         }
         if known.package.is_some()
@@ -907,7 +964,16 @@ impl Auditor<'_> {
         {
             self.to_replay.push(calls_of(&run));
         }
-        let trajectory = audit_trajectory(run, source, |o| known.classify(o))?;
+        let mut forms = Vec::with_capacity(run.steps.len());
+        let trajectory = audit_trajectory(run, source, |answer| {
+            let success = known.classify_answer(answer);
+            forms.push((answer.form, success.is_some()));
+            success
+        })?;
+        let tally = self.answers.entry(source.to_owned()).or_default();
+        for (form, read) in forms {
+            tally.add(form, read);
+        }
         let steps = views_of_states(&trajectory);
         self.count_outcomes(&steps);
         if self.counting_reference() {
@@ -920,6 +986,18 @@ impl Auditor<'_> {
             self.keep_drawing(&report, &spec, Timeline::of_states(&trajectory));
         }
         self.finish(report, spec)
+    }
+
+    /// Counts the answers of a trajectory's steps by form, under the file they came from.
+    fn tally_answers(&mut self, source: &str, steps: Vec<(CallStep, AnswerForm)>) -> Vec<CallStep> {
+        let tally = self.answers.entry(source.to_owned()).or_default();
+        steps
+            .into_iter()
+            .map(|(step, form)| {
+                tally.add(form, step.success.is_some());
+                step
+            })
+            .collect()
     }
 
     fn audit_calls(
@@ -939,7 +1017,7 @@ impl Auditor<'_> {
             .iter()
             .map(|s| call_transition_kind(&effects.of(&s.tool), s.success))
             .collect();
-        let report = audit_calls(&trajectory, effects);
+        let report = audit_calls(&trajectory, effects, None);
         self.count_coverage(&kinds);
         let spec = self.check_spec(&env, &trajectory.id, &steps, declared);
         if self.wants_drawing(&report) {
@@ -1044,13 +1122,10 @@ fn calls_of(
     }
 }
 
-/// A recorded observation as a value: text parsed as JSON or a Python literal, else kept.
+/// A recorded observation as a value: text read in any answer form (JSON, a Python literal,
+/// a value embedded in text), else kept as text.
 pub(crate) fn step_observation(observation: Option<&Value>) -> Value {
-    match observation {
-        Some(Value::String(text)) => observation_value(&Value::Null, text),
-        Some(other) => other.clone(),
-        None => Value::Null,
-    }
+    Answer::of_value(observation).value
 }
 
 /// What is known of an environment the trajectories name.
@@ -1063,19 +1138,21 @@ struct Known {
 }
 
 impl Known {
-    /// A call of a trajectory without states, its outcome read from its observation.
+    /// A call of a trajectory without states, its outcome read from its answer, with the
+    /// form the answer was written in.
     fn call_step(
         &self,
         tool: String,
         arguments: serde_json::Map<String, Value>,
-        observation: Value,
-    ) -> CallStep {
-        CallStep {
+        answer: Answer,
+    ) -> (CallStep, AnswerForm) {
+        let step = CallStep {
             tool,
             arguments,
-            success: self.classify(&observation),
-            observation,
-        }
+            success: self.classify_answer(&answer),
+            observation: answer.value,
+        };
+        (step, answer.form)
     }
 
     /// Success or failure of an observation: the environment's outcome rule, else the guess
@@ -1085,6 +1162,17 @@ impl Known {
             Some(rule) => rule.classify(observation),
             None => guess_outcome(observation),
         }
+    }
+
+    /// [`Known::classify`] of an answer: its value, else, for a value embedded in text, the
+    /// whole text (a rule written for the text, such as an error prefix, reads it there).
+    fn classify_answer(&self, answer: &Answer) -> Option<bool> {
+        self.classify(&answer.value).or_else(|| {
+            answer
+                .text
+                .as_ref()
+                .and_then(|text| self.classify(&Value::String(text.clone())))
+        })
     }
 }
 
@@ -1214,6 +1302,12 @@ fn markdown_summary(summary: &Value) -> String {
     for (kind, n) in summary["by_kind"].as_object().into_iter().flatten() {
         out.push_str(&format!("| {kind} | {n} |\n"));
     }
+    if let Some(files) = summary["answers"].as_object() {
+        out.push_str("\n## Tool answers read\n\n| file | answers |\n|---|---|\n");
+        for (file, t) in files {
+            out.push_str(&format!("| {file} | {} |\n", answer_forms_text(t)));
+        }
+    }
     let spec = &summary["spec"];
     if spec.is_object() {
         let interval = match spec["drift"]["interval"].as_array() {
@@ -1291,11 +1385,32 @@ fn print_bias(summary: &Value) {
     }
 }
 
+/// A file's answer counts from the summary, in words.
+fn answer_forms_text(t: &Value) -> String {
+    let forms: Vec<String> = t["forms"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(form, n)| format!("{n} {form}"))
+        .collect();
+    format!(
+        "{} tool answers ({}); {} read ({:.1}%), {} with a known outcome",
+        t["answers"],
+        forms.join(", "),
+        t["read"],
+        100.0 * t["read_share"].as_f64().unwrap_or(1.0),
+        t["outcome_read"]
+    )
+}
+
 fn print_counts(summary: &Value) {
     println!(
         "{} trajectories, {} steps: {} constraints checked, {} violated ({} relying on guessed effects)",
         summary["trajectories"], summary["steps"], summary["checked"], summary["violations"], summary["violations_on_guessed_effects"]
     );
+    for (file, t) in summary["answers"].as_object().into_iter().flatten() {
+        println!("{file}: {}", answer_forms_text(t));
+    }
     let scs = &summary["scs"];
     println!(
         "SCS: mean {:.4}, min {:.4}, 10th percentile {:.4}; {} of {} trajectories hold every checked constraint",

@@ -31,6 +31,7 @@
 //! - `contradictory_repeat`: the same call, repeated with no successful change between, gets
 //!   another outcome or another answer.
 
+use super::implied::{Existence, Fact, FactSource, Guard, ImpliedState, Key};
 use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, Violation, ViolationKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -105,7 +106,7 @@ pub fn singular(word: &str) -> String {
 }
 
 /// The words of a name, lower case (`getTicket_details` → `get`, `ticket`, `details`).
-fn words(name: &str) -> Vec<String> {
+pub(crate) fn words(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut last_lower = false;
@@ -173,17 +174,7 @@ pub fn id_noun(key: &str) -> Option<String> {
     }
 }
 
-/// An id value as text: a string or an integer.
-fn id_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) if !s.is_empty() && s.len() <= 128 => Some(s.clone()),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// A resource: type (noun) and id.
-type Key = (String, String);
+use super::implied::id_text;
 
 fn show(key: &Key) -> String {
     format!("{}/{}", key.0, key.1)
@@ -357,32 +348,39 @@ fn target(tool: &str, named: &[(String, Key)]) -> Option<Key> {
         .map(|(_, key)| key.clone())
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Status {
-    Exists(usize),
-    Gone(usize),
-    Missing(usize),
-}
-
-/// Audits one trajectory without states.
-pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> TrajectoryAudit {
+/// Audits one trajectory without states, from what it implies alone (`initial`: the state
+/// before it, when the package and the record's state name say it).
+pub fn audit_calls(
+    trajectory: &CallTrajectory,
+    effects: &Effects,
+    initial: Option<&Value>,
+) -> TrajectoryAudit {
     let mut violations = Vec::new();
     let mut checked = 0usize;
-    let mut status: HashMap<Key, Status> = HashMap::new();
-    // Field values last returned or written, with the step.
-    let mut fields: HashMap<Key, BTreeMap<String, (Value, usize)>> = HashMap::new();
+    let mut st = initial.map(ImpliedState::from_initial).unwrap_or_default();
     // Since the last change: listings by (tool, arguments) and calls by (tool, arguments).
     let mut listings: HashMap<String, (usize, BTreeSet<String>)> = HashMap::new();
     let mut calls: HashMap<String, (usize, Option<bool>, Value)> = HashMap::new();
-    // Per type: the ids of a complete listing and the step of it (kept across changes; creates
-    // add to it).
-    let mut complete: HashMap<String, (usize, BTreeSet<String>)> = HashMap::new();
+    // Successful reads by (tool, arguments), kept across changes: a read that repeats a
+    // pre-change answer word for word after a change of what it shows is stale.
+    let mut reads: HashMap<String, (usize, Value)> = HashMap::new();
+    // Per resource: the last successful change of it, with the values it set that differ from
+    // what was known.
+    let mut changed: HashMap<Key, (usize, Vec<Value>)> = HashMap::new();
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let guessed = fx.source == EffectSource::Guessed;
         let role = role(&fx);
         let noun = tool_noun(&step.tool);
         let names = named(&step.tool, &step.arguments);
+        let writes = effects.writes_of(&step.tool);
+        // The resource a change is about: the argument its writes name, else the name's guess.
+        let aim: Option<Key> = writes
+            .target
+            .as_ref()
+            .and_then(|t| names.iter().find(|(arg, _)| arg == t))
+            .map(|(_, key)| key.clone())
+            .or_else(|| target(&step.tool, &names));
         let mut flag = |kind: ViolationKind,
                         resource: Option<&Key>,
                         field: Option<String>,
@@ -443,8 +441,8 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
         match step.success {
             Some(true) => {
                 for (arg, key) in &names {
-                    match status.get(key) {
-                        Some(Status::Gone(j)) if role != Role::Create => {
+                    match st.existence.get(key) {
+                        Some(Existence::Gone(j)) if role != Role::Create => {
                             checked += 1;
                             flag(
                                 ViolationKind::ReadAfterDelete,
@@ -458,7 +456,7 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                                 ),
                             );
                         }
-                        Some(Status::Missing(j)) if role != Role::Create => {
+                        Some(Existence::Missing(j)) if role != Role::Create => {
                             checked += 1;
                             flag(
                                 ViolationKind::PhantomId,
@@ -468,27 +466,79 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                                 format!("{} succeeds on {}, which step {j} reported not found; nothing created it since", step.tool, show(key)),
                             );
                         }
-                        Some(Status::Exists(_)) => checked += 1,
+                        Some(Existence::Exists(_)) => checked += 1,
                         _ => {
-                            if let Some((j, ids)) = complete.get(&key.0) {
+                            if let Some((j, ids)) = st.complete.get(&key.0) {
                                 checked += 1;
                                 if role != Role::Create && !ids.contains(&key.1) {
+                                    let source = match j {
+                                        Some(j) => format!("the complete listing of step {j}"),
+                                        None => "the initial state".to_owned(),
+                                    };
                                     flag(
                                         ViolationKind::PhantomId,
                                         Some(key),
                                         Some(arg.clone()),
-                                        Some(*j),
-                                        format!("{} succeeds on {}, which the complete listing of step {j} did not hold; nothing created it since", step.tool, show(key)),
+                                        *j,
+                                        format!("{} succeeds on {}, which {source} did not hold; nothing created it since", step.tool, show(key)),
                                     );
                                 }
                             }
                         }
                     }
                 }
+                // Preconditions the tool's walks showed, against what is known of its target.
+                if let Some(facts) = aim.as_ref().and_then(|key| st.fields.get(key)) {
+                    for guard in &writes.guards {
+                        let broken = match guard {
+                            Guard::FieldIs { field, value } => facts
+                                .get(field)
+                                .map(|fact| (fact.value == *value, field, fact)),
+                            Guard::ExceedsField { argument, field } => {
+                                let given = step.arguments.get(argument).and_then(Value::as_f64);
+                                facts.get(field).and_then(|fact| {
+                                    let held = fact.value.as_f64()?;
+                                    Some((given? > held, field, fact))
+                                })
+                            }
+                        };
+                        let Some((broken, field, fact)) = broken else {
+                            continue;
+                        };
+                        checked += 1;
+                        if broken {
+                            let when = match fact.source.step() {
+                                Some(j) => format!("step {j} showed"),
+                                None => "the initial state holds".to_owned(),
+                            };
+                            let rule = match guard {
+                                Guard::FieldIs { .. } => {
+                                    format!("it always failed while {field} = {}", fact.value)
+                                }
+                                Guard::ExceedsField { argument, .. } => {
+                                    format!("it always failed when {argument} exceeded {field}")
+                                }
+                            };
+                            flag(
+                                ViolationKind::PreconditionFailed,
+                                aim.as_ref(),
+                                Some(field.clone()),
+                                fact.source.step(),
+                                format!(
+                                    "{} succeeds although {when} {}.{field} = {}; in the environment's walks {rule}",
+                                    step.tool,
+                                    aim.as_ref().map(show).unwrap_or_default(),
+                                    fact.value
+                                ),
+                            );
+                        }
+                    }
+                }
                 let found = records(&step.observation, &noun);
+                let mut stale_here: BTreeSet<Key> = BTreeSet::new();
                 // Returned records: deleted ones listed, fields against what is known.
                 for (key, record, _) in &found {
-                    if let Some(Status::Gone(j)) = status.get(key) {
+                    if let Some(Existence::Gone(j)) = st.existence.get(key) {
                         // A create may bring the id back; a call naming it was judged above.
                         if role != Role::Create && !names.iter().any(|(_, n)| n == key) {
                             checked += 1;
@@ -505,26 +555,113 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                             );
                         }
                     }
-                    if let Some(known) = fields.get(key) {
-                        for (field, value) in record.iter() {
-                            if value.is_object() || value.is_array() {
-                                continue;
+                    // A change's answer shows the state after it; only reads are held to what
+                    // was known before.
+                    if role != Role::Read {
+                        continue;
+                    }
+                    let known = st.fields.get(key);
+                    let moved = st.replaced.get(key);
+                    for (field, value) in record.iter() {
+                        if value.is_object() || value.is_array() {
+                            continue;
+                        }
+                        let back = moved
+                            .and_then(|m| m.get(field))
+                            .filter(|r| r.value == *value);
+                        let reverted = back.filter(|r| r.status);
+                        match known.and_then(|f| f.get(field)) {
+                            Some(fact) => {
+                                // The initial state may write a value in another type than
+                                // the answers do (a number as text); only like is compared.
+                                if fact.source == FactSource::Initial
+                                    && std::mem::discriminant(&fact.value)
+                                        != std::mem::discriminant(value)
+                                {
+                                    continue;
+                                }
+                                checked += 1;
+                                if fact.value == *value {
+                                    continue;
+                                }
+                                stale_here.insert(key.clone());
+                                match (reverted, fact.source) {
+                                    (Some(r), _) => flag(
+                                        ViolationKind::StatusReverted,
+                                        Some(key),
+                                        Some(field.clone()),
+                                        Some(r.step),
+                                        format!("{} returns {}.{field} = {value}, the value step {} moved it from (to {}); no call since moves it back", step.tool, show(key), r.step, fact.value),
+                                    ),
+                                    (None, FactSource::Set(j)) => flag(
+                                        ViolationKind::StaleRead,
+                                        Some(key),
+                                        Some(field.clone()),
+                                        Some(j),
+                                        format!("{} returns {}.{field} = {value}; step {j} set it to {} and nothing changed it since", step.tool, show(key), fact.value),
+                                    ),
+                                    (None, FactSource::Returned(j)) => flag(
+                                        ViolationKind::StaleRead,
+                                        Some(key),
+                                        Some(field.clone()),
+                                        Some(j),
+                                        format!("{} returns {}.{field} = {value}; step {j} gave {} and nothing changed it since", step.tool, show(key), fact.value),
+                                    ),
+                                    (None, FactSource::Initial) => flag(
+                                        ViolationKind::StaleRead,
+                                        Some(key),
+                                        Some(field.clone()),
+                                        None,
+                                        format!("{} returns {}.{field} = {value}; the initial state holds {} and nothing changed it since", step.tool, show(key), fact.value),
+                                    ),
+                                }
                             }
-                            let Some((last, j)) = known.get(field) else {
-                                continue;
-                            };
-                            checked += 1;
-                            if last != value {
-                                flag(
-                                    ViolationKind::StaleRead,
-                                    Some(key),
-                                    Some(field.clone()),
-                                    Some(*j),
-                                    format!("{} returns {}.{field} = {value}; step {j} gave {last} and nothing changed it since", step.tool, show(key)),
-                                );
+                            None => {
+                                if let Some(r) = back {
+                                    checked += 1;
+                                    stale_here.insert(key.clone());
+                                    flag(
+                                        if r.status { ViolationKind::StatusReverted } else { ViolationKind::StaleRead },
+                                        Some(key),
+                                        Some(field.clone()),
+                                        Some(r.step),
+                                        format!("{} returns {}.{field} = {value}, the value step {} moved it from; no call since moves it back", step.tool, show(key), r.step),
+                                    );
+                                }
                             }
                         }
                     }
+                }
+                // A word-for-word repeat of a read made before a change of what it names, when
+                // the answer holds none of the values the change set.
+                if role == Role::Read {
+                    if let Some((j, before)) = reads.get(&signature) {
+                        if *before == step.observation {
+                            let text = step.observation.to_string();
+                            for (_, key) in &names {
+                                let Some((c, set)) = changed.get(key) else {
+                                    continue;
+                                };
+                                if c <= j || set.is_empty() || stale_here.contains(key) {
+                                    continue;
+                                }
+                                checked += 1;
+                                if !set
+                                    .iter()
+                                    .any(|v| contains_value(&step.observation, v, &text))
+                                {
+                                    flag(
+                                        ViolationKind::StaleRead,
+                                        Some(key),
+                                        None,
+                                        Some(*c),
+                                        format!("{} repeats word for word its answer of step {j}, from before step {c} changed {}; none of the values step {c} set is in it", step.tool, show(key)),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    reads.insert(signature.clone(), (k, step.observation.clone()));
                 }
                 // Listings.
                 let listed: BTreeSet<String> = found
@@ -532,10 +669,14 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                     .filter(|(key, _, in_array)| *in_array && key.0 == noun)
                     .map(|(key, _, _)| key.1.clone())
                     .collect();
-                if role == Role::Read && found.iter().any(|(_, _, a)| *a) {
+                if role == Role::Read
+                    && (found.iter().any(|(_, _, a)| *a) || is_listing(&step.observation, &noun))
+                {
+                    let mut repeat_differs = false;
                     if let Some((j, before)) = listings.get(&signature) {
                         checked += 1;
-                        if *before != listed {
+                        repeat_differs = *before != listed;
+                        if repeat_differs {
                             let missing = before.difference(&listed).next();
                             let extra = listed.difference(before).next();
                             let what = match (missing, extra) {
@@ -552,23 +693,33 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                             );
                         }
                     }
+                    // Resources the listing's filters select must be in it (once per listing:
+                    // a repeat that differs said so already).
+                    let mut expected: Vec<(&Key, usize)> = st
+                        .existence
+                        .keys()
+                        .filter(|key| key.0 == noun && !listed.contains(&key.1))
+                        .filter_map(|key| Some((key, st.expected_in_listing(key, &step.arguments)?)))
+                        .filter(|(key, _)| changed.get(*key).is_none_or(|(c, _)| {
+                            matches!(st.existence.get(*key), Some(Existence::Exists(Some(e))) if e > c)
+                        }))
+                        .collect();
+                    expected.sort();
+                    if repeat_differs {
+                        expected.clear();
+                    }
+                    for (key, created) in expected {
+                        checked += 1;
+                        flag(
+                            ViolationKind::ListInconsistent,
+                            Some(key),
+                            None,
+                            Some(created),
+                            format!("{} lists the {noun}s its arguments select but not {}, known to exist since step {created} and not removed or changed since", step.tool, show(key)),
+                        );
+                    }
                     if step.arguments.is_empty() {
-                        if let Some((j, ids)) = complete.get(&noun) {
-                            for id in ids.difference(&listed) {
-                                let key = (noun.clone(), id.clone());
-                                if matches!(status.get(&key), Some(Status::Exists(c)) if c > j) {
-                                    checked += 1;
-                                    flag(
-                                        ViolationKind::ListInconsistent,
-                                        Some(&key),
-                                        None,
-                                        Some(*j),
-                                        format!("{} lists every {noun} but not {}, created after step {j}", step.tool, show(&key)),
-                                    );
-                                }
-                            }
-                        }
-                        complete.insert(noun.clone(), (k, listed.clone()));
+                        st.complete.insert(noun.clone(), (Some(k), listed.clone()));
                     }
                     listings.insert(signature.clone(), (k, listed));
                 }
@@ -576,13 +727,17 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                 match role {
                     Role::Delete => {
                         if let Some(key) = target(&step.tool, &names) {
-                            status.insert(key.clone(), Status::Gone(k));
-                            fields.remove(&key);
-                            if let Some((_, ids)) = complete.get_mut(&key.0) {
+                            st.existence.insert(key.clone(), Existence::Gone(k));
+                            st.fields.remove(&key);
+                            st.replaced.remove(&key);
+                            st.last_delete.insert(key.0.clone(), k);
+                            if let Some((_, ids)) = st.complete.get_mut(&key.0) {
                                 ids.remove(&key.1);
                             }
                         } else {
-                            status.retain(|_, s| !matches!(s, Status::Exists(_)));
+                            st.existence
+                                .retain(|_, s| !matches!(s, Existence::Exists(_)));
+                            st.last_untargeted_change = Some(k);
                         }
                     }
                     Role::Create => {
@@ -593,57 +748,144 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                             .map(|(key, _, _)| key.clone())
                             .collect();
                         if created.is_empty() {
-                            status.retain(|_, s| !matches!(s, Status::Missing(_)));
-                            complete.clear();
+                            st.existence
+                                .retain(|_, s| !matches!(s, Existence::Missing(_)));
+                            st.complete.clear();
+                        }
+                        for (key, record, in_array) in &found {
+                            if !in_array {
+                                let scalars = record
+                                    .iter()
+                                    .filter(|(_, v)| !v.is_object() && !v.is_array())
+                                    .map(|(f, v)| (f.clone(), v.clone()))
+                                    .collect();
+                                st.created_with.insert(key.clone(), scalars);
+                            }
                         }
                         for key in created {
-                            status.insert(key.clone(), Status::Exists(k));
-                            if let Some((_, ids)) = complete.get_mut(&key.0) {
+                            st.existence.insert(key.clone(), Existence::Exists(Some(k)));
+                            if let Some((_, ids)) = st.complete.get_mut(&key.0) {
                                 ids.insert(key.1.clone());
                             }
                         }
                         for (_, key) in &names {
-                            if matches!(status.get(key), Some(Status::Missing(_))) {
-                                status.remove(key);
+                            if matches!(st.existence.get(key), Some(Existence::Missing(_))) {
+                                st.existence.remove(key);
                             }
                         }
                     }
                     Role::Read | Role::Change => {}
                 }
                 if role != Role::Read {
-                    // A change of unknown reach: what was returned may no longer hold.
-                    fields.clear();
                     listings.clear();
                     calls.clear();
+                    // What the change set on the resource it names (read before forgetting).
+                    let old = aim
+                        .as_ref()
+                        .and_then(|key| st.fields.get(key))
+                        .cloned()
+                        .unwrap_or_default();
+                    let target_argument = writes.target.clone().or_else(|| {
+                        names
+                            .iter()
+                            .find(|(_, key)| Some(key) == aim.as_ref())
+                            .map(|(a, _)| a.clone())
+                    });
+                    let set =
+                        writes.fields_set(&step.arguments, Some(&old), target_argument.as_deref());
+                    let pinned = role == Role::Change && writes.only_target && aim.is_some();
+                    if !pinned {
+                        // A change of unknown reach: what was returned may no longer hold.
+                        st.forget_fields();
+                    }
                     if role == Role::Change {
-                        // It may change what a listing shows (another user's view, say).
-                        complete.clear();
+                        if !pinned {
+                            // It may change what a listing shows (another user's view, say).
+                            st.complete.clear();
+                        }
+                        match &aim {
+                            Some(key) => {
+                                if !pinned {
+                                    st.fields.remove(key);
+                                }
+                                let mut news: Vec<Value> = set
+                                    .iter()
+                                    .filter(|(f, v)| {
+                                        old.get(*f).is_none_or(|fact| fact.value != **v)
+                                    })
+                                    .map(|(_, v)| v.clone())
+                                    .collect();
+                                // Without learned writes, any value the call gives that the
+                                // resource did not hold may be what it set.
+                                if writes.source != EffectSource::Observed {
+                                    news.extend(
+                                        step.arguments
+                                            .iter()
+                                            .filter(|(a, v)| {
+                                                Some(a.as_str()) != target_argument.as_deref()
+                                                    && id_noun(a).is_none()
+                                                    && matches!(v, Value::String(t) if t.len() >= 2)
+                                                    && !old.values().any(|fact| fact.value == **v)
+                                            })
+                                            .map(|(_, v)| v.clone()),
+                                    );
+                                }
+                                changed.insert(key.clone(), (k, news));
+                                st.set_fields(key, k, set, &writes, &old);
+                            }
+                            None => {
+                                st.replaced.clear();
+                                st.last_untargeted_change = Some(k);
+                            }
+                        }
                     }
                     if role == Role::Change && !fx.deletes.is_empty() {
-                        status.retain(|_, s| !matches!(s, Status::Exists(_)));
+                        st.existence
+                            .retain(|_, s| !matches!(s, Existence::Exists(_)));
+                        st.last_untargeted_change = Some(k);
                     }
                     if role == Role::Change && !fx.creates.is_empty() {
-                        status.retain(|_, s| !matches!(s, Status::Missing(_)));
-                        complete.clear();
+                        st.existence
+                            .retain(|_, s| !matches!(s, Existence::Missing(_)));
+                        st.complete.clear();
                     }
                 }
                 for (key, record, _) in &found {
                     if role != Role::Delete || target(&step.tool, &names).as_ref() != Some(key) {
-                        if !matches!(status.get(key), Some(Status::Gone(_))) || role == Role::Create
+                        if !matches!(st.existence.get(key), Some(Existence::Gone(_)))
+                            || role == Role::Create
                         {
-                            status.insert(key.clone(), Status::Exists(k));
+                            let since = match st.existence.get(key) {
+                                Some(Existence::Exists(s)) if role != Role::Create => *s,
+                                _ => Some(k),
+                            };
+                            st.existence.insert(key.clone(), Existence::Exists(since));
                         }
-                        let known = fields.entry(key.clone()).or_default();
+                        let known = st.fields.entry(key.clone()).or_default();
                         for (field, value) in record.iter() {
                             if !value.is_object() && !value.is_array() {
-                                known.insert(field.clone(), (value.clone(), k));
+                                known.insert(
+                                    field.clone(),
+                                    Fact {
+                                        value: value.clone(),
+                                        source: FactSource::Returned(k),
+                                    },
+                                );
+                            }
+                        }
+                        if role == Role::Read {
+                            // What the read shows is now known; nothing is held against it.
+                            if let Some(moved) = st.replaced.get_mut(key) {
+                                moved.retain(|field, _| !record.contains_key(field));
                             }
                         }
                     }
                 }
                 if role == Role::Read {
                     for (_, key) in &names {
-                        status.entry(key.clone()).or_insert(Status::Exists(k));
+                        st.existence
+                            .entry(key.clone())
+                            .or_insert(Existence::Exists(Some(k)));
                     }
                 }
             }
@@ -675,25 +917,33 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
                         }
                     };
                     for key in missing {
-                        if let Some(Status::Exists(j)) = status.get(key) {
+                        if let Some(Existence::Exists(j)) = st.existence.get(key) {
                             checked += 1;
+                            let since = match j {
+                                Some(j) => format!("step {j} showed it"),
+                                None => "the initial state holds it".to_owned(),
+                            };
                             flag(
                                 ViolationKind::VanishedWithoutDelete,
                                 Some(key),
                                 None,
-                                Some(*j),
-                                format!("{} reports {} not found; step {j} showed it and nothing deleted it since", step.tool, show(key)),
+                                *j,
+                                format!(
+                                    "{} reports {} not found; {since} and nothing deleted it since",
+                                    step.tool,
+                                    show(key)
+                                ),
                             );
                         }
-                        if !matches!(status.get(key), Some(Status::Gone(_))) {
-                            status.insert(key.clone(), Status::Missing(k));
+                        if !matches!(st.existence.get(key), Some(Existence::Gone(_))) {
+                            st.existence.insert(key.clone(), Existence::Missing(k));
                         }
                     }
                 }
             }
             None => {
                 if role != Role::Read {
-                    fields.clear();
+                    st.forget_fields();
                     listings.clear();
                     calls.clear();
                 }
@@ -710,6 +960,49 @@ pub fn audit_calls(trajectory: &CallTrajectory, effects: &Effects) -> Trajectory
         checked,
         violations,
         transitions: Vec::new(),
+    }
+}
+
+/// Whether an answer is a listing of `noun`s, empty ones included: an array, or an object
+/// that is no record itself and holds an array under the noun's plural or a wrapper key
+/// (`{"notes": []}`, `{"success": true, "data": []}`).
+fn is_listing(observation: &Value, noun: &str) -> bool {
+    match observation {
+        Value::Array(_) => true,
+        Value::Object(map) => {
+            let own = format!("{noun}_id");
+            if map.contains_key("id") || map.contains_key(&own) {
+                return false;
+            }
+            map.iter().any(|(key, value)| {
+                let key = key.to_lowercase();
+                let named = WRAPPERS.contains(&key.as_str()) || singular(&key) == noun;
+                named && (value.is_array() || (value.is_object() && is_listing(value, noun)))
+            })
+        }
+        _ => false,
+    }
+}
+
+/// Whether `value` holds `wanted` anywhere (as a value, or inside a text), `text` being its
+/// JSON text.
+fn contains_value(value: &Value, wanted: &Value, text: &str) -> bool {
+    match wanted {
+        Value::String(s) if !s.is_empty() => text.contains(s.as_str()),
+        other => {
+            let mut stack = vec![value];
+            while let Some(v) = stack.pop() {
+                if v == other {
+                    return true;
+                }
+                match v {
+                    Value::Object(map) => stack.extend(map.values()),
+                    Value::Array(items) => stack.extend(items.iter()),
+                    _ => {}
+                }
+            }
+            false
+        }
     }
 }
 
@@ -952,7 +1245,7 @@ mod tests {
     fn found(
         steps: &[(&str, Value, Value)],
     ) -> Vec<(usize, &'static str, Option<String>, Option<usize>)> {
-        audit_calls(&t(steps), &Effects::default())
+        audit_calls(&t(steps), &Effects::default(), None)
             .violations
             .into_iter()
             .map(|v| (v.step, v.kind.name(), v.resource, v.conflicting_step))
@@ -1171,10 +1464,229 @@ mod tests {
         assert_eq!(
             found(&created),
             [
-                (2, "list_inconsistent", Some("room/R2".into()), Some(0)),
+                (2, "list_inconsistent", Some("room/R2".into()), Some(1)),
                 (3, "phantom_id", Some("room/R3".into()), Some(2)),
             ]
         );
+    }
+
+    #[test]
+    fn an_update_replaces_what_reads_showed() {
+        // The canonical case: a read after a successful update shows the old body.
+        let get = |body: &str| {
+            (
+                "get_note",
+                json!({"note_id": "N1"}),
+                json!({"success": true, "data": {"note_id": "N1", "body": body}}),
+            )
+        };
+        let create = (
+            "create_note",
+            json!({"body": "milk"}),
+            json!({"success": true, "data": {"note_id": "N1", "body": "milk"}}),
+        );
+        let update = (
+            "update_note",
+            json!({"note_id": "N1", "body": "milk, eggs"}),
+            json!({"success": true}),
+        );
+        let steps = [create.clone(), get("milk"), update.clone(), get("milk")];
+        assert_eq!(
+            found(&steps),
+            [(3, "stale_read", Some("note/N1".into()), Some(2))]
+        );
+        // The new body is what a read after the update must show.
+        assert_eq!(
+            found(&[
+                create.clone(),
+                get("milk"),
+                update.clone(),
+                get("milk, eggs")
+            ]),
+            []
+        );
+        // A field the read does not name the same way: the word-for-word repeat of the
+        // pre-change answer gives it away.
+        let edit = (
+            "edit_note",
+            json!({"note_id": "N1", "text": "milk, eggs"}),
+            json!("Note updated"),
+        );
+        let repeated = [create, get("milk"), edit, get("milk")];
+        assert_eq!(
+            found(&repeated),
+            [(3, "stale_read", Some("note/N1".into()), Some(2))]
+        );
+    }
+
+    #[test]
+    fn a_status_a_change_moved_does_not_come_back() {
+        let get = |status: &str| {
+            (
+                "get_reservation",
+                json!({"reservation_id": "R1"}),
+                json!({"reservation_id": "R1", "status": status, "seats": 2}),
+            )
+        };
+        let cancel = (
+            "cancel_reservation",
+            json!({"reservation_id": "R1"}),
+            json!({"success": true, "message": "Reservation cancelled"}),
+        );
+        // An unrelated change between does not excuse it.
+        let other = ("add_note", json!({"text": "hi"}), json!({"success": true}));
+        let steps = [get("confirmed"), cancel.clone(), other, get("confirmed")];
+        assert_eq!(
+            found(&steps),
+            [(3, "status_reverted", Some("reservation/R1".into()), Some(1))]
+        );
+        assert_eq!(found(&[get("confirmed"), cancel, get("cancelled")]), []);
+    }
+
+    #[test]
+    fn learned_writes_and_guards_judge_calls() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks where cancelling a cancelled reservation fails, and cancelling sets the status.
+        let s0 =
+            json!({"reservations": {"R1": {"status": "confirmed"}, "R2": {"status": "confirmed"}}});
+        let mut s1 = s0.clone();
+        s1["reservations"]["R1"]["status"] = json!("cancelled");
+        let mut s2 = s1.clone();
+        s2["reservations"]["R2"]["status"] = json!("cancelled");
+        let step = |args: Value, ok: bool, after: &Value| AuditStep {
+            tool: "cancel_reservation".into(),
+            arguments: args.as_object().cloned().unwrap(),
+            observation: json!({"success": ok}),
+            success: Some(ok),
+            state_after: Arc::new(after.clone()),
+        };
+        let walks = [AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![
+                step(json!({"reservation_id": "R1"}), true, &s1),
+                step(json!({"reservation_id": "R2"}), true, &s2),
+                step(json!({"reservation_id": "R1"}), false, &s2),
+                step(json!({"reservation_id": "R2"}), false, &s2),
+                step(json!({"reservation_id": "R1"}), false, &s2),
+            ],
+        }];
+        let fx = Effects::learn(&walks);
+        let call = |tool: &str, args: Value, obs: Value| CallStep {
+            tool: tool.into(),
+            arguments: args.as_object().cloned().unwrap(),
+            success: guess_outcome(&obs),
+            observation: obs,
+        };
+        let t = CallTrajectory {
+            id: "t".into(),
+            steps: vec![
+                call(
+                    "get_reservation",
+                    json!({"reservation_id": "R1"}),
+                    json!({"reservation_id": "R1", "status": "cancelled"}),
+                ),
+                // A happy-path flip: the walks always failed here.
+                call(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R1"}),
+                    json!({"success": true}),
+                ),
+                call(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R2"}),
+                    json!({"success": true}),
+                ),
+                // The learned constant: R2 is cancelled now.
+                call(
+                    "get_reservation",
+                    json!({"reservation_id": "R2"}),
+                    json!({"reservation_id": "R2", "status": "confirmed"}),
+                ),
+            ],
+        };
+        let got: Vec<_> = audit_calls(&t, &fx, None)
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.conflicting_step))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "precondition_failed", Some(0)),
+                (3, "stale_read", Some(2))
+            ]
+        );
+        // With the initial state known, the guard reads it there, and a phantom id is seen.
+        let t = CallTrajectory {
+            id: "t".into(),
+            steps: vec![
+                call(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R1"}),
+                    json!({"success": true}),
+                ),
+                call(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R9"}),
+                    json!({"success": true}),
+                ),
+            ],
+        };
+        let cancelled = json!({"reservations": {"R1": {"status": "cancelled"}}});
+        let got: Vec<_> = audit_calls(&t, &fx, Some(&cancelled))
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.conflicting_step))
+            .collect();
+        assert_eq!(
+            got,
+            [(0, "precondition_failed", None), (1, "phantom_id", None)]
+        );
+    }
+
+    #[test]
+    fn created_things_are_in_the_listings_that_select_them() {
+        let create = |id: &str, owner: &str| {
+            (
+                "create_note",
+                json!({"owner": owner}),
+                json!({"note_id": id, "owner": owner}),
+            )
+        };
+        let list = |owner: &str, ids: &[&str]| {
+            let items: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"note_id": id, "owner": owner}))
+                .collect();
+            (
+                "list_notes",
+                json!({"owner": owner}),
+                json!({"notes": items}),
+            )
+        };
+        let steps = [
+            create("N1", "ann"),
+            create("N2", "bob"),
+            list("ann", &[]),
+            list("bob", &["N2"]),
+        ];
+        assert_eq!(
+            found(&steps),
+            [(2, "list_inconsistent", Some("note/N1".into()), Some(0))]
+        );
+        // Deleted since: not expected.
+        let deleted = [
+            create("N1", "ann"),
+            (
+                "delete_note",
+                json!({"note_id": "N1"}),
+                json!({"success": true}),
+            ),
+            list("ann", &[]),
+        ];
+        assert_eq!(found(&deleted), []);
     }
 
     fn truth() -> super::super::AuditTrajectory {
@@ -1275,12 +1787,12 @@ mod tests {
         // steps (and nothing in the clean calls).
         let fx = Effects::default();
         assert_eq!(
-            audit_calls(&CallTrajectory::from(&truth), &fx).violations,
+            audit_calls(&CallTrajectory::from(&truth), &fx, None).violations,
             []
         );
         for kind in [FaultKind::VanishedCreate, FaultKind::ResurrectedDelete] {
             let (t, step, _) = plant(kind).unwrap();
-            let report = audit_calls(&t, &fx);
+            let report = audit_calls(&t, &fx, None);
             assert!(
                 report
                     .violations

@@ -1,0 +1,781 @@
+//! The state a transcript implies: a field-level model of resources built from calls and
+//! answers alone (the state constraint graph of the SIMCON-DATA proposal, made explicit).
+//!
+//! A transcript without states still says a great deal about the state: which resources exist
+//! (created, returned, listed, or there from the start when the initial state is known), which
+//! are gone (deleted, reported not found), what their fields hold (returned by reads and
+//! listings), and what successful changes *set* (an update's arguments that name fields, a
+//! cancel that moves a status). [`ImpliedState`] keeps those facts, each with the step that
+//! established it, so a later answer that contradicts one is a violation that names the step
+//! it conflicts with.
+//!
+//! What a change does to fields ([`Writes`]) comes from the best source there is, always said:
+//! learned from the package's executed walks ([`learn_writes`]: which argument names the
+//! changed resource, which fields take an argument's value or a fixed value, which fields a
+//! call always moves, whether anything else changes, and the field values or argument sizes
+//! under which the tool always failed), else from the manifest's or OpenAPI description's
+//! effects (the argument naming the resource), else from names ([`Writes::guess`]: arguments
+//! named like fields set them; a `cancel_`/`close_`/… verb moves the status).
+
+use super::{resources, AuditTrajectory, EffectSource, ResourceKey, MIN_EVIDENCE};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
+pub type Key = (String, String);
+
+/// A precondition of a tool, learned from executed walks: a state of its target under which
+/// it always failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Guard {
+    /// It fails while the target's field holds this value (cancelling what is cancelled).
+    FieldIs {
+        /// The field of the target.
+        field: String,
+        /// The value under which every call failed.
+        value: Value,
+    },
+    /// It fails when the argument's number exceeds the target's field (a withdrawal above
+    /// the balance).
+    ExceedsField {
+        /// The numeric argument.
+        argument: String,
+        /// The numeric field of the target.
+        field: String,
+    },
+}
+
+/// What a successful call does to the fields of the resource it names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Writes {
+    /// The argument that names the resource it changes, when one always does.
+    pub target: Option<String>,
+    /// Fields set to the value of an argument (field → argument).
+    pub from_arguments: BTreeMap<String, String>,
+    /// Fields set to a fixed value (`status` → `"cancelled"`).
+    pub constants: BTreeMap<String, Value>,
+    /// Fields every successful call moves to a value not known in advance (away from the
+    /// one they held).
+    pub moves: BTreeSet<String>,
+    /// Nothing but the target changes, so what is known of other resources still holds.
+    pub only_target: bool,
+    /// States of the target under which it always failed.
+    pub guards: Vec<Guard>,
+    /// Where this came from.
+    pub source: EffectSource,
+}
+
+impl Default for Writes {
+    fn default() -> Self {
+        Writes {
+            target: None,
+            from_arguments: BTreeMap::new(),
+            constants: BTreeMap::new(),
+            moves: BTreeSet::new(),
+            only_target: false,
+            guards: Vec::new(),
+            source: EffectSource::Guessed,
+        }
+    }
+}
+
+/// First words of tools that move a resource's status (`cancel_reservation`).
+const STATUS_VERBS: &[&str] = &[
+    "cancel",
+    "close",
+    "suspend",
+    "archive",
+    "approve",
+    "reject",
+    "complete",
+    "resolve",
+    "reopen",
+    "confirm",
+    "activate",
+    "deactivate",
+    "lock",
+    "unlock",
+    "block",
+    "unblock",
+    "enable",
+    "disable",
+    "publish",
+    "unpublish",
+    "ship",
+    "deliver",
+    "pay",
+    "refund",
+    "return",
+    "escalate",
+    "start",
+    "stop",
+    "pause",
+    "resume",
+    "finish",
+    "void",
+    "expire",
+    "restore",
+    "mark",
+    "checkin",
+    "checkout",
+    "fulfill",
+    "dispatch",
+    "decline",
+    "accept",
+    "revoke",
+    "terminate",
+    "freeze",
+    "unfreeze",
+    "release",
+    "hold",
+];
+
+/// Whether a field name reads as a status (`status`, `state`, `order_status`).
+pub fn is_status_field(field: &str) -> bool {
+    let f = field.to_lowercase();
+    f == "status" || f == "state" || f.ends_with("_status") || f.ends_with("_state")
+}
+
+impl Writes {
+    /// The guess from a tool's name: a status verb (`cancel_`, `close_`, …) moves the status
+    /// of what it names. Arguments named like fields are matched when the call is read
+    /// ([`Writes::fields_set`]).
+    pub fn guess(tool: &str) -> Writes {
+        let first = super::observed::words(tool)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let mut writes = Writes::default();
+        if STATUS_VERBS.contains(&first.as_str()) {
+            writes.moves.insert("status".to_owned());
+        }
+        writes
+    }
+
+    /// The fields a successful call with `arguments` sets, and to what: the learned or
+    /// declared ones; for guessed writes, every argument (not the target's id) whose name is
+    /// a field `known` of the target (`body` → `body`, `new_status` → `status`).
+    pub fn fields_set(
+        &self,
+        arguments: &Map<String, Value>,
+        known: Option<&BTreeMap<String, Fact>>,
+        target_argument: Option<&str>,
+    ) -> BTreeMap<String, Value> {
+        let mut out: BTreeMap<String, Value> = self
+            .constants
+            .iter()
+            .map(|(f, v)| (f.clone(), v.clone()))
+            .collect();
+        for (field, argument) in &self.from_arguments {
+            if let Some(v) = arguments.get(argument).filter(|v| is_scalar(v)) {
+                out.insert(field.clone(), v.clone());
+            }
+        }
+        if self.source == EffectSource::Observed {
+            return out;
+        }
+        let Some(known) = known else { return out };
+        for (argument, value) in arguments {
+            if Some(argument.as_str()) == target_argument || !is_scalar(value) {
+                continue;
+            }
+            let field = argument
+                .strip_prefix("new_")
+                .or_else(|| argument.strip_suffix("_value"))
+                .unwrap_or(argument);
+            if known.contains_key(field) && !out.contains_key(field) {
+                out.insert(field.to_owned(), value.clone());
+            }
+        }
+        out
+    }
+}
+
+fn is_scalar(value: &Value) -> bool {
+    !(value.is_object() || value.is_array())
+}
+
+/// An id value as text: a string or an integer.
+pub(crate) fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() && s.len() <= 128 => Some(s.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The argument of a call naming a top-level resource of `state`, with that resource: an
+/// id-named argument first (`ticket_id`), else any argument whose value is a resource's id.
+fn named_resource<'s>(
+    arguments: &Map<String, Value>,
+    state: &'s BTreeMap<ResourceKey, &'s Value>,
+) -> Option<(String, ResourceKey)> {
+    let by_id: HashMap<&str, &ResourceKey> = state
+        .keys()
+        .filter(|k| !k.0.contains('*'))
+        .map(|k| (k.1.as_str(), k))
+        .collect();
+    let find = |want_id_name: bool| {
+        arguments.iter().find_map(|(name, value)| {
+            if want_id_name && super::observed::id_noun(name).is_none() {
+                return None;
+            }
+            let id = id_text(value)?;
+            by_id.get(id.as_str()).map(|k| (name.clone(), (*k).clone()))
+        })
+    };
+    find(true).or_else(|| find(false))
+}
+
+/// Learns each tool's field-level writes and guards from executed trajectories (consistent by
+/// construction: the executor's ground truth).
+pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes> {
+    #[derive(Default)]
+    struct FieldSeen {
+        times: usize,
+        values: BTreeSet<String>,
+        last: Value,
+        from_argument: BTreeMap<String, usize>,
+    }
+    #[derive(Default)]
+    struct Seen {
+        successes: usize,
+        changed: usize,
+        target_votes: BTreeMap<String, usize>,
+        off_target: bool,
+        fields: BTreeMap<String, FieldSeen>,
+        /// (field, value as JSON) → (successes, failures, the value).
+        by_value: BTreeMap<(String, String), (usize, usize, Value)>,
+        /// (argument, field) → (successes over, failures over, successes within).
+        exceeds: BTreeMap<(String, String), (usize, usize, usize)>,
+    }
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    for t in trajectories {
+        let mut before_state = &t.initial_state;
+        for step in &t.steps {
+            let after_state = &step.state_after;
+            let s = seen.entry(step.tool.clone()).or_default();
+            let ok = match step.success {
+                Some(ok) => ok,
+                None => {
+                    before_state = after_state;
+                    continue;
+                }
+            };
+            let changed = before_state != after_state;
+            let before = resources(before_state);
+            let named = named_resource(&step.arguments, &before);
+            // Preconditions: the target's fields and the call's numbers, by outcome.
+            if let Some((_, key)) = &named {
+                if let Some(Value::Object(fields)) = before.get(key) {
+                    for (field, value) in fields {
+                        let usable = match value {
+                            Value::String(s) => s.len() <= 40,
+                            Value::Bool(_) => true,
+                            _ => false,
+                        };
+                        if usable {
+                            let slot = s
+                                .by_value
+                                .entry((field.clone(), value.to_string()))
+                                .or_insert((0, 0, value.clone()));
+                            if ok {
+                                slot.0 += 1;
+                            } else {
+                                slot.1 += 1;
+                            }
+                        }
+                    }
+                    for (argument, a) in &step.arguments {
+                        let Some(a) = a.as_f64() else { continue };
+                        for (field, f) in fields {
+                            let Some(f) = f.as_f64().filter(|_| f.is_number()) else {
+                                continue;
+                            };
+                            let slot = s
+                                .exceeds
+                                .entry((argument.clone(), field.clone()))
+                                .or_default();
+                            match (a > f, ok) {
+                                (true, true) => slot.0 += 1,
+                                (true, false) => slot.1 += 1,
+                                (false, true) => slot.2 += 1,
+                                (false, false) => {}
+                            }
+                        }
+                    }
+                }
+            }
+            if !ok {
+                before_state = after_state;
+                continue;
+            }
+            s.successes += 1;
+            if changed {
+                s.changed += 1;
+                let after = resources(after_state);
+                let changes = super::resource_changes(before_state, after_state);
+                let target = named.as_ref().map(|(_, k)| k);
+                let target_updated = target.is_some_and(|k| changes.contains_key(k));
+                for (key, change) in &changes {
+                    let on_target = Some(key) == target
+                        || (key.0.contains('*') && target_updated)
+                        || (*change == super::ResourceChange::Deleted && Some(key) == target);
+                    s.off_target |= !on_target;
+                }
+                if let (Some((argument, key)), true) = (&named, target_updated) {
+                    *s.target_votes.entry(argument.clone()).or_default() += 1;
+                    if let (Some(Value::Object(old)), Some(Value::Object(new))) =
+                        (before.get(key), after.get(key))
+                    {
+                        for (field, value) in new {
+                            if !is_scalar(value) || old.get(field) == Some(value) {
+                                continue;
+                            }
+                            let f = s.fields.entry(field.clone()).or_default();
+                            f.times += 1;
+                            f.values.insert(value.to_string());
+                            f.last = value.clone();
+                            for (name, given) in &step.arguments {
+                                if name != argument && given == value {
+                                    *f.from_argument.entry(name.clone()).or_default() += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            before_state = after_state;
+        }
+    }
+    seen.into_iter()
+        .map(|(tool, s)| {
+            let mut writes = Writes {
+                source: EffectSource::Observed,
+                ..Writes::default()
+            };
+            let target = s
+                .target_votes
+                .iter()
+                .find(|(_, n)| **n == s.changed && s.changed > 0)
+                .map(|(a, _)| a.clone());
+            writes.only_target = target.is_some() && !s.off_target && s.changed >= 2;
+            writes.target = target;
+            if writes.target.is_some() {
+                for (field, f) in &s.fields {
+                    let related = |argument: &str| {
+                        argument == field
+                            || argument.ends_with(field.as_str())
+                            || field.ends_with(argument)
+                    };
+                    if let Some((argument, _)) = f
+                        .from_argument
+                        .iter()
+                        .find(|(a, n)| **n == f.times && (f.times >= 2 || related(a)))
+                    {
+                        writes
+                            .from_arguments
+                            .insert(field.clone(), argument.clone());
+                    } else if f.values.len() == 1 && f.times >= 2 {
+                        writes.constants.insert(field.clone(), f.last.clone());
+                    } else if f.times == s.changed && f.times >= 2 {
+                        writes.moves.insert(field.clone());
+                    }
+                }
+            }
+            let others_succeed = s.successes >= 1;
+            for ((field, _), (ok, fail, value)) in &s.by_value {
+                if *ok == 0 && *fail >= MIN_EVIDENCE && others_succeed {
+                    writes.guards.push(Guard::FieldIs {
+                        field: field.clone(),
+                        value: value.clone(),
+                    });
+                }
+            }
+            for ((argument, field), (over_ok, over_fail, within_ok)) in &s.exceeds {
+                if *over_ok == 0 && *over_fail >= 2 && *within_ok >= 1 {
+                    writes.guards.push(Guard::ExceedsField {
+                        argument: argument.clone(),
+                        field: field.clone(),
+                    });
+                }
+            }
+            (tool, writes)
+        })
+        .collect()
+}
+
+/// Where a field's known value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FactSource {
+    /// The initial state (known from the package and the record's state name).
+    Initial,
+    /// Returned by the answer of this step.
+    Returned(usize),
+    /// Set by the successful change of this step.
+    Set(usize),
+}
+
+impl FactSource {
+    /// The step, when a step established it.
+    pub fn step(self) -> Option<usize> {
+        match self {
+            FactSource::Initial => None,
+            FactSource::Returned(k) | FactSource::Set(k) => Some(k),
+        }
+    }
+}
+
+/// A field's known value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    /// The value.
+    pub value: Value,
+    /// Where it came from.
+    pub source: FactSource,
+}
+
+/// Whether a resource exists, as far as the transcript says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existence {
+    /// Known to exist since this step (`None`: the initial state).
+    Exists(Option<usize>),
+    /// Deleted at this step.
+    Gone(usize),
+    /// Reported not found at this step.
+    Missing(usize),
+}
+
+/// A value a change replaced: what a field held before a successful change moved it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replaced {
+    /// The value before.
+    pub value: Value,
+    /// The change.
+    pub step: usize,
+    /// The field is a status the change moved (a read showing the old value again is a
+    /// reverted status, not only a stale value).
+    pub status: bool,
+}
+
+/// The state a transcript implies, up to a step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImpliedState {
+    /// Whether each resource exists.
+    pub existence: HashMap<Key, Existence>,
+    /// Field values known of each resource.
+    pub fields: HashMap<Key, BTreeMap<String, Fact>>,
+    /// Values successful changes replaced, per resource and field, until something moves
+    /// the field again.
+    pub replaced: HashMap<Key, BTreeMap<String, Replaced>>,
+    /// Per type: the ids a complete listing (or the initial state) held, and the step of it
+    /// (`None`: the initial state); creates add to it, deletes take from it.
+    pub complete: HashMap<String, (Option<usize>, BTreeSet<String>)>,
+    /// The last successful change not pinned to one resource.
+    pub last_untargeted_change: Option<usize>,
+    /// Per type, the last step that deleted one of its resources.
+    pub last_delete: HashMap<String, usize>,
+    /// The scalar fields each resource created in the trajectory was created with (what a
+    /// listing's filters select it by, when nothing changed it since).
+    pub created_with: HashMap<Key, BTreeMap<String, Value>>,
+}
+
+impl ImpliedState {
+    /// The state a known initial state implies: every top-level resource exists with its
+    /// scalar fields, and each collection is a complete listing of its type. Collections are
+    /// typed by their singular noun (`tickets` → `ticket`), as the calls name them.
+    pub fn from_initial(state: &Value) -> ImpliedState {
+        let mut out = ImpliedState::default();
+        for ((collection, id), value) in resources(state) {
+            if collection.contains('*') {
+                continue;
+            }
+            let noun = super::observed::singular(&collection);
+            let key = (noun.clone(), id.clone());
+            out.existence.insert(key.clone(), Existence::Exists(None));
+            if let Value::Object(map) = value {
+                let facts = out.fields.entry(key).or_default();
+                for (field, v) in map {
+                    if is_scalar(v) {
+                        facts.insert(
+                            field.clone(),
+                            Fact {
+                                value: v.clone(),
+                                source: FactSource::Initial,
+                            },
+                        );
+                    }
+                }
+            }
+            out.complete
+                .entry(noun)
+                .or_insert_with(|| (None, BTreeSet::new()))
+                .1
+                .insert(id);
+        }
+        out
+    }
+
+    /// Forgets every field value (after a change of unknown reach); what changes replaced
+    /// stays, since nothing moved those fields back.
+    pub fn forget_fields(&mut self) {
+        self.fields.clear();
+    }
+
+    /// Records that a successful change at `step` set `values` on `key`, and moved the fields
+    /// `writes` moves away from what they held: the old values are kept as replaced.
+    pub fn set_fields(
+        &mut self,
+        key: &Key,
+        step: usize,
+        values: BTreeMap<String, Value>,
+        writes: &Writes,
+        old: &BTreeMap<String, Fact>,
+    ) {
+        let replaced = self.replaced.entry(key.clone()).or_default();
+        replaced.clear();
+        for field in writes.moves.iter().chain(values.keys()) {
+            if let Some(before) = old.get(field) {
+                if values.get(field) != Some(&before.value) {
+                    replaced.insert(
+                        field.clone(),
+                        Replaced {
+                            value: before.value.clone(),
+                            step,
+                            status: writes.moves.contains(field)
+                                || writes.constants.contains_key(field)
+                                || is_status_field(field),
+                        },
+                    );
+                }
+            }
+        }
+        let facts = self.fields.entry(key.clone()).or_default();
+        for field in &writes.moves {
+            facts.remove(field);
+        }
+        for (field, value) in values {
+            facts.insert(
+                field,
+                Fact {
+                    value,
+                    source: FactSource::Set(step),
+                },
+            );
+        }
+    }
+
+    /// Whether `key` is expected in a listing of its type made with `arguments` at this point:
+    /// it was created in this trajectory, every argument is a field of it with the same known
+    /// value, and nothing since its creation could have removed it (a delete of its type, a
+    /// change of unknown reach). Returns the step it was created at.
+    pub fn expected_in_listing(&self, key: &Key, arguments: &Map<String, Value>) -> Option<usize> {
+        let Existence::Exists(Some(created)) = self.existence.get(key)? else {
+            return None;
+        };
+        if self.last_untargeted_change.is_some_and(|c| c > *created)
+            || self.last_delete.get(&key.0).is_some_and(|d| d >= created)
+        {
+            return None;
+        }
+        let facts = self.fields.get(key);
+        let born = self.created_with.get(key);
+        let matches = arguments
+            .iter()
+            .all(|(name, value)| match facts.and_then(|f| f.get(name)) {
+                Some(fact) => &fact.value == value,
+                None => born.and_then(|b| b.get(name)) == Some(value),
+            });
+        matches.then_some(*created)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditStep;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn step(tool: &str, args: Value, ok: bool, after: &Value) -> AuditStep {
+        AuditStep {
+            tool: tool.into(),
+            arguments: args.as_object().cloned().unwrap(),
+            observation: json!({"success": ok}),
+            success: Some(ok),
+            state_after: Arc::new(after.clone()),
+        }
+    }
+
+    /// Notes updated and reservations cancelled, executed (consistent by construction).
+    fn walks() -> Vec<AuditTrajectory> {
+        let s0 = json!({
+            "notes": {"N1": {"body": "milk", "owner": "u"}, "N2": {"body": "tea", "owner": "u"}},
+            "reservations": {"R1": {"status": "confirmed", "seats": 2}, "R2": {"status": "confirmed", "seats": 1}},
+            "accounts": {"A1": {"balance": 10}}
+        });
+        let mut s1 = s0.clone();
+        s1["notes"]["N1"]["body"] = json!("milk, eggs");
+        let mut s2 = s1.clone();
+        s2["notes"]["N2"]["body"] = json!("green tea");
+        let mut s3 = s2.clone();
+        s3["reservations"]["R1"]["status"] = json!("cancelled");
+        let mut s4 = s3.clone();
+        s4["reservations"]["R2"]["status"] = json!("cancelled");
+        let mut s5 = s4.clone();
+        s5["accounts"]["A1"]["balance"] = json!(7);
+        vec![AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: vec![
+                step(
+                    "update_note",
+                    json!({"note_id": "N1", "body": "milk, eggs"}),
+                    true,
+                    &s1,
+                ),
+                step(
+                    "update_note",
+                    json!({"note_id": "N2", "body": "green tea"}),
+                    true,
+                    &s2,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R1"}),
+                    true,
+                    &s3,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R2"}),
+                    true,
+                    &s4,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R1"}),
+                    false,
+                    &s4,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R2"}),
+                    false,
+                    &s4,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R1"}),
+                    false,
+                    &s4,
+                ),
+                step(
+                    "withdraw",
+                    json!({"account_id": "A1", "amount": 3}),
+                    true,
+                    &s5,
+                ),
+                step(
+                    "withdraw",
+                    json!({"account_id": "A1", "amount": 50}),
+                    false,
+                    &s5,
+                ),
+                step(
+                    "withdraw",
+                    json!({"account_id": "A1", "amount": 8}),
+                    false,
+                    &s5,
+                ),
+            ],
+        }]
+    }
+
+    #[test]
+    fn writes_are_learned_from_executed_walks() {
+        let learned = learn_writes(&walks());
+        let update = &learned["update_note"];
+        assert_eq!(update.target.as_deref(), Some("note_id"));
+        assert_eq!(
+            update.from_arguments,
+            BTreeMap::from([("body".to_owned(), "body".to_owned())])
+        );
+        assert!(update.only_target);
+        let cancel = &learned["cancel_reservation"];
+        assert_eq!(cancel.target.as_deref(), Some("reservation_id"));
+        assert_eq!(
+            cancel.constants,
+            BTreeMap::from([("status".to_owned(), json!("cancelled"))])
+        );
+        assert_eq!(
+            cancel.guards,
+            [Guard::FieldIs {
+                field: "status".into(),
+                value: json!("cancelled")
+            }]
+        );
+        let withdraw = &learned["withdraw"];
+        assert_eq!(
+            withdraw.guards,
+            [Guard::ExceedsField {
+                argument: "amount".into(),
+                field: "balance".into()
+            }]
+        );
+        // One change is not evidence that nothing else changes.
+        assert!(!withdraw.only_target);
+    }
+
+    #[test]
+    fn guessed_writes_match_arguments_to_known_fields() {
+        let known = BTreeMap::from([
+            (
+                "body".to_owned(),
+                Fact {
+                    value: json!("milk"),
+                    source: FactSource::Returned(1),
+                },
+            ),
+            (
+                "status".to_owned(),
+                Fact {
+                    value: json!("open"),
+                    source: FactSource::Returned(1),
+                },
+            ),
+        ]);
+        let args = json!({"note_id": "N1", "body": "milk, eggs", "new_status": "done", "tag": "x"});
+        let set = Writes::guess("edit_note").fields_set(
+            args.as_object().unwrap(),
+            Some(&known),
+            Some("note_id"),
+        );
+        assert_eq!(
+            set,
+            BTreeMap::from([
+                ("body".to_owned(), json!("milk, eggs")),
+                ("status".to_owned(), json!("done"))
+            ])
+        );
+        assert_eq!(
+            Writes::guess("cancel_booking").moves,
+            BTreeSet::from(["status".to_owned()])
+        );
+        assert!(Writes::guess("get_booking").moves.is_empty());
+    }
+
+    #[test]
+    fn the_initial_state_is_a_complete_listing() {
+        let state =
+            ImpliedState::from_initial(&json!({"tickets": {"T1": {"status": "open", "tags": []}}}));
+        let key = ("ticket".to_owned(), "T1".to_owned());
+        assert_eq!(state.existence[&key], Existence::Exists(None));
+        assert_eq!(state.fields[&key]["status"].value, json!("open"));
+        assert!(!state.fields[&key].contains_key("tags"));
+        assert_eq!(
+            state.complete["ticket"],
+            (None, BTreeSet::from(["T1".to_owned()]))
+        );
+    }
+}
