@@ -109,6 +109,11 @@ pub enum InputForm {
     /// Calls and observations only (a chat transcript): faults planted in observations,
     /// audited with [`audit_calls`].
     Calls,
+    /// Calls and observations, with the initial state known from the package and the
+    /// record's state name: the same faults as [`InputForm::Calls`], audited from the state
+    /// the calls imply on top of the initial one.
+    #[serde(rename = "calls_initial")]
+    CallsInitial,
     /// Calls and observations with only an OpenAPI description of the environment: effects
     /// from the description's methods and paths, outcomes read from the observations
     /// ([`guess_outcome`]), and the description's argument and response schemas checked.
@@ -122,6 +127,7 @@ impl InputForm {
         match self {
             InputForm::States => "states",
             InputForm::Calls => "calls",
+            InputForm::CallsInitial => "calls_initial",
             InputForm::OpenApi => "openapi",
         }
     }
@@ -209,7 +215,9 @@ impl Validation {
         if self.faults.is_empty() {
             let kinds: &[FaultKind] = match self.form {
                 InputForm::States => &FaultKind::ALL,
-                InputForm::Calls | InputForm::OpenApi => &FaultKind::CALLS,
+                InputForm::Calls | InputForm::CallsInitial | InputForm::OpenApi => {
+                    &FaultKind::CALLS
+                }
             };
             for &kind in kinds {
                 self.faults
@@ -240,7 +248,7 @@ impl Validation {
                     };
                     (report, Vec::new(), label)
                 }
-                InputForm::Calls | InputForm::OpenApi => {
+                InputForm::Calls | InputForm::CallsInitial | InputForm::OpenApi => {
                     let (mut calls, label) =
                         match self.plan.plant_calls(t, rate, known.rule, &mut rng) {
                             Some((faulty, label)) => (faulty, Some(label)),
@@ -275,7 +283,9 @@ impl Validation {
                             }
                         }
                     }
-                    let report = audit_calls(&calls, &fx, None);
+                    let initial =
+                        (self.form == InputForm::CallsInitial).then_some(t.initial_state.as_ref());
+                    let report = audit_calls(&calls, &fx, initial);
                     (report, flags, label)
                 }
             };
@@ -352,6 +362,7 @@ impl Validation {
             match self.form {
                 InputForm::States => "trajectories with their states",
                 InputForm::Calls => "calls and observations only (states dropped)",
+                InputForm::CallsInitial => "calls and observations, with the initial state known from the package and the record's state name (later states dropped)",
                 InputForm::OpenApi => "calls and observations with only a generated OpenAPI description (no package: effects from paths, outcomes read from the answers, schemas checked)",
             },
             self.trajectories,

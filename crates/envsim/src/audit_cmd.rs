@@ -48,6 +48,12 @@ struct CheckArgs {
     /// The environment of every record (else each record's own `env`).
     #[arg(long, value_name = "NAME")]
     env: Option<String>,
+    /// The initial state of every record without states: a state file of the environment's
+    /// package (`00_small.json`, or without `.json`), else each record's own `state`. What it
+    /// holds is known from the first step: ids it lacks are phantoms, field values it holds
+    /// are what reads must show until something changes them.
+    #[arg(long, value_name = "NAME")]
+    state: Option<String>,
     /// An API description the calls and responses are checked against: OpenAPI 3.0/3.1 (JSON,
     /// or YAML when the name ends in .yaml/.yml) or OpenAI tool schemas. Its paths also say
     /// what each operation does to resources (POST /things creates, DELETE /things/{id}
@@ -376,6 +382,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         spec_tally: SpecTally::default(),
         forms: BTreeMap::new(),
         answers: BTreeMap::new(),
+        current: (String::new(), None),
         counting_done: false,
         outcomes: OutcomeCounts::default(),
         reference: None,
@@ -685,6 +692,9 @@ struct Auditor<'a> {
     forms: BTreeMap<&'static str, usize>,
     /// Per input file: its answers by form, and how many were read.
     answers: BTreeMap<String, AnswerTally>,
+    /// The record being audited: where it is (`line 3`) and its own id, which every
+    /// violation carries in fields of their own.
+    current: (String, Option<String>),
     /// Whether the reference dataset has been read (records now go to the audit).
     counting_done: bool,
     /// Outcome classes per tool of the audited steps.
@@ -890,8 +900,15 @@ impl Auditor<'_> {
             .clone()
             .or_else(|| value.get("env").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_default();
+        let state_name = self.args.state.clone().or_else(|| {
+            value
+                .get("state")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
         let run = match read_record(value, location, index, source)? {
             AuditRecord::Transcript(t) => {
+                self.current = (location.to_owned(), t.id.clone());
                 *self.forms.entry(t.form.name()).or_default() += 1;
                 let declared = if t.tools.is_empty() || self.spec.is_some() {
                     None
@@ -912,6 +929,7 @@ impl Auditor<'_> {
                     }
                     Some(std::rc::Rc::clone(&self.declared[&key]))
                 };
+                let initial = self.initial_state(&env, state_name.as_deref(), source, location)?;
                 let known = self.known(&env)?;
                 let steps: Vec<(CallStep, AnswerForm)> = t
                     .calls
@@ -930,10 +948,16 @@ impl Auditor<'_> {
                     .collect();
                 let steps = self.tally_answers(source, steps);
                 let id = format!("{location} {}", t.id.unwrap_or_else(|| index.to_string()));
-                return self.audit_calls(env, CallTrajectory { id, steps }, declared.as_deref());
+                return self.audit_calls(
+                    env,
+                    CallTrajectory { id, steps },
+                    declared.as_deref(),
+                    initial.as_ref(),
+                );
             }
             AuditRecord::Run(run) => run,
         };
+        self.current = (location.to_owned(), Some(run.task_id.clone()));
         let form = if run.initial_state.is_none() {
             "calls"
         } else {
@@ -943,6 +967,8 @@ impl Auditor<'_> {
         self.known(&env)?;
         let known = &self.known[&env];
         if run.initial_state.is_none() {
+            let initial = self.initial_state(&env, state_name.as_deref(), source, location)?;
+            let known = &self.known[&env];
             let id = format!("{} {}", run.location, run.task_id);
             let steps: Vec<(CallStep, AnswerForm)> = run
                 .steps
@@ -956,7 +982,7 @@ impl Auditor<'_> {
                 })
                 .collect();
             let steps = self.tally_answers(source, steps);
-            return self.audit_calls(env, CallTrajectory { id, steps }, None);
+            return self.audit_calls(env, CallTrajectory { id, steps }, None, initial.as_ref());
         }
         if known.package.is_some()
             && !self.args.no_replay
@@ -1000,11 +1026,43 @@ impl Auditor<'_> {
             .collect()
     }
 
+    /// The initial state a record without states names (`--state`, else its own `state`): a
+    /// state file of its environment's package. Naming one the package lacks, or naming one
+    /// for an environment the corpus does not hold, is an error.
+    fn initial_state(
+        &mut self,
+        env: &str,
+        name: Option<&str>,
+        source: &str,
+        location: &str,
+    ) -> Result<Option<Value>> {
+        let Some(name) = name else { return Ok(None) };
+        let known = self.known(env)?;
+        let Some(package) = &known.package else {
+            bail!("{source}: {location}: the record names the initial state {name:?}, but its environment {env:?} is not in the corpus (give --envs, or --env)");
+        };
+        let found = package
+            .states
+            .iter()
+            .find(|(file, _)| file == name || file.strip_suffix(".json") == Some(name));
+        match found {
+            Some((_, state)) => Ok(Some(state.clone())),
+            None => {
+                let names: Vec<&str> = package.states.iter().map(|(f, _)| f.as_str()).collect();
+                bail!(
+                    "{source}: {location}: {env} has no state {name:?} (its states: {})",
+                    names.join(", ")
+                )
+            }
+        }
+    }
+
     fn audit_calls(
         &mut self,
         env: String,
         trajectory: CallTrajectory,
         declared: Option<&envsim_bench::spec_checks::SpecChecks>,
+        initial: Option<&Value>,
     ) -> Result<()> {
         let steps = views_of_calls(&trajectory);
         self.count_outcomes(&steps);
@@ -1017,7 +1075,7 @@ impl Auditor<'_> {
             .iter()
             .map(|s| call_transition_kind(&effects.of(&s.tool), s.success))
             .collect();
-        let report = audit_calls(&trajectory, effects, None);
+        let report = audit_calls(&trajectory, effects, initial);
         self.count_coverage(&kinds);
         let spec = self.check_spec(&env, &trajectory.id, &steps, declared);
         if self.wants_drawing(&report) {
@@ -1032,12 +1090,19 @@ impl Auditor<'_> {
     fn finish(&mut self, report: TrajectoryAudit, spec: Vec<Value>) -> Result<()> {
         self.tally.add(&report);
         if let Some(file) = &mut self.out {
-            for v in &report.violations {
-                serde_json::to_writer(&mut *file, v)?;
-                file.write_all(b"\n")?;
-            }
-            for v in &spec {
-                serde_json::to_writer(&mut *file, v)?;
+            let (location, record) = &self.current;
+            let line = location
+                .strip_prefix("line ")
+                .and_then(|n| n.parse::<usize>().ok());
+            let violations = report.violations.iter().map(serde_json::to_value);
+            for v in violations.chain(spec.into_iter().map(Ok)) {
+                let mut v = v?;
+                if let Value::Object(map) = &mut v {
+                    map.insert("record".into(), json!(record));
+                    map.insert("line".into(), json!(line));
+                    map.insert("location".into(), json!(location));
+                }
+                serde_json::to_writer(&mut *file, &v)?;
                 file.write_all(b"\n")?;
             }
         }
@@ -1458,6 +1523,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
     let mut results = [
         Validation::new(InputForm::States),
         Validation::new(InputForm::Calls),
+        Validation::new(InputForm::CallsInitial),
         Validation::new(InputForm::OpenApi),
     ];
     for package in packages {

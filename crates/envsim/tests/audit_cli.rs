@@ -986,3 +986,155 @@ fn a_generated_openapi_description_is_an_audit_spec() {
     assert_eq!(found[0][1], 2);
     assert_eq!(found[0][2], "response_schema");
 }
+
+/// A chat transcript of the desk whose tool answers are what `str(result)` prints.
+fn literal_chat(id: &str, answers: &[(&str, Value, &str)]) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": "tickets"})];
+    for (i, (tool, args, answer)) in answers.iter().enumerate() {
+        let call_id = format!("c{i}");
+        messages.push(
+            json!({"role": "assistant", "tool_calls": [{"id": call_id, "type": "function",
+            "function": {"name": tool, "arguments": args.to_string()}}]}),
+        );
+        messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": answer}));
+    }
+    json!({"id": id, "env": "desk", "messages": messages})
+}
+
+#[test]
+fn python_literal_answers_are_read_and_unreadable_files_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let t4 = json!({"ticket_id": "T4"});
+    // Close T4, then read it back open: the desk's walks show close_ticket sets the status.
+    let reverted = literal_chat(
+        "ticket-9",
+        &[
+            (
+                "create_ticket",
+                json!({"title": "x"}),
+                "{'success': True, 'ticket_id': 'T4'}",
+            ),
+            (
+                "get_ticket",
+                t4.clone(),
+                "{'success': True, 'data': {'title': 'x', 'status': 'open', 'owner': 'desk'}}",
+            ),
+            ("close_ticket", t4.clone(), "Result: {'success': True}"),
+            (
+                "get_ticket",
+                t4.clone(),
+                "{'success': True, 'data': {'title': 'x', 'status': 'open', 'owner': 'desk'}}",
+            ),
+        ],
+    );
+    // With the initial state named: T3 is closed from the start, and T8 was never there.
+    let mut flipped = literal_chat(
+        "ticket-10",
+        &[
+            (
+                "close_ticket",
+                json!({"ticket_id": "T3"}),
+                "{'success': True}",
+            ),
+            (
+                "get_ticket",
+                json!({"ticket_id": "T8"}),
+                "{'success': True, 'data': {'title': 'q', 'status': 'open', 'owner': 'desk'}}",
+            ),
+        ],
+    );
+    flipped["state"] = json!("00");
+    let (summary, violations) = audit_records(dir.path(), &[reverted, flipped], &[]);
+    let file = dir.path().join("runs.jsonl").display().to_string();
+    assert_eq!(
+        summary["answers"][&file],
+        json!({"answers": 6, "read": 6, "outcome_read": 6, "read_share": 1.0,
+               "forms": {"python_literal": 5, "embedded": 1}})
+    );
+    let got: Vec<(String, u64, String, Value, Value)> = violations
+        .iter()
+        .map(|v| {
+            (
+                v["record"].as_str().unwrap().to_owned(),
+                v["step"].as_u64().unwrap(),
+                v["kind"].as_str().unwrap().to_owned(),
+                v["conflicting_step"].clone(),
+                v["line"].clone(),
+            )
+        })
+        .collect();
+    let row =
+        |r: &str, s: u64, k: &str, c: Value, l: u64| (r.to_owned(), s, k.to_owned(), c, json!(l));
+    assert_eq!(
+        got,
+        [
+            row("ticket-9", 3, "status_reverted", json!(2), 1),
+            row("ticket-10", 0, "precondition_failed", json!(null), 2),
+            row("ticket-10", 1, "phantom_id", json!(null), 2),
+        ]
+    );
+    // A state the package lacks is an error naming it.
+    let mut unknown = literal_chat(
+        "x",
+        &[(
+            "get_ticket",
+            json!({"ticket_id": "T1"}),
+            "{'success': True}",
+        )],
+    );
+    unknown["state"] = json!("99_huge");
+    std::fs::write(dir.path().join("unknown.jsonl"), format!("{unknown}\n")).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[dir.path().join("unknown.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 1: desk has no state \"99_huge\" (its states: 00.json)"),
+        "{err}"
+    );
+    // Answers nothing can be read from: refused with the counts, not a clean bill of health.
+    let prose = literal_chat(
+        "prose",
+        &[
+            (
+                "get_ticket",
+                json!({"ticket_id": "T1"}),
+                "The ticket is open.",
+            ),
+            (
+                "close_ticket",
+                json!({"ticket_id": "T1"}),
+                "Closed it for you.",
+            ),
+            (
+                "get_ticket",
+                json!({"ticket_id": "T1"}),
+                "{'success': True, 'data': {'status': 'closed'}}",
+            ),
+        ],
+    );
+    std::fs::write(dir.path().join("prose.jsonl"), format!("{prose}\n")).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[dir.path().join("prose.jsonl").to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("only 33.3% of the tool answers could be read (below --min-read 0.5): 3 tool answers (1 python_literal, 2 text); 1 read (33.3%), 1 with a known outcome"),
+        "{err}"
+    );
+    // --min-read 0 accepts it.
+    let out = envsim(
+        dir.path(),
+        &[
+            dir.path().join("prose.jsonl").to_str().unwrap(),
+            "--min-read",
+            "0",
+        ],
+    );
+    succeeded(&out);
+}

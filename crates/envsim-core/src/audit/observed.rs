@@ -202,11 +202,40 @@ const WRAPPERS: &[&str] = &[
 /// The records in an observation: (resource, its object, whether it sits in an array). A
 /// record inside another record is that record's part: its type and id are qualified by the
 /// parent's (`student/*/course`, `S1/CS101`), since the same course in two students'
-/// transcripts is two things.
-fn records<'v>(observation: &'v Value, noun: &str) -> Vec<(Key, &'v Map<String, Value>, bool)> {
+/// transcripts is two things. `subject` is the resource the call names as what it is about:
+/// an answer that is (or wraps, `{"success": true, "data": {...}}`) one object without an id
+/// of its own is that resource's record, as environments that return the entity without its
+/// key answer a read.
+fn records<'v>(
+    observation: &'v Value,
+    noun: &str,
+    subject: Option<&Key>,
+) -> Vec<(Key, &'v Map<String, Value>, bool)> {
     let mut out = Vec::new();
     walk_records(observation, noun, false, None, &mut out);
+    if out.is_empty() {
+        if let (Some(key), Some(map)) = (subject, unwrapped(observation)) {
+            out.push((key.clone(), map, false));
+        }
+    }
     out
+}
+
+/// The object an answer is about: itself, or what a wrapper key holds (the rest of the
+/// envelope being a status: `success`, `message`, ...). `None` when it holds collections.
+fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
+    let map = observation.as_object()?;
+    let inner = WRAPPERS
+        .iter()
+        .find_map(|w| map.get(*w))
+        .and_then(Value::as_object);
+    let object = inner.unwrap_or(map);
+    const ENVELOPE: &[&str] = &["success", "ok", "message", "msg", "error", "status_code"];
+    let scalars = object
+        .iter()
+        .filter(|(k, v)| !v.is_object() && !v.is_array() && !ENVELOPE.contains(&k.as_str()))
+        .count();
+    (scalars >= 2 && !object.values().all(Value::is_object)).then_some(object)
 }
 
 fn walk_records<'v>(
@@ -534,7 +563,7 @@ pub fn audit_calls(
                         }
                     }
                 }
-                let found = records(&step.observation, &noun);
+                let found = records(&step.observation, &noun, subject(&step.tool, &names, role));
                 let mut stale_here: BTreeSet<Key> = BTreeSet::new();
                 // Returned records: deleted ones listed, fields against what is known.
                 for (key, record, _) in &found {
@@ -961,6 +990,25 @@ pub fn audit_calls(
         violations,
         transitions: Vec::new(),
     }
+}
+
+/// The resource a read is about, for an answer that does not name it: the one its arguments
+/// name whose type is the tool's noun, else the only one. Only reads: what a change answers
+/// is a report on the change more often than the record.
+fn subject<'n>(tool: &str, names: &'n [(String, Key)], role: Role) -> Option<&'n Key> {
+    if role != Role::Read {
+        return None;
+    }
+    let noun = tool_noun(tool);
+    names
+        .iter()
+        .find(|(_, key)| key.0 == noun || noun.ends_with(&key.0))
+        .or(if names.len() == 1 {
+            names.first()
+        } else {
+            None
+        })
+        .map(|(_, key)| key)
 }
 
 /// Whether an answer is a listing of `noun`s, empty ones included: an array, or an object
@@ -1892,7 +1940,9 @@ impl Timeline {
             match step.success {
                 Some(true) => {
                     let noun = tool_noun(&step.tool);
-                    for (key, _, in_array) in records(&step.observation, &noun) {
+                    for (key, _, in_array) in
+                        records(&step.observation, &noun, subject(&step.tool, &names, role))
+                    {
                         let kind = if role == Role::Create && !in_array {
                             "create"
                         } else {
