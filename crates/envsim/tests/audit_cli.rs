@@ -319,8 +319,33 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
         planted_found,
         CALLS_FAULTS.map(|(k, p, f)| (k.to_owned(), p, f))
     );
-    // The same calls with only the OpenAPI description generated from the package.
+    // The same calls and faults with the initial state known: every phantom is an id it never
+    // held, and one of the three flips is a success where a guard the walks learned applies.
     let v = &forms[2];
+    assert_eq!(v["form"], "calls_initial");
+    assert_eq!(
+        (
+            v["trajectories"].clone(),
+            v["clean"].clone(),
+            v["clean_flagged"].clone()
+        ),
+        (json!(40), json!(CALLS_CLEAN), json!(0))
+    );
+    assert_eq!(
+        faults_of(v),
+        [
+            ("happy_path_flip".to_owned(), 3, 1),
+            ("list_omission".to_owned(), 0, 0),
+            ("phantom_entity".to_owned(), 3, 3),
+            ("resurrected_delete".to_owned(), 0, 0),
+            ("schema_drift".to_owned(), 2, 2),
+            ("stale_read".to_owned(), 0, 0),
+            ("vanished_create".to_owned(), 2, 2),
+            ("wrong_error".to_owned(), 1, 0),
+        ]
+    );
+    // The same calls with only the OpenAPI description generated from the package.
+    let v = &forms[3];
     assert_eq!(v["form"], "openapi");
     assert_eq!(
         (
