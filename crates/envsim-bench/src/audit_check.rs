@@ -30,43 +30,50 @@ pub fn trajectories_from_walks(
     let mut out: BTreeMap<String, Vec<AuditTrajectory>> = BTreeMap::new();
     for ((env, state, walk), mut steps) in runs {
         steps.sort_by_key(|r| r.step);
-        let Some(first) = steps.first() else { continue };
-        let initial = std::sync::Arc::new(first.config_before.value());
-        // An unchanged state is the state before, shared.
-        let mut previous = std::sync::Arc::clone(&initial);
-        let steps = steps
-            .iter()
-            .map(|r| {
-                let state_after = if r.config_after == r.config_before {
-                    std::sync::Arc::clone(&previous)
-                } else {
-                    std::sync::Arc::new(r.config_after.value())
-                };
-                previous = std::sync::Arc::clone(&state_after);
-                AuditStep {
-                    tool: r.action["name"].as_str().unwrap_or_default().to_owned(),
-                    arguments: r.action["arguments"]
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
-                    observation: observation_value(&r.observation_json, &r.observation),
-                    success: match r.outcome {
-                        Outcome::Success => Some(true),
-                        Outcome::Failure | Outcome::Exception => Some(false),
-                        Outcome::Undetermined => None,
-                    },
-                    state_after,
-                }
-            })
-            .collect();
-        let trajectory = AuditTrajectory {
-            id: format!("{env}/{state}/{walk}"),
-            initial_state: initial,
-            steps,
-        };
-        out.entry(env).or_default().push(trajectory);
+        if let Some(trajectory) = trajectory_of(format!("{env}/{state}/{walk}"), &steps) {
+            out.entry(env).or_default().push(trajectory);
+        }
     }
     out
+}
+
+/// The transitions of one run, in step order, as a trajectory with its states (`None` when
+/// there are none): the state before the first step is its initial state, and an unchanged
+/// state is the state before, shared.
+pub fn trajectory_of(id: String, steps: &[&TransitionRecord]) -> Option<AuditTrajectory> {
+    let first = steps.first()?;
+    let initial = std::sync::Arc::new(first.config_before.value());
+    let mut previous = std::sync::Arc::clone(&initial);
+    let steps = steps
+        .iter()
+        .map(|r| {
+            let state_after = if r.config_after == r.config_before {
+                std::sync::Arc::clone(&previous)
+            } else {
+                std::sync::Arc::new(r.config_after.value())
+            };
+            previous = std::sync::Arc::clone(&state_after);
+            AuditStep {
+                tool: r.action["name"].as_str().unwrap_or_default().to_owned(),
+                arguments: r.action["arguments"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+                observation: observation_value(&r.observation_json, &r.observation),
+                success: match r.outcome {
+                    Outcome::Success => Some(true),
+                    Outcome::Failure | Outcome::Exception => Some(false),
+                    Outcome::Undetermined => None,
+                },
+                state_after,
+            }
+        })
+        .collect();
+    Some(AuditTrajectory {
+        id,
+        initial_state: initial,
+        steps,
+    })
 }
 
 /// The observation as a value: its JSON form when the executor gave one, else its text parsed

@@ -178,6 +178,13 @@ struct ValidateArgs {
     /// Print the counts as JSON instead of Markdown tables.
     #[arg(long)]
     json: bool,
+    /// Plant the faults in these agent workflows instead of seeded walks: call-only runs of
+    /// environments the corpus holds (envsim trajectory JSONL with `env` and
+    /// `initial_state`, such as the ground truth `env import-bfcl` writes to each package's
+    /// `trajectories.jsonl`), each replayed through the executor from its initial state for
+    /// the truth. Effects are still learned from seeded walks.
+    #[arg(long, value_name = "FILE")]
+    workflows: Option<PathBuf>,
 }
 
 pub fn run(args: AuditArgs) -> Result<()> {
@@ -1510,12 +1517,76 @@ fn print_counts(summary: &Value) {
     }
 }
 
+/// The workflows of one package replayed through the executor from their initial states: the
+/// trajectories, with their states, that the faults are planted in.
+fn replay_workflows(
+    package: &envsim_exec::package::EnvPackage,
+    runs: &[envsim_bench::trajectories::RecordedRun],
+    source: &str,
+    a: &ValidateArgs,
+) -> Result<Vec<AuditTrajectory>> {
+    let runtime = crate::env_cmd::exec_runtime()?;
+    let replayed = runtime.block_on(async {
+        let executor = std::sync::Arc::new(
+            envsim_exec::Executor::new(a.workers, crate::env_cmd::exec_limits()?).await?,
+        );
+        crate::replay_cmd::replay_runs(
+            executor,
+            std::slice::from_ref(package),
+            runs,
+            source,
+            crate::replay_cmd::ReplayChoice {
+                env: Some(&package.manifest.name),
+                state: None,
+                seed: a.seed,
+                workers: a.workers,
+                clock: None,
+                clock_step: None,
+            },
+        )
+        .await
+    })?;
+    Ok(replayed
+        .iter()
+        .filter_map(|run| {
+            let steps: Vec<&envsim_bench::collect::TransitionRecord> =
+                run.steps.iter().map(|s| &s.transition).collect();
+            envsim_bench::audit_check::trajectory_of(format!("{}/{}", run.env, run.task_id), &steps)
+        })
+        .collect())
+}
+
 fn validate_cmd(a: ValidateArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&a.rate) {
         anyhow::bail!("--rate must be between 0 and 1, got {}", a.rate);
     }
-    let packages = crate::env_cmd::Corpus::choose(a.envs.clone()).load_all()?;
+    let mut packages = crate::env_cmd::Corpus::choose(a.envs.clone()).load_all()?;
     let walk = |walks: usize| walk_args(walks, a.steps, a.workers);
+    // The workflows, by environment, when they stand in for the walks.
+    let workflows = match &a.workflows {
+        Some(path) => {
+            let source = path.display().to_string();
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {source}"))?;
+            let runs = read_runs(&text, &source, Some(TrajectoryFormat::Envsim))?;
+            let mut by_env: BTreeMap<String, Vec<envsim_bench::trajectories::RecordedRun>> =
+                BTreeMap::new();
+            for run in runs {
+                let Some(env) = run.env.clone() else {
+                    bail!("{source}: {}: the run names no environment (`env`)", run.location);
+                };
+                if !packages.iter().any(|p| p.manifest.name == env) {
+                    bail!(
+                        "{source}: {}: environment {env:?} is not in the corpus (give --envs)",
+                        run.location
+                    );
+                }
+                by_env.entry(env).or_default().push(run);
+            }
+            packages.retain(|p| by_env.contains_key(&p.manifest.name));
+            Some((source, by_env))
+        }
+        None => None,
+    };
     // One environment at a time: a trajectory holds every state whole, so memory holds one
     // environment's walks. Environments with states past the large-state size (database dumps
     // of megabytes) are left out: their walks would not fit whole.
@@ -1560,8 +1631,17 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             rule: &rule,
             spec: Some(&spec),
         };
-        let audited = crate::bench_cmd::walk_transitions(vec![package], &walk(a.walks), a.seed)?;
-        for (env, runs) in trajectories_from_walks(&audited) {
+        let audited: BTreeMap<String, Vec<AuditTrajectory>> = match &workflows {
+            Some((source, by_env)) => {
+                BTreeMap::from([(name.clone(), replay_workflows(&package, &by_env[&name], source, &a)?)])
+            }
+            None => trajectories_from_walks(&crate::bench_cmd::walk_transitions(
+                vec![package],
+                &walk(a.walks),
+                a.seed,
+            )?),
+        };
+        for (env, runs) in audited {
             for result in &mut results {
                 result.add(&env, &runs, &known, a.rate, a.seed);
             }

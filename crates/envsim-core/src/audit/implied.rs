@@ -61,6 +61,9 @@ pub struct Writes {
     pub only_target: bool,
     /// States of the target under which it always failed.
     pub guards: Vec<Guard>,
+    /// Fields its answers report with another value than the one it stores (an order
+    /// answered `Pending` and stored `Open`): what its answer says of them is no fact.
+    pub reported_differs: BTreeSet<String>,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -74,6 +77,7 @@ impl Default for Writes {
             moves: BTreeSet::new(),
             only_target: false,
             guards: Vec::new(),
+            reported_differs: BTreeSet::new(),
             source: EffectSource::Guessed,
         }
     }
@@ -227,6 +231,9 @@ fn named_resource<'s>(
     find(true).or_else(|| find(false))
 }
 
+/// The most distinct values a field may hold to be a guard's field (a status, not a name).
+const MAX_GUARD_VALUES: usize = 6;
+
 /// Learns each tool's field-level writes and guards from executed trajectories (consistent by
 /// construction: the executor's ground truth).
 pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes> {
@@ -248,6 +255,8 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         by_value: BTreeMap<(String, String), (usize, usize, Value)>,
         /// (argument, field) → (successes over, failures over, successes within).
         exceeds: BTreeMap<(String, String), (usize, usize, usize)>,
+        /// Fields its answers reported with another value than the one stored.
+        reported_differs: BTreeSet<String>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for t in trajectories {
@@ -317,6 +326,31 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 let changes = super::resource_changes(before_state, after_state);
                 let target = named.as_ref().map(|(_, k)| k);
                 let target_updated = target.is_some_and(|k| changes.contains_key(k));
+                // What the answer reports of the resource it made or changed, against what
+                // was stored.
+                let created: Vec<&ResourceKey> = changes
+                    .iter()
+                    .filter(|(k, c)| **c == super::ResourceChange::Created && !k.0.contains('*'))
+                    .map(|(k, _)| k)
+                    .collect();
+                let reported = match (created.as_slice(), target) {
+                    ([one], _) => Some(*one),
+                    ([], Some(key)) if target_updated => Some(key),
+                    _ => None,
+                };
+                if let (Some(key), Some(answer)) =
+                    (reported, super::observed::unwrapped(&step.observation))
+                {
+                    if let Some(Value::Object(stored)) = after.get(key) {
+                        for (field, value) in answer {
+                            if is_scalar(value)
+                                && stored.get(field).is_some_and(|v| is_scalar(v) && v != value)
+                            {
+                                s.reported_differs.insert(field.clone());
+                            }
+                        }
+                    }
+                }
                 for (key, change) in &changes {
                     let on_target = Some(key) == target
                         || (key.0.contains('*') && target_updated)
@@ -360,6 +394,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 .find(|(_, n)| **n == s.changed && s.changed > 0)
                 .map(|(a, _)| a.clone());
             writes.only_target = target.is_some() && !s.off_target && s.changed >= 2;
+            writes.reported_differs = s.reported_differs;
             writes.target = target;
             if writes.target.is_some() {
                 for (field, f) in &s.fields {
@@ -383,9 +418,24 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     }
                 }
             }
-            let others_succeed = s.successes >= 1;
+            // A guard explains failures: the tool fails on that value every time, and mostly
+            // succeeds on the field's other values (a tool that mostly fails for another
+            // reason, an unauthenticated caller say, teaches nothing about the field). Fields
+            // of many values name things rather than states.
+            let mut per_field: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
+            for ((field, _), (ok, fail, _)) in &s.by_value {
+                let slot = per_field.entry(field.as_str()).or_default();
+                slot.0 += ok;
+                slot.1 += fail;
+                slot.2 += 1;
+            }
             for ((field, _), (ok, fail, value)) in &s.by_value {
-                if *ok == 0 && *fail >= MIN_EVIDENCE && others_succeed {
+                let (all_ok, all_fail, values) = per_field[field.as_str()];
+                let (other_ok, other_fail) = (all_ok - ok, all_fail - fail);
+                let explains = other_ok >= MIN_EVIDENCE
+                    && other_ok >= other_fail
+                    && values <= MAX_GUARD_VALUES;
+                if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
                     writes.guards.push(Guard::FieldIs {
                         field: field.clone(),
                         value: value.clone(),
@@ -611,7 +661,7 @@ mod tests {
     fn walks() -> Vec<AuditTrajectory> {
         let s0 = json!({
             "notes": {"N1": {"body": "milk", "owner": "u"}, "N2": {"body": "tea", "owner": "u"}},
-            "reservations": {"R1": {"status": "confirmed", "seats": 2}, "R2": {"status": "confirmed", "seats": 1}},
+            "reservations": {"R1": {"status": "confirmed", "seats": 2}, "R2": {"status": "confirmed", "seats": 1}, "R3": {"status": "confirmed", "seats": 1}},
             "accounts": {"A1": {"balance": 10}}
         });
         let mut s1 = s0.clone();
@@ -622,6 +672,10 @@ mod tests {
         s3["reservations"]["R1"]["status"] = json!("cancelled");
         let mut s4 = s3.clone();
         s4["reservations"]["R2"]["status"] = json!("cancelled");
+        let s4_two = s4.clone();
+        let mut s4b = s4.clone();
+        s4b["reservations"]["R3"]["status"] = json!("cancelled");
+        let s4 = s4b;
         let mut s5 = s4.clone();
         s5["accounts"]["A1"]["balance"] = json!(7);
         vec![AuditTrajectory {
@@ -649,6 +703,12 @@ mod tests {
                 step(
                     "cancel_reservation",
                     json!({"reservation_id": "R2"}),
+                    true,
+                    &s4_two,
+                ),
+                step(
+                    "cancel_reservation",
+                    json!({"reservation_id": "R3"}),
                     true,
                     &s4,
                 ),

@@ -223,7 +223,7 @@ fn records<'v>(
 
 /// The object an answer is about: itself, or what a wrapper key holds (the rest of the
 /// envelope being a status: `success`, `message`, ...). `None` when it holds collections.
-fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
     let map = observation.as_object()?;
     let inner = WRAPPERS
         .iter()
@@ -892,7 +892,10 @@ pub fn audit_calls(
                         }
                         let known = st.fields.entry(key.clone()).or_default();
                         for (field, value) in record.iter() {
-                            if !value.is_object() && !value.is_array() {
+                            // What a change reports is a fact unless the walks showed its
+                            // answers report the field otherwise than they store it.
+                            let reported = role != Role::Read && writes.reported_differs.contains(field);
+                            if !value.is_object() && !value.is_array() && !reported {
                                 known.insert(
                                     field.clone(),
                                     Fact {
@@ -1596,11 +1599,12 @@ mod tests {
         use crate::audit::{AuditStep, AuditTrajectory};
         use std::sync::Arc;
         // Walks where cancelling a cancelled reservation fails, and cancelling sets the status.
-        let s0 =
-            json!({"reservations": {"R1": {"status": "confirmed"}, "R2": {"status": "confirmed"}}});
+        let s0 = json!({"reservations": {"R1": {"status": "confirmed"}, "R2": {"status": "confirmed"}, "R3": {"status": "confirmed"}}});
         let mut s1 = s0.clone();
         s1["reservations"]["R1"]["status"] = json!("cancelled");
-        let mut s2 = s1.clone();
+        let mut s1b = s1.clone();
+        s1b["reservations"]["R3"]["status"] = json!("cancelled");
+        let mut s2 = s1b.clone();
         s2["reservations"]["R2"]["status"] = json!("cancelled");
         let step = |args: Value, ok: bool, after: &Value| AuditStep {
             tool: "cancel_reservation".into(),
@@ -1614,6 +1618,7 @@ mod tests {
             initial_state: Arc::new(s0.clone()),
             steps: vec![
                 step(json!({"reservation_id": "R1"}), true, &s1),
+                step(json!({"reservation_id": "R3"}), true, &s1b),
                 step(json!({"reservation_id": "R2"}), true, &s2),
                 step(json!({"reservation_id": "R1"}), false, &s2),
                 step(json!({"reservation_id": "R2"}), false, &s2),
