@@ -1167,6 +1167,12 @@ pub enum FaultKind {
     HappyPathFlip,
     /// A listing loses one of its records (planted in observations only).
     ListOmission,
+    /// A read shows a status back at the value a successful change moved it from (a
+    /// cancelled reservation read back as confirmed; planted in observations only).
+    RevertedStatus,
+    /// A listing or read returns a copy of a record under an id no state ever held
+    /// (planted in observations only).
+    PhantomCopy,
     /// A successful response renames one of its fields (`ticket_id` → `ticketId`) or changes
     /// its type (a number sent as a string).
     SchemaDrift,
@@ -1189,7 +1195,7 @@ impl FaultKind {
 
     /// The kinds planted in trajectories without states ([`observed::inject_calls`]): a
     /// dropped update shows in calls only as a later stale read, which has its own kind.
-    pub const CALLS: [FaultKind; 8] = [
+    pub const CALLS: [FaultKind; 10] = [
         FaultKind::VanishedCreate,
         FaultKind::ResurrectedDelete,
         FaultKind::PhantomEntity,
@@ -1198,6 +1204,8 @@ impl FaultKind {
         FaultKind::ListOmission,
         FaultKind::SchemaDrift,
         FaultKind::WrongError,
+        FaultKind::RevertedStatus,
+        FaultKind::PhantomCopy,
     ];
 
     /// Its name in reports.
@@ -1210,6 +1218,8 @@ impl FaultKind {
             FaultKind::StaleRead => "stale_read",
             FaultKind::HappyPathFlip => "happy_path_flip",
             FaultKind::ListOmission => "list_omission",
+            FaultKind::RevertedStatus => "reverted_status",
+            FaultKind::PhantomCopy => "phantom_copy",
             FaultKind::SchemaDrift => "schema_drift",
             FaultKind::WrongError => "wrong_error",
         }
@@ -1237,6 +1247,12 @@ impl FaultKind {
                 ViolationKind::ContradictoryRepeat,
             ],
             FaultKind::ListOmission => &[ViolationKind::ListInconsistent],
+            FaultKind::RevertedStatus => &[ViolationKind::StatusReverted, ViolationKind::StaleRead],
+            FaultKind::PhantomCopy => &[
+                ViolationKind::PhantomId,
+                ViolationKind::ListInconsistent,
+                ViolationKind::AppearedWithoutCreate,
+            ],
             FaultKind::SchemaDrift => &[ViolationKind::ResponseShape],
             FaultKind::WrongError => &[
                 ViolationKind::ErrorContradictsState,
@@ -1284,7 +1300,8 @@ impl FaultPlan {
     }
 
     /// The same for trajectories without states: with probability `rate`, the next of
-    /// [`FaultKind::CALLS`] planted in the calls of `t` ([`observed::inject_calls`]).
+    /// [`FaultKind::CALLS`] that has a place, planted in the calls of `t`
+    /// ([`observed::inject_calls`]).
     pub fn plant_calls(
         &mut self,
         t: &AuditTrajectory,
@@ -1295,9 +1312,18 @@ impl FaultPlan {
         if !rng.chance(rate) {
             return None;
         }
-        let kind = FaultKind::CALLS[self.turn % FaultKind::CALLS.len()];
-        self.turn += 1;
-        observed::inject_calls(t, kind, rule, rng)
+        // The next kind in turn that has a place in the trajectory: agent workflows rarely
+        // have one for every kind (no failure to flip, no delete to undo), and a trajectory
+        // chosen for a fault should get one when any kind fits.
+        let n = FaultKind::CALLS.len();
+        for _ in 0..n {
+            let kind = FaultKind::CALLS[self.turn % n];
+            self.turn += 1;
+            if let Some(planted) = observed::inject_calls(t, kind, rule, rng) {
+                return Some(planted);
+            }
+        }
+        None
     }
 }
 
@@ -1389,6 +1415,75 @@ fn put_resource(state: &mut Value, kind: &str, id: &str, value: Option<&Value>) 
     true
 }
 
+/// Where a read can show a value its resource had earlier: (step, object path in the
+/// observation, field, earlier value), for successful reads that change nothing and return a
+/// field of a resource their arguments name with its current value.
+pub(crate) type StaleCandidate = (usize, ResourceKey, Vec<String>, String, Value);
+
+/// Every [`StaleCandidate`] of a trajectory, in step order.
+pub(crate) fn stale_candidates(t: &AuditTrajectory) -> Vec<StaleCandidate> {
+    let n = t.steps.len();
+    let mut candidates = Vec::new();
+    for m in 0..n {
+        let step = &t.steps[m];
+        if step.success != Some(true) || *state_before(t, m) != step.state_after {
+            continue;
+        }
+        let current = resources(&step.state_after);
+        let mut paths = Vec::new();
+        object_paths(&step.observation, &mut Vec::new(), &mut paths);
+        for value in step.arguments.values() {
+            let Some(id) = implied::id_text(value) else {
+                continue;
+            };
+            for (key, resource) in current.iter().filter(|(k, _)| k.1 == id) {
+                let truth = scalars(resource);
+                for (path, object) in &paths {
+                    for (field, seen) in scalars(object) {
+                        if truth.get(field) != Some(&seen) {
+                            continue;
+                        }
+                        // An earlier, different value of the field.
+                        let old = (0..m).rev().find_map(|j| {
+                            let r = resources(state_before(t, j));
+                            let v = r.get(key)?.get(field)?.clone();
+                            (v != *seen && !v.is_object() && !v.is_array()).then_some(v)
+                        });
+                        if let Some(old) = old {
+                            candidates.push((m, key.clone(), path.clone(), field.to_owned(), old));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    candidates
+}
+
+/// Plants a stale read: the candidate's field set back to its earlier value.
+pub(crate) fn plant_stale(
+    mut out: AuditTrajectory,
+    (m, key, path, field, old): StaleCandidate,
+    kind: FaultKind,
+) -> Option<(AuditTrajectory, FaultLabel)> {
+    let mut node = &mut out.steps[m].observation;
+    for part in &path {
+        node = match node {
+            Value::Object(map) => map.get_mut(part)?,
+            Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    node.as_object_mut()?.insert(field, old);
+    let label = FaultLabel {
+        trajectory: out.id.clone(),
+        step: m,
+        kind,
+        resource: Some(label(&key)),
+    };
+    Some((out, label))
+}
+
 /// Plants one fault of `kind` in a copy of `t` (a consistent, executed trajectory), at a place
 /// chosen with `rng` among those where it can go; `None` when there is none.
 pub fn inject(
@@ -1474,58 +1569,11 @@ pub fn inject(
             Some((out, mark(m, Some(label(&phantom)))))
         }
         FaultKind::StaleRead => {
-            // (step, object path in the observation, field, earlier value).
-            let mut candidates = Vec::new();
-            for m in 0..n {
-                let step = &t.steps[m];
-                if step.success != Some(true) || *state_before(t, m) != step.state_after {
-                    continue;
-                }
-                let current = resources(&step.state_after);
-                let mut paths = Vec::new();
-                object_paths(&step.observation, &mut Vec::new(), &mut paths);
-                for value in step.arguments.values() {
-                    let Some(id) = value.as_str() else { continue };
-                    for (key, resource) in current.iter().filter(|(k, _)| k.1 == id) {
-                        let truth = scalars(resource);
-                        for (path, object) in &paths {
-                            for (field, seen) in scalars(object) {
-                                if truth.get(field) != Some(&seen) {
-                                    continue;
-                                }
-                                // An earlier, different value of the field.
-                                let old = (0..m).rev().find_map(|j| {
-                                    let r = resources(state_before(t, j));
-                                    let v = r.get(key)?.get(field)?.clone();
-                                    (v != *seen && !v.is_object() && !v.is_array()).then_some(v)
-                                });
-                                if let Some(old) = old {
-                                    candidates.push((
-                                        m,
-                                        key.clone(),
-                                        path.clone(),
-                                        field.to_owned(),
-                                        old,
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let (m, key, path, field, old) = rng.pick(&candidates)?.clone();
-            let mut node = &mut out.steps[m].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
-            node.as_object_mut()?.insert(field, old);
-            Some((out, mark(m, Some(label(&key)))))
+            let candidates = stale_candidates(t);
+            let candidate = rng.pick(&candidates)?.clone();
+            plant_stale(out, candidate, kind)
         }
-        FaultKind::ListOmission => None,
+        FaultKind::ListOmission | FaultKind::RevertedStatus | FaultKind::PhantomCopy => None,
         FaultKind::WrongError => {
             // A failure whose text says something: replaced by the text of another kind.
             let candidates: Vec<usize> = (0..n)

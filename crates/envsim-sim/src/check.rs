@@ -4,13 +4,17 @@
 //! against the state constraint graph of the session's history: the audit of the trajectory
 //! so far plus this step ([`envsim_core::audit::audit`]), of which the violations at this step
 //! count (a read of a deleted entity, a vanished create, a success that changed nothing from a
-//! tool whose successes always change the state, an answer whose shape its tool never had, ...).
+//! tool whose successes always change the state, an answer whose shape its tool never had, ...),
+//! and the audit of its calls and answers against the state they imply on top of the initial
+//! one ([`envsim_core::audit::observed::audit_calls`]: a read showing a value a change
+//! replaced, a status moved back, a success where a learned guard says the call fails).
 //!
 //! The audit reads the whole trajectory again at each step: O(n) per step, which sessions of
 //! tens or hundreds of steps afford (states are shared, not copied).
 
 use crate::environment::Environment;
-use envsim_core::audit::{audit, AuditStep, AuditTrajectory};
+use envsim_core::audit::observed::{audit_calls, CallTrajectory};
+use envsim_core::audit::{audit, AuditStep, AuditTrajectory, ViolationKind};
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -61,19 +65,28 @@ pub fn validate(
         steps: std::mem::take(history),
     };
     let report = audit(&trajectory, &env.effects);
+    // The answers against the state the calls and answers so far imply (on top of the
+    // initial state): a wrong observation on a right state (a read showing what a change
+    // replaced, a status moved back, a success a guard forbids) shows only there.
+    let calls = audit_calls(
+        &CallTrajectory::from(&trajectory),
+        &env.effects,
+        Some(initial.as_ref()),
+    );
     *history = trajectory.steps;
     history.pop();
-    problems.extend(
-        report
-            .violations
-            .into_iter()
-            .filter(|v| v.step == at)
-            .map(|v| Problem {
-                kind: v.kind.name().to_owned(),
-                explanation: v.explanation,
-                resource: v.resource,
-            }),
-    );
+    let mut seen: Vec<(ViolationKind, Option<String>)> = Vec::new();
+    for v in report.violations.into_iter().chain(calls.violations) {
+        if v.step != at || seen.contains(&(v.kind, v.resource.clone())) {
+            continue;
+        }
+        seen.push((v.kind, v.resource.clone()));
+        problems.push(Problem {
+            kind: v.kind.name().to_owned(),
+            explanation: v.explanation,
+            resource: v.resource,
+        });
+    }
     problems
 }
 

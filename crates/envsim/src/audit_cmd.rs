@@ -1566,13 +1566,17 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
     let workflows = match &a.workflows {
         Some(path) => {
             let source = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {source}"))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("cannot read {source}"))?;
             let runs = read_runs(&text, &source, Some(TrajectoryFormat::Envsim))?;
             let mut by_env: BTreeMap<String, Vec<envsim_bench::trajectories::RecordedRun>> =
                 BTreeMap::new();
             for run in runs {
                 let Some(env) = run.env.clone() else {
-                    bail!("{source}: {}: the run names no environment (`env`)", run.location);
+                    bail!(
+                        "{source}: {}: the run names no environment (`env`)",
+                        run.location
+                    );
                 };
                 if !packages.iter().any(|p| p.manifest.name == env) {
                     bail!(
@@ -1632,9 +1636,10 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             spec: Some(&spec),
         };
         let audited: BTreeMap<String, Vec<AuditTrajectory>> = match &workflows {
-            Some((source, by_env)) => {
-                BTreeMap::from([(name.clone(), replay_workflows(&package, &by_env[&name], source, &a)?)])
-            }
+            Some((source, by_env)) => BTreeMap::from([(
+                name.clone(),
+                replay_workflows(&package, &by_env[&name], source, &a)?,
+            )]),
             None => trajectories_from_walks(&crate::bench_cmd::walk_transitions(
                 vec![package],
                 &walk(a.walks),

@@ -344,7 +344,9 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     if let Some(Value::Object(stored)) = after.get(key) {
                         for (field, value) in answer {
                             if is_scalar(value)
-                                && stored.get(field).is_some_and(|v| is_scalar(v) && v != value)
+                                && stored
+                                    .get(field)
+                                    .is_some_and(|v| is_scalar(v) && v != value)
                             {
                                 s.reported_differs.insert(field.clone());
                             }

@@ -589,6 +589,27 @@ pub fn audit_calls(
                     if role != Role::Read {
                         continue;
                     }
+                    // A record no complete listing (or the initial state) held, that nothing
+                    // created or showed since: a phantom.
+                    let named_here = names.iter().any(|(_, n)| n == key);
+                    if !named_here && st.existence.get(key).is_none() {
+                        if let Some((j, ids)) = st.complete.get(&key.0) {
+                            checked += 1;
+                            if !ids.contains(&key.1) {
+                                let source = match j {
+                                    Some(j) => format!("the complete listing of step {j}"),
+                                    None => "the initial state".to_owned(),
+                                };
+                                flag(
+                                    ViolationKind::PhantomId,
+                                    Some(key),
+                                    None,
+                                    *j,
+                                    format!("{} returns {}, which {source} did not hold; nothing created it since", step.tool, show(key)),
+                                );
+                            }
+                        }
+                    }
                     let known = st.fields.get(key);
                     let moved = st.replaced.get(key);
                     for (field, value) in record.iter() {
@@ -894,7 +915,13 @@ pub fn audit_calls(
                         for (field, value) in record.iter() {
                             // What a change reports is a fact unless the walks showed its
                             // answers report the field otherwise than they store it.
-                            let reported = role != Role::Read && writes.reported_differs.contains(field);
+                            // Without learned writes, a status a change reports is no fact
+                            // either: APIs answer a transient one (`pending`) for what they
+                            // store as another.
+                            let reported = role != Role::Read
+                                && (writes.reported_differs.contains(field)
+                                    || (writes.source != EffectSource::Observed
+                                        && super::implied::is_status_field(field)));
                             if !value.is_object() && !value.is_array() && !reported {
                                 known.insert(
                                     field.clone(),
@@ -1190,8 +1217,116 @@ pub fn inject_calls(
             items.remove(gone);
             Some((out, mark(k, None)))
         }
+        FaultKind::RevertedStatus => {
+            let candidates: Vec<super::StaleCandidate> = super::stale_candidates(truth)
+                .into_iter()
+                .filter(|(_, _, _, field, _)| super::implied::is_status_field(field))
+                .collect();
+            let candidate = rng.pick(&candidates)?.clone();
+            let (faulty, label) = super::plant_stale(truth.clone(), candidate, kind)?;
+            Some((CallTrajectory::from(&faulty), label))
+        }
+        FaultKind::PhantomCopy => {
+            let mut held: BTreeSet<String> = BTreeSet::new();
+            for k in 0..=n {
+                let state = if k == 0 {
+                    &truth.initial_state
+                } else {
+                    &truth.steps[k - 1].state_after
+                };
+                held.extend(resources(state).into_keys().map(|key| key.1));
+            }
+            // Records of successful reads that change nothing, in an array: (step, array
+            // path, index, the key holding the record's id).
+            let mut candidates: Vec<(usize, Vec<String>, usize, String)> = Vec::new();
+            for m in 0..n {
+                let step = &truth.steps[m];
+                if step.success != Some(true) || *state_before(truth, m) != step.state_after {
+                    continue;
+                }
+                let mut lists = Vec::new();
+                record_arrays(&step.observation, &mut Vec::new(), &mut lists);
+                for path in lists {
+                    let Some(Value::Array(items)) = at_path(&step.observation, &path) else {
+                        continue;
+                    };
+                    for (i, item) in items.iter().enumerate() {
+                        let Some(map) = item.as_object() else {
+                            continue;
+                        };
+                        let id_key = map.iter().find_map(|(k, v)| {
+                            (id_noun(k).is_some()
+                                && id_text(v).is_some_and(|id| held.contains(&id)))
+                            .then(|| k.clone())
+                        });
+                        if let Some(id_key) = id_key {
+                            candidates.push((m, path.clone(), i, id_key));
+                        }
+                    }
+                }
+            }
+            let (m, path, i, id_key) = rng.pick(&candidates)?.clone();
+            let mut node = &mut out.steps[m].observation;
+            for part in &path {
+                node = match node {
+                    Value::Object(map) => map.get_mut(part)?,
+                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
+                    _ => return None,
+                };
+            }
+            let items = node.as_array_mut()?;
+            let mut copy = items.get(i)?.clone();
+            let fresh = match copy.get(&id_key)? {
+                Value::Number(n) => {
+                    let base = n.as_i64()?;
+                    let id = (1..)
+                        .map(|d| base + 7919 * d)
+                        .find(|id| !held.contains(&id.to_string()))?;
+                    Value::from(id)
+                }
+                other => {
+                    let base = id_text(other)?;
+                    let id = (2..)
+                        .map(|d| format!("{base}-{d}"))
+                        .find(|id| !held.contains(id))?;
+                    Value::String(id)
+                }
+            };
+            let id = id_text(&fresh)?;
+            copy.as_object_mut()?.insert(id_key, fresh);
+            items.push(copy);
+            Some((out, mark(m, Some(id))))
+        }
         FaultKind::DroppedUpdate => None,
     }
+}
+
+/// Paths of the arrays of objects inside a value (at least one).
+fn record_arrays(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                path.push(k.clone());
+                record_arrays(v, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            if !items.is_empty() && items.iter().all(Value::is_object) {
+                out.push(path.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value at a path of keys and indices.
+fn at_path<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |node, part| match node {
+        Value::Object(map) => map.get(part),
+        Value::Array(items) => items.get(part.parse::<usize>().ok()?),
+        _ => None,
+    })
 }
 
 /// Paths of the arrays of at least two objects inside a value.
@@ -1836,6 +1971,21 @@ mod tests {
             Some(1)
         );
         assert!(plant(FaultKind::DroppedUpdate).is_none());
+        // No status to revert here; a phantom copy joins the listing under a fresh id.
+        assert!(plant(FaultKind::RevertedStatus).is_none());
+        let (t, step, resource) = plant(FaultKind::PhantomCopy).unwrap();
+        assert_eq!(step, 3);
+        let listed = t.steps[3].observation["data"].as_array().unwrap();
+        assert_eq!(listed.len(), 3);
+        let fresh = resource.unwrap();
+        assert!(fresh == "R1-2" || fresh == "R2-2", "{fresh}");
+        // Seen against the initial state, which is a complete listing of the rooms.
+        let found: Vec<_> = audit_calls(&t, &Effects::default(), Some(&truth.initial_state))
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.resource))
+            .collect();
+        assert_eq!(found, [(3, "phantom_id", Some(format!("room/{fresh}")))]);
         // The audit of the calls finds the vanished create and the resurrected delete at their
         // steps (and nothing in the clean calls).
         let fx = Effects::default();
