@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use envsim_core::prompt::Template;
 use envsim_sim::backend::{ExecutorSimulator, OpenAiSimulator, Simulator};
 use envsim_sim::environment::Environment;
-use envsim_sim::faulty::FaultySimulator;
+use envsim_sim::faulty::{FaultProfile, FaultySimulator};
 use envsim_sim::session::{AnchorMode, Backends, Session, SessionConfig};
 use envsim_sim::verify::VerifyPolicy;
 use serde_json::{json, Map, Value};
@@ -70,6 +70,23 @@ impl AnchorArg {
     }
 }
 
+/// The faulty test double's error profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FaultProfileArg {
+    Uniform,
+    Envsimbench,
+}
+
+impl BackendArgs {
+    /// The faulty double's profile these arguments ask for.
+    pub fn fault_profile(&self) -> FaultProfile {
+        match self.fault_profile {
+            FaultProfileArg::Uniform => FaultProfile::Uniform(self.fault_rate),
+            FaultProfileArg::Envsimbench => FaultProfile::EnvSimBench,
+        }
+    }
+}
+
 /// How sessions get their simulators (shared by `sim`, `sim measure` and `serve`).
 #[derive(Clone, Debug, Args)]
 pub struct BackendArgs {
@@ -80,9 +97,16 @@ pub struct BackendArgs {
     /// code to run.
     #[arg(long, value_enum)]
     pub secondary: Option<BackendKind>,
-    /// The share of steps the faulty test double spoils.
+    /// The share of steps the faulty test double spoils (its uniform profile).
     #[arg(long, default_value_t = 0.3)]
     pub fault_rate: f64,
+    /// How the faulty test double errs: `uniform` spoils --fault-rate of the steps evenly;
+    /// `envsimbench` errs like the frontier models of the published EnvSimBench table (0.5%
+    /// of unchanged steps, then by the number of changed fields: 25% at 1, 45% at 2, 70% at 3,
+    /// 88% at 4, 98% from 5), with missed fields, wrong values, stale observations, spurious
+    /// writes and invented ids.
+    #[arg(long, value_enum, default_value_t = FaultProfileArg::Uniform)]
+    pub fault_profile: FaultProfileArg,
     /// Base URL of the OpenAI-compatible endpoint (up to and including /v1).
     #[arg(long, env = "OPENAI_BASE_URL")]
     pub base_url: Option<String>,
@@ -233,9 +257,9 @@ pub fn build_backend(
             if !(0.0..=1.0).contains(&args.fault_rate) {
                 bail!("--fault-rate must be between 0 and 1");
             }
-            Arc::new(FaultySimulator::new(
+            Arc::new(FaultySimulator::with_profile(
                 needs_code()?,
-                args.fault_rate,
+                args.fault_profile(),
                 if label == "primary" { 1 } else { 2 },
                 label,
             ))

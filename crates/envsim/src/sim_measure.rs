@@ -272,6 +272,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
         "primary": format!("{:?}", a.backends.backend).to_lowercase(),
         "secondary": a.backends.secondary.map(|s| format!("{s:?}").to_lowercase()),
         "fault_rate": a.backends.fault_rate,
+        "fault_profile": a.backends.fault_profile().describe(),
         "mode": if a.no_code { "environment-free (generated description)" } else { "code" },
         "configs": totals,
     });

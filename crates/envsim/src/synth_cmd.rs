@@ -399,6 +399,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
         "primary": a.backends.backend.name(),
         "secondary": a.backends.secondary.map(BackendKind::name),
         "fault_rate": a.backends.fault_rate,
+        "fault_profile": a.backends.fault_profile().describe(),
         "model": a.backends.model,
         "agent_model": a.agent_model,
         "agent_temperature": a.agent_temperature,
