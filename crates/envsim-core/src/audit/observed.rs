@@ -33,9 +33,8 @@
 
 use super::implied::{Existence, Fact, FactSource, Guard, ImpliedState, Key};
 use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, Violation, ViolationKind};
-use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 /// One call of a trajectory without states.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,109 +78,17 @@ impl From<&super::AuditTrajectory> for CallTrajectory {
     }
 }
 
-/// Words that end the noun of a tool's name (`get_order_by_id` → `order`).
-const NOUN_STOP: &[&str] = &[
-    "by", "for", "with", "of", "from", "in", "on", "to", "details", "detail", "info", "status",
-    "history", "summary",
-];
-
-/// A word's singular, as far as a plain rule gets it (`tickets` → `ticket`, `policies` →
-/// `policy`, `addresses` → `address`, `status` stays).
-pub fn singular(word: &str) -> String {
-    let w = word.to_lowercase();
-    if let Some(stem) = w.strip_suffix("ies") {
-        if !stem.is_empty() {
-            return format!("{stem}y");
-        }
-    }
-    for ending in ["sses", "shes", "ches", "xes"] {
-        if w.ends_with(ending) {
-            return w[..w.len() - 2].to_owned();
-        }
-    }
-    if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && w.len() > 2 {
-        return w[..w.len() - 1].to_owned();
-    }
-    w
-}
-
-/// The words of a name, lower case (`getTicket_details` → `get`, `ticket`, `details`).
-pub(crate) fn words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut last_lower = false;
-    for c in name.chars() {
-        if c == '_' || c == '-' || c == ' ' || c == '.' {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
-            }
-            last_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && last_lower && !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-        last_lower = c.is_lowercase() || c.is_ascii_digit();
-        current.extend(c.to_lowercase());
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
-
-/// What a tool's name says it works on: the words after its verb, up to a word like `by` or
-/// `details`, the last one made singular (`list_open_tickets` → `open_ticket`,
-/// `get_order_by_id` → `order`). A one-word name is its own noun.
-pub fn tool_noun(tool: &str) -> String {
-    let w = words(tool);
-    let rest: Vec<&String> = if w.len() > 1 {
-        w[1..].iter().collect()
-    } else {
-        w.iter().collect()
-    };
-    let mut kept: Vec<String> = rest
-        .iter()
-        .take_while(|x| !NOUN_STOP.contains(&x.as_str()))
-        .map(|x| (*x).clone())
-        .collect();
-    if kept.is_empty() {
-        kept = rest.iter().map(|x| (*x).clone()).collect();
-    }
-    if let Some(last) = kept.last_mut() {
-        *last = singular(last);
-    }
-    kept.join("_")
-}
-
-/// The noun an id-naming key stands for (`ticket_id` → `ticket`, `userId` → `user`), `None` when
-/// the key does not name an id; a bare `id` gives the empty noun (the context decides).
-pub fn id_noun(key: &str) -> Option<String> {
-    let w = words(key);
-    match w.last().map(String::as_str) {
-        Some("id") => {
-            let stem = &w[..w.len() - 1];
-            Some(match stem.last() {
-                Some(last) => {
-                    let mut s: Vec<String> = stem.to_vec();
-                    *s.last_mut().unwrap_or(&mut String::new()) = singular(last);
-                    s.join("_")
-                }
-                None => String::new(),
-            })
-        }
-        _ => None,
-    }
-}
-
 use super::implied::id_text;
+pub(crate) use super::nouns::words;
+pub use super::nouns::{id_noun, singular, tool_noun};
+pub use super::timeline::{Timeline, TimelineEvent};
 
-fn show(key: &Key) -> String {
+pub(crate) fn show(key: &Key) -> String {
     format!("{}/{}", key.0, key.1)
 }
 
 /// The resources a call's arguments name, in argument order.
-fn named(tool: &str, arguments: &Map<String, Value>) -> Vec<(String, Key)> {
+pub(crate) fn named(tool: &str, arguments: &Map<String, Value>) -> Vec<(String, Key)> {
     let noun = tool_noun(tool);
     arguments
         .iter()
@@ -206,7 +113,7 @@ const WRAPPERS: &[&str] = &[
 /// an answer that is (or wraps, `{"success": true, "data": {...}}`) one object without an id
 /// of its own is that resource's record, as environments that return the entity without its
 /// key answer a read.
-fn records<'v>(
+pub(crate) fn records<'v>(
     observation: &'v Value,
     noun: &str,
     subject: Option<&Key>,
@@ -364,7 +271,7 @@ pub fn role(fx: &ToolEffects) -> Role {
 
 /// The resource a delete (or a change) is about among those it names: the one whose type is
 /// the tool's noun, else the only one.
-fn target(tool: &str, named: &[(String, Key)]) -> Option<Key> {
+pub(crate) fn target(tool: &str, named: &[(String, Key)]) -> Option<Key> {
     let noun = tool_noun(tool);
     named
         .iter()
@@ -592,7 +499,7 @@ pub fn audit_calls(
                     // A record no complete listing (or the initial state) held, that nothing
                     // created or showed since: a phantom.
                     let named_here = names.iter().any(|(_, n)| n == key);
-                    if !named_here && st.existence.get(key).is_none() {
+                    if !named_here && !st.existence.contains_key(key) {
                         if let Some((j, ids)) = st.complete.get(&key.0) {
                             checked += 1;
                             if !ids.contains(&key.1) {
@@ -1025,7 +932,7 @@ pub fn audit_calls(
 /// The resource a read is about, for an answer that does not name it: the one its arguments
 /// name whose type is the tool's noun, else the only one. Only reads: what a change answers
 /// is a report on the change more often than the record.
-fn subject<'n>(tool: &str, names: &'n [(String, Key)], role: Role) -> Option<&'n Key> {
+pub(crate) fn subject<'n>(tool: &str, names: &'n [(String, Key)], role: Role) -> Option<&'n Key> {
     if role != Role::Read {
         return None;
     }
@@ -1081,275 +988,6 @@ fn contains_value(value: &Value, wanted: &Value, text: &str) -> bool {
             }
             false
         }
-    }
-}
-
-/// Plants one fault of `kind` in the calls of `truth` (a consistent, executed trajectory with
-/// its states), as a simulator that got it wrong would show it in its observations: the states
-/// say where each kind can go, `rule` writes observations the environment's outcome rule reads
-/// as intended. `None` when the kind has no place in the trajectory.
-///
-/// - stale read: a read returns a value the resource had earlier (as [`super::inject`]);
-/// - vanished create: a later successful call on a created resource fails with "not found";
-/// - resurrected delete: a later failed call on a deleted resource succeeds with its old
-///   record;
-/// - phantom entity: a failed call naming an id no state holds succeeds with a record;
-/// - happy-path flip: a failed call succeeds;
-/// - list omission: a successful read's listing loses one record.
-pub fn inject_calls(
-    truth: &super::AuditTrajectory,
-    kind: super::FaultKind,
-    rule: &crate::outcome::OutcomeRule,
-    rng: &mut crate::rng::Rng,
-) -> Option<(CallTrajectory, super::FaultLabel)> {
-    use super::{
-        created_then_present, removed_then_absent, resources, state_before, FaultKind, FaultLabel,
-        ResourceKey,
-    };
-    let n = truth.steps.len();
-    let mark = |step: usize, resource: Option<String>| FaultLabel {
-        trajectory: truth.id.clone(),
-        step,
-        kind,
-        resource,
-    };
-    let names_id = |k: usize, id: &str| {
-        truth.steps[k]
-            .arguments
-            .values()
-            .any(|v| id_text(v).as_deref() == Some(id))
-    };
-    let mut out = CallTrajectory::from(truth);
-    match kind {
-        FaultKind::StaleRead | FaultKind::SchemaDrift | FaultKind::WrongError => {
-            let (faulty, label) = super::inject(truth, kind, rng)?;
-            Some((CallTrajectory::from(&faulty), label))
-        }
-        FaultKind::VanishedCreate => {
-            let candidates: Vec<(usize, ResourceKey)> = created_then_present(truth)
-                .into_iter()
-                .filter(|(m, key)| truth.steps[*m].success == Some(true) && names_id(*m, &key.1))
-                .collect();
-            let (m, key) = rng.pick(&candidates)?.clone();
-            let noun = singular(key.0.rsplit('/').next().unwrap_or_default());
-            out.steps[m].observation =
-                rule.failure_example(&format!("{noun} {} not found", key.1))?;
-            out.steps[m].success = Some(false);
-            Some((out, mark(m, Some(super::label(&key)))))
-        }
-        FaultKind::ResurrectedDelete => {
-            let candidates: Vec<(usize, ResourceKey, Value)> = removed_then_absent(truth)
-                .into_iter()
-                .filter(|(m, key, _)| {
-                    truth.steps[*m].success == Some(false) && names_id(*m, &key.1)
-                })
-                .collect();
-            let (m, key, value) = rng.pick(&candidates)?.clone();
-            out.steps[m].observation = rule.success_example(value)?;
-            out.steps[m].success = Some(true);
-            Some((out, mark(m, Some(super::label(&key)))))
-        }
-        FaultKind::PhantomEntity => {
-            let mut held: BTreeSet<String> = BTreeSet::new();
-            for k in 0..=n {
-                let state = if k == 0 {
-                    &truth.initial_state
-                } else {
-                    &truth.steps[k - 1].state_after
-                };
-                held.extend(resources(state).into_keys().map(|key| key.1));
-            }
-            let candidates: Vec<(usize, String)> = (0..n)
-                .filter(|&m| truth.steps[m].success == Some(false))
-                .flat_map(|m| {
-                    named(&truth.steps[m].tool, &truth.steps[m].arguments)
-                        .into_iter()
-                        .filter(|(_, key)| !held.contains(&key.1))
-                        .map(move |(_, key)| (m, key.1))
-                })
-                .collect();
-            let (m, id) = rng.pick(&candidates)?.clone();
-            let pool: Vec<Value> = resources(state_before(truth, m))
-                .into_iter()
-                .filter(|(key, _)| !key.0.contains('*'))
-                .map(|(_, v)| v.clone())
-                .collect();
-            let mut record = rng.pick(&pool)?.clone();
-            if let Value::Object(map) = &mut record {
-                map.insert("id".into(), Value::String(id.clone()));
-            }
-            out.steps[m].observation = rule.success_example(record)?;
-            out.steps[m].success = Some(true);
-            Some((out, mark(m, Some(id))))
-        }
-        FaultKind::HappyPathFlip => {
-            let candidates: Vec<usize> = (0..n)
-                .filter(|&k| truth.steps[k].success == Some(false))
-                .collect();
-            let &k = rng.pick(&candidates)?;
-            out.steps[k].observation = rule.success_example(Value::String("done".into()))?;
-            out.steps[k].success = Some(true);
-            Some((out, mark(k, None)))
-        }
-        FaultKind::ListOmission => {
-            let candidates: Vec<(usize, Vec<String>)> = (0..n)
-                .filter(|&k| {
-                    truth.steps[k].success == Some(true)
-                        && *state_before(truth, k) == truth.steps[k].state_after
-                })
-                .flat_map(|k| {
-                    let mut lists = Vec::new();
-                    array_paths(&truth.steps[k].observation, &mut Vec::new(), &mut lists);
-                    lists.into_iter().map(move |p| (k, p))
-                })
-                .collect();
-            let (k, path) = rng.pick(&candidates)?.clone();
-            let mut node = &mut out.steps[k].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
-            let items = node.as_array_mut()?;
-            let gone = rng.below(items.len());
-            items.remove(gone);
-            Some((out, mark(k, None)))
-        }
-        FaultKind::RevertedStatus => {
-            let candidates: Vec<super::StaleCandidate> = super::stale_candidates(truth)
-                .into_iter()
-                .filter(|(_, _, _, field, _)| super::implied::is_status_field(field))
-                .collect();
-            let candidate = rng.pick(&candidates)?.clone();
-            let (faulty, label) = super::plant_stale(truth.clone(), candidate, kind)?;
-            Some((CallTrajectory::from(&faulty), label))
-        }
-        FaultKind::PhantomCopy => {
-            let mut held: BTreeSet<String> = BTreeSet::new();
-            for k in 0..=n {
-                let state = if k == 0 {
-                    &truth.initial_state
-                } else {
-                    &truth.steps[k - 1].state_after
-                };
-                held.extend(resources(state).into_keys().map(|key| key.1));
-            }
-            // Records of successful reads that change nothing, in an array: (step, array
-            // path, index, the key holding the record's id).
-            let mut candidates: Vec<(usize, Vec<String>, usize, String)> = Vec::new();
-            for m in 0..n {
-                let step = &truth.steps[m];
-                if step.success != Some(true) || *state_before(truth, m) != step.state_after {
-                    continue;
-                }
-                let mut lists = Vec::new();
-                record_arrays(&step.observation, &mut Vec::new(), &mut lists);
-                for path in lists {
-                    let Some(Value::Array(items)) = at_path(&step.observation, &path) else {
-                        continue;
-                    };
-                    for (i, item) in items.iter().enumerate() {
-                        let Some(map) = item.as_object() else {
-                            continue;
-                        };
-                        let id_key = map.iter().find_map(|(k, v)| {
-                            (id_noun(k).is_some()
-                                && id_text(v).is_some_and(|id| held.contains(&id)))
-                            .then(|| k.clone())
-                        });
-                        if let Some(id_key) = id_key {
-                            candidates.push((m, path.clone(), i, id_key));
-                        }
-                    }
-                }
-            }
-            let (m, path, i, id_key) = rng.pick(&candidates)?.clone();
-            let mut node = &mut out.steps[m].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
-            let items = node.as_array_mut()?;
-            let mut copy = items.get(i)?.clone();
-            let fresh = match copy.get(&id_key)? {
-                Value::Number(n) => {
-                    let base = n.as_i64()?;
-                    let id = (1..)
-                        .map(|d| base + 7919 * d)
-                        .find(|id| !held.contains(&id.to_string()))?;
-                    Value::from(id)
-                }
-                other => {
-                    let base = id_text(other)?;
-                    let id = (2..)
-                        .map(|d| format!("{base}-{d}"))
-                        .find(|id| !held.contains(id))?;
-                    Value::String(id)
-                }
-            };
-            let id = id_text(&fresh)?;
-            copy.as_object_mut()?.insert(id_key, fresh);
-            items.push(copy);
-            Some((out, mark(m, Some(id))))
-        }
-        FaultKind::DroppedUpdate => None,
-    }
-}
-
-/// Paths of the arrays of objects inside a value (at least one).
-fn record_arrays(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                path.push(k.clone());
-                record_arrays(v, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            if !items.is_empty() && items.iter().all(Value::is_object) {
-                out.push(path.clone());
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The value at a path of keys and indices.
-fn at_path<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
-    path.iter().try_fold(value, |node, part| match node {
-        Value::Object(map) => map.get(part),
-        Value::Array(items) => items.get(part.parse::<usize>().ok()?),
-        _ => None,
-    })
-}
-
-/// Paths of the arrays of at least two objects inside a value.
-fn array_paths(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                path.push(k.clone());
-                array_paths(v, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) => {
-            if items.len() >= 2 && items.iter().all(Value::is_object) {
-                out.push(path.clone());
-            }
-            for (i, v) in items.iter().enumerate() {
-                path.push(i.to_string());
-                array_paths(v, path, out);
-                path.pop();
-            }
-        }
-        _ => {}
     }
 }
 
@@ -1945,7 +1583,8 @@ mod tests {
         let truth = truth();
         let plant = |kind| {
             let mut rng = crate::rng::Rng::new(7);
-            inject_calls(&truth, kind, &rule, &mut rng).map(|(t, l)| (t, l.step, l.resource))
+            super::super::inject_calls(&truth, kind, &rule, &mut rng)
+                .map(|(t, l)| (t, l.step, l.resource))
         };
         let (t, step, resource) = plant(FaultKind::VanishedCreate).unwrap();
         assert_eq!((step, resource.as_deref()), (2, Some("rooms/R2")));
@@ -2005,124 +1644,5 @@ mod tests {
                 report.violations
             );
         }
-    }
-}
-
-/// What happened to one resource at one step, for drawing a trajectory's state constraint
-/// graph as a timeline.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TimelineEvent {
-    /// The step.
-    pub step: usize,
-    /// `create`, `read`, `update`, `delete` or `missing` (a failure said it was not found).
-    pub kind: &'static str,
-}
-
-/// A trajectory's resources, each with its events in step order, and its steps (tool and
-/// outcome): the picture the HTML report draws.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Timeline {
-    /// The trajectory.
-    pub trajectory: String,
-    /// Per step: tool and outcome.
-    pub steps: Vec<(String, Option<bool>)>,
-    /// Per resource (`type/id`): its events.
-    pub lanes: BTreeMap<String, Vec<TimelineEvent>>,
-}
-
-impl Timeline {
-    fn event(&mut self, resource: String, step: usize, kind: &'static str) {
-        let lane = self.lanes.entry(resource).or_default();
-        if !lane.iter().any(|e| e.step == step && e.kind == kind) {
-            lane.push(TimelineEvent { step, kind });
-        }
-    }
-
-    /// The timeline of a trajectory with states: resources that appear, vanish or change at
-    /// each step, and reads (a success that changed nothing and named the resource's id).
-    pub fn of_states(t: &super::AuditTrajectory) -> Timeline {
-        let mut out = Timeline {
-            trajectory: t.id.clone(),
-            ..Timeline::default()
-        };
-        let mut before = super::resources(&t.initial_state);
-        for (k, step) in t.steps.iter().enumerate() {
-            out.steps.push((step.tool.clone(), step.success));
-            let after = super::resources(&step.state_after);
-            for (key, value) in &after {
-                match before.get(key) {
-                    None => out.event(super::label(key), k, "create"),
-                    Some(old) if old != value => out.event(super::label(key), k, "update"),
-                    Some(_) => {}
-                }
-            }
-            for key in before.keys().filter(|key| !after.contains_key(*key)) {
-                out.event(super::label(key), k, "delete");
-            }
-            let named: BTreeSet<String> = step.arguments.values().filter_map(id_text).collect();
-            for key in after.keys().filter(|key| named.contains(&key.1)) {
-                let kind = match step.success {
-                    Some(false) => continue,
-                    _ if before.get(key) == after.get(key) => "read",
-                    _ => continue,
-                };
-                out.event(super::label(key), k, kind);
-            }
-            for id in &named {
-                if step.success == Some(false)
-                    && !after.keys().any(|key| &key.1 == id)
-                    && says_not_found(&step.observation)
-                {
-                    out.event(id.clone(), k, "missing");
-                }
-            }
-            before = after;
-        }
-        out
-    }
-
-    /// The timeline of a trajectory without states, as [`audit_calls`] reads it: resources
-    /// its calls name and its observations return.
-    pub fn of_calls(t: &CallTrajectory, effects: &Effects) -> Timeline {
-        let mut out = Timeline {
-            trajectory: t.id.clone(),
-            ..Timeline::default()
-        };
-        for (k, step) in t.steps.iter().enumerate() {
-            out.steps.push((step.tool.clone(), step.success));
-            let role = role(&effects.of(&step.tool));
-            let names = named(&step.tool, &step.arguments);
-            match step.success {
-                Some(true) => {
-                    let noun = tool_noun(&step.tool);
-                    for (key, _, in_array) in
-                        records(&step.observation, &noun, subject(&step.tool, &names, role))
-                    {
-                        let kind = if role == Role::Create && !in_array {
-                            "create"
-                        } else {
-                            "read"
-                        };
-                        out.event(show(&key), k, kind);
-                    }
-                    let target = target(&step.tool, &names);
-                    for (_, key) in &names {
-                        let kind = match role {
-                            Role::Delete if target.as_ref() == Some(key) => "delete",
-                            Role::Change if target.as_ref() == Some(key) => "update",
-                            _ => "read",
-                        };
-                        out.event(show(key), k, kind);
-                    }
-                }
-                Some(false) if says_not_found(&step.observation) => {
-                    for (_, key) in &names {
-                        out.event(show(key), k, "missing");
-                    }
-                }
-                _ => {}
-            }
-        }
-        out
     }
 }

@@ -1,0 +1,414 @@
+//! What tools do to resources: effects learned from executed walks ([`Effects::learn`]),
+//! declared in a manifest or an API description ([`EffectAnnotation`]), or guessed from names
+//! ([`ToolEffects::guess`]); the learned shape of each tool's successful responses
+//! ([`ResponseShape`]); and, through [`super::implied`], what each tool's successes write.
+
+use super::{implied, resources, AuditTrajectory, ResourceKey};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where what a tool may do came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectSource {
+    /// Learned from executed trajectories.
+    Observed,
+    /// Declared in the package's manifest (`effects`).
+    Annotated,
+    /// Guessed from the tool's name.
+    Guessed,
+}
+
+/// What a manifest declares a tool does to one resource type (`"effects": {"close_ticket":
+/// [{"resource": "tickets", "operation": "update", "id_parameter": "ticket_id"}]}`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectAnnotation {
+    /// The resource type: the collection's path in the state (`tickets`, `accounts/*/cards`).
+    pub resource: String,
+    /// What the tool does to it.
+    pub operation: Operation,
+    /// The argument that names the resource, when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_parameter: Option<String>,
+}
+
+/// Operations of [`EffectAnnotation`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Makes a new resource.
+    Create,
+    /// Returns one resource.
+    Read,
+    /// Changes a resource.
+    Update,
+    /// Removes a resource.
+    Delete,
+    /// Returns several resources.
+    List,
+}
+
+/// What a tool may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolEffects {
+    /// Resource types it creates (`"*"`: any).
+    pub creates: BTreeSet<String>,
+    /// Resource types it deletes (`"*"`: any).
+    pub deletes: BTreeSet<String>,
+    /// It never changes the state.
+    pub read_only: bool,
+    /// Every success changes the state.
+    pub success_changes: bool,
+    /// No failure changes the state.
+    pub failure_keeps: bool,
+    /// Every resource it deleted was named by one of its arguments.
+    pub deletes_named_only: bool,
+    /// The most resources it created in one call.
+    pub max_created: usize,
+    /// Where this came from.
+    pub source: EffectSource,
+}
+
+/// Name prefixes of tools that create, delete or only read.
+const CREATE_WORDS: &[&str] = &[
+    "create", "add", "new", "register", "open", "book", "place", "insert", "make", "submit",
+    "issue", "schedule", "enroll", "post", "upload",
+];
+const DELETE_WORDS: &[&str] = &["delete", "remove", "drop", "purge", "destroy", "erase"];
+const READ_WORDS: &[&str] = &[
+    "get", "list", "search", "find", "view", "show", "read", "check", "count", "lookup", "query",
+    "describe", "fetch", "browse", "inspect",
+];
+
+impl ToolEffects {
+    /// The documented guess from a tool's name: its first word (`create_ticket` → creates any
+    /// type; `delete_*`/`remove_*` → deletes any type; `get_*`/`list_*`/… → read-only);
+    /// anything else may change the state but is not assumed to create or delete.
+    pub fn guess(tool: &str) -> ToolEffects {
+        let first = tool
+            .split(|c: char| c == '_' || c == '-' || c.is_uppercase())
+            .find(|w| !w.is_empty())
+            .unwrap_or_default()
+            .to_lowercase();
+        let any = || BTreeSet::from(["*".to_owned()]);
+        let creates = CREATE_WORDS.contains(&first.as_str());
+        let deletes = DELETE_WORDS.contains(&first.as_str());
+        ToolEffects {
+            creates: if creates { any() } else { BTreeSet::new() },
+            deletes: if deletes { any() } else { BTreeSet::new() },
+            read_only: READ_WORDS.contains(&first.as_str()),
+            success_changes: creates || deletes,
+            failure_keeps: true,
+            deletes_named_only: false,
+            max_created: usize::MAX,
+            source: EffectSource::Guessed,
+        }
+    }
+
+    /// The effects a manifest declares for a tool: the types it creates and deletes; read-only
+    /// when it only reads or lists; its successes always change the state when it creates or
+    /// deletes; it deletes only what its arguments name when every delete names its
+    /// `id_parameter`; it creates one resource of each declared type at most.
+    pub fn annotated(annotations: &[EffectAnnotation]) -> ToolEffects {
+        let of = |op: Operation| -> BTreeSet<String> {
+            annotations
+                .iter()
+                .filter(|a| a.operation == op)
+                .map(|a| a.resource.clone())
+                .collect()
+        };
+        let (creates, deletes) = (of(Operation::Create), of(Operation::Delete));
+        ToolEffects {
+            read_only: annotations
+                .iter()
+                .all(|a| matches!(a.operation, Operation::Read | Operation::List)),
+            success_changes: !creates.is_empty() || !deletes.is_empty(),
+            failure_keeps: true,
+            deletes_named_only: !deletes.is_empty()
+                && annotations
+                    .iter()
+                    .filter(|a| a.operation == Operation::Delete)
+                    .all(|a| a.id_parameter.is_some()),
+            max_created: creates.len(),
+            creates,
+            deletes,
+            source: EffectSource::Annotated,
+        }
+    }
+
+    pub(crate) fn may_create(&self, kind: &str) -> bool {
+        self.creates.contains("*") || self.creates.contains(kind)
+    }
+
+    pub(crate) fn may_delete(&self, kind: &str) -> bool {
+        self.deletes.contains("*") || self.deletes.contains(kind)
+    }
+}
+
+/// Calls a learned rule about all successes (or all failures) of a tool needs.
+pub(crate) const MIN_EVIDENCE: usize = 3;
+
+/// What every tool may do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Effects {
+    tools: BTreeMap<String, ToolEffects>,
+    /// The shape of each tool's successful responses, learned with the effects.
+    shapes: BTreeMap<String, ResponseShape>,
+    /// What each tool's successes do to the fields of what they name, and its guards.
+    writes: BTreeMap<String, implied::Writes>,
+}
+
+/// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
+/// for an object of objects, `results[].id` for an array of objects, `by_day.#` for keys with a
+/// digit or in capitals only, which name things rather than fields; four levels deep) with the
+/// JSON types seen
+/// there.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResponseShape {
+    successes: usize,
+    fields: BTreeMap<String, BTreeSet<&'static str>>,
+}
+
+/// The field paths of a response and their types.
+fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'static str)>) {
+    if depth == 4 {
+        return;
+    }
+    let join = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match value {
+        Value::Object(map) => {
+            // An object of objects is a collection: its keys are ids, not fields.
+            if !map.is_empty() && map.values().all(Value::is_object) {
+                let path = join("*");
+                for entry in map.values() {
+                    out.push((path.clone(), "object"));
+                    shape_fields(entry, &path, depth + 1, out);
+                }
+                return;
+            }
+            for (key, child) in map {
+                // A key with a digit, or in capitals only, names a thing (`U46`, `ACC-CBL`,
+                // `2024-06-25`), not a field: every such key is one field, `#`.
+                let names_a_thing = key.chars().any(|c| c.is_ascii_digit())
+                    || (key.chars().any(char::is_uppercase)
+                        && !key.chars().any(char::is_lowercase));
+                let path = if names_a_thing { join("#") } else { join(key) };
+                out.push((path.clone(), crate::extract::type_name(child)));
+                shape_fields(child, &path, depth + 1, out);
+            }
+        }
+        Value::Array(items) => {
+            let path = format!("{at}[]");
+            for item in items.iter().filter(|i| i.is_object()) {
+                shape_fields(item, &path, depth + 1, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl ResponseShape {
+    /// Adds one successful response.
+    pub fn learn(&mut self, observation: &Value) {
+        self.successes += 1;
+        let mut fields = Vec::new();
+        shape_fields(observation, "", 0, &mut fields);
+        for (path, kind) in fields {
+            self.fields.entry(path).or_default().insert(kind);
+        }
+    }
+
+    /// How a successful response departs from the shape: a field never seen, or a field with
+    /// a type never seen there (`null` fits any field, and any type fits a field once seen
+    /// `null`). Empty without evidence ([`MIN_EVIDENCE`] successes).
+    pub fn problems(&self, observation: &Value) -> Vec<String> {
+        if self.successes < MIN_EVIDENCE {
+            return Vec::new();
+        }
+        let mut fields = Vec::new();
+        shape_fields(observation, "", 0, &mut fields);
+        let mut out: Vec<String> = fields
+            .into_iter()
+            .filter_map(|(path, kind)| match self.fields.get(&path) {
+                None => Some(format!("field {path} was never in its responses")),
+                Some(seen) if kind != "null" && !seen.contains(kind) && !seen.contains("null") => {
+                    let seen: Vec<&str> = seen.iter().copied().collect();
+                    Some(format!("{path} is a {kind}; it was {}", seen.join(" or ")))
+                }
+                Some(_) => None,
+            })
+            .collect();
+        out.dedup();
+        out
+    }
+
+    /// Whether enough successes were seen to judge a response.
+    pub fn is_known(&self) -> bool {
+        self.successes >= MIN_EVIDENCE
+    }
+}
+
+impl Effects {
+    /// Learns from executed trajectories (consistent by construction): the types each tool
+    /// created and deleted, whether it ever changed the state, whether all its successes
+    /// changed it and whether any failure did.
+    pub fn learn(trajectories: &[AuditTrajectory]) -> Effects {
+        #[derive(Default)]
+        struct Seen {
+            creates: BTreeSet<String>,
+            deletes: BTreeSet<String>,
+            changed: bool,
+            success_unchanged: bool,
+            failure_changed: bool,
+            unnamed_delete: bool,
+            max_created: usize,
+            successes: usize,
+            failures: usize,
+            deleted: usize,
+        }
+        let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+        let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
+
+        for t in trajectories {
+            let mut before = &t.initial_state;
+            for step in &t.steps {
+                if step.success == Some(true) {
+                    shapes
+                        .entry(step.tool.clone())
+                        .or_default()
+                        .learn(&step.observation);
+                }
+
+                let s = seen.entry(step.tool.clone()).or_default();
+                let changed = *before != step.state_after;
+                s.changed |= changed;
+                match step.success {
+                    Some(true) => {
+                        s.successes += 1;
+                        s.success_unchanged |= !changed;
+                    }
+                    Some(false) => {
+                        s.failures += 1;
+                        s.failure_changed |= changed;
+                    }
+                    None => {}
+                }
+                if changed {
+                    let (a, b) = (resources(before), resources(&step.state_after));
+                    let created: Vec<&ResourceKey> =
+                        b.keys().filter(|k| !a.contains_key(*k)).collect();
+                    s.max_created = s.max_created.max(created.len());
+                    s.creates.extend(created.into_iter().map(|k| k.0.clone()));
+                    for key in a.keys().filter(|k| !b.contains_key(*k)) {
+                        s.deletes.insert(key.0.clone());
+                        s.deleted += 1;
+                        s.unnamed_delete |= !names(&step.arguments, key);
+                    }
+                }
+                before = &step.state_after;
+            }
+        }
+        Effects {
+            shapes,
+            writes: implied::learn_writes(trajectories),
+            tools: seen
+                .into_iter()
+                .map(|(tool, s)| {
+                    // Claims need evidence: what was never seen falls back to the name's guess,
+                    // and the types the name suggests are added to those seen.
+                    let guess = ToolEffects::guess(&tool);
+                    let mut creates = s.creates;
+                    creates.extend(guess.creates.iter().cloned());
+                    let mut deletes = s.deletes;
+                    deletes.extend(guess.deletes.iter().cloned());
+                    let effects = ToolEffects {
+                        creates,
+                        deletes,
+                        read_only: if s.successes > 0 {
+                            !s.changed
+                        } else {
+                            guess.read_only
+                        },
+                        success_changes: s.successes >= MIN_EVIDENCE && !s.success_unchanged,
+                        failure_keeps: s.failures >= MIN_EVIDENCE && !s.failure_changed,
+                        deletes_named_only: s.deleted > 0 && !s.unnamed_delete,
+                        max_created: if s.max_created > 0 || !guess.creates.contains("*") {
+                            s.max_created
+                        } else {
+                            usize::MAX
+                        },
+                        source: EffectSource::Observed,
+                    };
+                    (tool, effects)
+                })
+                .collect(),
+        }
+    }
+
+    /// How a successful response of `tool` departs from the shape learned for it (`None`: no
+    /// shape was learned with enough evidence).
+    pub fn shape_problems(&self, tool: &str, observation: &Value) -> Option<Vec<String>> {
+        let shape = self.shapes.get(tool).filter(|s| s.is_known())?;
+        Some(shape.problems(observation))
+    }
+
+    /// The effects of `tool`: learned, else declared, else guessed from its name.
+    pub fn of(&self, tool: &str) -> ToolEffects {
+        self.tools
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| ToolEffects::guess(tool))
+    }
+
+    /// What a successful call of `tool` does to fields: learned, else declared (the argument
+    /// an update or delete names), else guessed from its name.
+    pub fn writes_of(&self, tool: &str) -> implied::Writes {
+        self.writes
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| implied::Writes::guess(tool))
+    }
+
+    /// Adds the effects a manifest declares for the tools these effects know nothing of (what
+    /// was learned by running a tool wins over what its manifest says).
+    pub fn with_annotations(
+        mut self,
+        annotations: &BTreeMap<String, Vec<EffectAnnotation>>,
+    ) -> Effects {
+        for (tool, declared) in annotations {
+            self.tools
+                .entry(tool.clone())
+                .or_insert_with(|| ToolEffects::annotated(declared));
+            self.writes.entry(tool.clone()).or_insert_with(|| {
+                let mut writes = implied::Writes::guess(tool);
+                writes.target = declared
+                    .iter()
+                    .filter(|a| matches!(a.operation, Operation::Update | Operation::Delete))
+                    .find_map(|a| a.id_parameter.clone());
+                writes.source = EffectSource::Annotated;
+                writes
+            });
+        }
+        self
+    }
+}
+
+/// Whether one of the arguments names the resource (its id as a string value), or, for a
+/// nested resource, a resource it belongs to (any argument value that is one of its ancestors'
+/// ids cannot be told from the key alone, so nested resources always count as named).
+pub(crate) fn names(arguments: &Map<String, Value>, key: &ResourceKey) -> bool {
+    names_of(arguments, &key.0, &key.1)
+}
+
+/// [`names`] for a type and id given apart.
+pub(crate) fn names_of(arguments: &Map<String, Value>, kind: &str, id: &str) -> bool {
+    kind.contains('*') || arguments.values().any(|v| v.as_str() == Some(id))
+}
