@@ -195,11 +195,17 @@ pub enum ViolationKind {
     /// A success where an earlier answer or the known initial state shows that the tool's
     /// precondition failed (cancelling what is cancelled, withdrawing above the balance).
     PreconditionFailed,
+    /// A successful change left a field of what it names other than its walks always set it
+    /// (an update's argument not written, a status not moved).
+    WriteNotApplied,
+    /// A successful change changed what its walks never saw it change (another resource, or a
+    /// field of its target it never touches).
+    SpuriousWrite,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 14] = [
+    pub const ALL: [ViolationKind; 16] = [
         ViolationKind::AppearedWithoutCreate,
         ViolationKind::VanishedWithoutDelete,
         ViolationKind::SuccessWithoutChange,
@@ -214,6 +220,8 @@ impl ViolationKind {
         ViolationKind::DanglingReference,
         ViolationKind::StatusReverted,
         ViolationKind::PreconditionFailed,
+        ViolationKind::WriteNotApplied,
+        ViolationKind::SpuriousWrite,
     ];
 
     /// Its name in reports.
@@ -233,6 +241,8 @@ impl ViolationKind {
             ViolationKind::DanglingReference => "dangling_reference",
             ViolationKind::StatusReverted => "status_reverted",
             ViolationKind::PreconditionFailed => "precondition_failed",
+            ViolationKind::WriteNotApplied => "write_not_applied",
+            ViolationKind::SpuriousWrite => "spurious_write",
         }
     }
 }
@@ -462,6 +472,103 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                         None,
                         format!("{} responds with {}", step.tool, problems.join("; ")),
                     );
+                }
+            }
+        }
+        // What a successful change wrote, against what its walks showed it writes.
+        if step.success == Some(true) && changed {
+            let writes = effects.writes_of(&step.tool);
+            let target = writes
+                .target
+                .as_ref()
+                .and_then(|a| step.arguments.get(a))
+                .and_then(implied::id_text)
+                .and_then(|id| {
+                    found[k + 1]
+                        .keys()
+                        .find(|key| !key.0.contains('*') && key.1 == id)
+                        .cloned()
+                });
+            if let (EffectSource::Observed, Some(tkey)) = (writes.source, &target) {
+                let shown = label_of(&tkey.0, tkey.1);
+                let after = found[k + 1].get(tkey).and_then(|v| v.as_object());
+                let before = found[k].get(tkey).and_then(|v| v.as_object());
+                if let Some(after) = after {
+                    for (field, value) in writes.fields_set(&step.arguments, None, None) {
+                        checked += 1;
+                        if after.get(&field) != Some(&value) {
+                            let now = after.get(&field).map_or("nothing".to_owned(), Value::to_string);
+                            violation(
+                                ViolationKind::WriteNotApplied,
+                                Some(shown.clone()),
+                                Some(field.clone()),
+                                None,
+                                format!("{} succeeds but {shown}.{field} is {now}; its walks always set it to {value}", step.tool),
+                            );
+                        }
+                    }
+                    // Fields of the target its walks never saw it change.
+                    if let (Some(known), Some(before)) = (&writes.changed_fields, before) {
+                        checked += 1;
+                        let unexpected: Vec<&String> = after
+                            .iter()
+                            .filter(|(f, v)| {
+                                !v.is_object() && !v.is_array() && before.get(*f) != Some(*v) && !known.contains(*f)
+                            })
+                            .map(|(f, _)| f)
+                            .collect();
+                        if let Some(field) = unexpected.first() {
+                            violation(
+                                ViolationKind::SpuriousWrite,
+                                Some(shown.clone()),
+                                Some((*field).clone()),
+                                None,
+                                format!("{} changes {shown}.{field}, which its walks never saw it change", step.tool),
+                            );
+                        }
+                    }
+                    // The answer reports the changed fields with the values the state holds.
+                    if let (Some(answer), Some(before)) = (observed::unwrapped(&step.observation), before) {
+                        for (field, reported) in answer {
+                            let Some(stored) = after.get(field) else { continue };
+                            if reported.is_object()
+                                || reported.is_array()
+                                || before.get(field) == Some(stored)
+                                || writes.reported_differs.contains(field)
+                            {
+                                continue;
+                            }
+                            checked += 1;
+                            if reported != stored {
+                                violation(
+                                    ViolationKind::StaleRead,
+                                    Some(shown.clone()),
+                                    Some(field.clone()),
+                                    None,
+                                    format!("{} answers {field} = {reported}, but it set {shown}.{field} to {stored}", step.tool),
+                                );
+                            }
+                        }
+                    }
+                }
+                // Other resources, for a tool that changes nothing but its target.
+                if writes.only_target {
+                    checked += 1;
+                    let elsewhere = found[k + 1]
+                        .iter()
+                        .find(|(key, value)| {
+                            !key.0.contains('*') && *key != tkey && found[k].get(*key) != Some(*value)
+                        })
+                        .map(|(key, _)| label_of(&key.0, key.1));
+                    if let Some(other) = elsewhere {
+                        violation(
+                            ViolationKind::SpuriousWrite,
+                            Some(other.clone()),
+                            None,
+                            None,
+                            format!("{} changes {other}; its walks only ever changed what it names ({shown})", step.tool),
+                        );
+                    }
                 }
             }
         }

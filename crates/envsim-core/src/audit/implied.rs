@@ -64,6 +64,9 @@ pub struct Writes {
     /// Fields its answers report with another value than the one it stores (an order
     /// answered `Pending` and stored `Open`): what its answer says of them is no fact.
     pub reported_differs: BTreeSet<String>,
+    /// Every field of its target its successes ever changed, when enough of them changed the
+    /// state to say so ([`MIN_EVIDENCE`]).
+    pub changed_fields: Option<BTreeSet<String>>,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -78,6 +81,7 @@ impl Default for Writes {
             only_target: false,
             guards: Vec::new(),
             reported_differs: BTreeSet::new(),
+            changed_fields: None,
             source: EffectSource::Guessed,
         }
     }
@@ -397,6 +401,9 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 .map(|(a, _)| a.clone());
             writes.only_target = target.is_some() && !s.off_target && s.changed >= 2;
             writes.reported_differs = s.reported_differs;
+            if target.is_some() && s.changed >= MIN_EVIDENCE {
+                writes.changed_fields = Some(s.fields.keys().cloned().collect());
+            }
             writes.target = target;
             if writes.target.is_some() {
                 for (field, f) in &s.fields {

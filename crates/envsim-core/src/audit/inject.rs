@@ -92,7 +92,10 @@ impl FaultKind {
     /// The violation kinds that find this fault at its step.
     pub fn found_by(self) -> &'static [ViolationKind] {
         match self {
-            FaultKind::DroppedUpdate => &[ViolationKind::SuccessWithoutChange],
+            FaultKind::DroppedUpdate => &[
+                ViolationKind::SuccessWithoutChange,
+                ViolationKind::WriteNotApplied,
+            ],
             FaultKind::VanishedCreate => &[ViolationKind::VanishedWithoutDelete],
             FaultKind::ResurrectedDelete => &[
                 ViolationKind::AppearedWithoutCreate,
