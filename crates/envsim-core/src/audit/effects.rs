@@ -370,11 +370,11 @@ impl Effects {
 
     /// What a successful call of `tool` does to fields: learned, else declared (the argument
     /// an update or delete names), else guessed from its name.
-    pub fn writes_of(&self, tool: &str) -> implied::Writes {
-        self.writes
-            .get(tool)
-            .cloned()
-            .unwrap_or_else(|| implied::Writes::guess(tool))
+    pub fn writes_of(&self, tool: &str) -> std::borrow::Cow<'_, implied::Writes> {
+        match self.writes.get(tool) {
+            Some(writes) => std::borrow::Cow::Borrowed(writes),
+            None => std::borrow::Cow::Owned(implied::Writes::guess(tool)),
+        }
     }
 
     /// Adds the effects a manifest declares for the tools these effects know nothing of (what

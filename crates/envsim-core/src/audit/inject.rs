@@ -708,7 +708,7 @@ pub fn inject_calls(
             let candidates: Vec<(usize, String)> = (0..n)
                 .filter(|&m| truth.steps[m].success == Some(false))
                 .flat_map(|m| {
-                    named(&truth.steps[m].tool, &truth.steps[m].arguments)
+                    named(&observed::tool_noun(&truth.steps[m].tool), &truth.steps[m].arguments)
                         .into_iter()
                         .filter(|(_, key)| !held.contains(&key.1))
                         .map(move |(_, key)| (m, key.1))

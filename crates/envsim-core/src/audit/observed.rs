@@ -88,14 +88,13 @@ pub(crate) fn show(key: &Key) -> String {
 }
 
 /// The resources a call's arguments name, in argument order.
-pub(crate) fn named(tool: &str, arguments: &Map<String, Value>) -> Vec<(String, Key)> {
-    let noun = tool_noun(tool);
+pub(crate) fn named(noun: &str, arguments: &Map<String, Value>) -> Vec<(String, Key)> {
     arguments
         .iter()
         .filter_map(|(arg, value)| {
             let of = id_noun(arg)?;
             let id = id_text(value)?;
-            let kind = if of.is_empty() { noun.clone() } else { of };
+            let kind = if of.is_empty() { noun.to_owned() } else { of };
             Some((arg.clone(), (kind, id)))
         })
         .collect()
@@ -271,8 +270,7 @@ pub fn role(fx: &ToolEffects) -> Role {
 
 /// The resource a delete (or a change) is about among those it names: the one whose type is
 /// the tool's noun, else the only one.
-pub(crate) fn target(tool: &str, named: &[(String, Key)]) -> Option<Key> {
-    let noun = tool_noun(tool);
+pub(crate) fn target(noun: &str, named: &[(String, Key)]) -> Option<Key> {
     named
         .iter()
         .find(|(_, key)| key.0 == noun || noun.ends_with(&key.0))
@@ -308,7 +306,7 @@ pub fn audit_calls(
         let guessed = fx.source == EffectSource::Guessed;
         let role = role(&fx);
         let noun = tool_noun(&step.tool);
-        let names = named(&step.tool, &step.arguments);
+        let names = named(&noun, &step.arguments);
         let writes = effects.writes_of(&step.tool);
         // The resource a change is about: the argument its writes name, else the name's guess.
         let aim: Option<Key> = writes
@@ -316,7 +314,7 @@ pub fn audit_calls(
             .as_ref()
             .and_then(|t| names.iter().find(|(arg, _)| arg == t))
             .map(|(_, key)| key.clone())
-            .or_else(|| target(&step.tool, &names));
+            .or_else(|| target(&noun, &names));
         let mut flag = |kind: ViolationKind,
                         resource: Option<&Key>,
                         field: Option<String>,
@@ -470,7 +468,7 @@ pub fn audit_calls(
                         }
                     }
                 }
-                let found = records(&step.observation, &noun, subject(&step.tool, &names, role));
+                let found = records(&step.observation, &noun, subject(&noun, &names, role));
                 let mut stale_here: BTreeSet<Key> = BTreeSet::new();
                 // Returned records: deleted ones listed, fields against what is known.
                 for (key, record, _) in &found {
@@ -683,7 +681,7 @@ pub fn audit_calls(
                 // What this step makes known.
                 match role {
                     Role::Delete => {
-                        if let Some(key) = target(&step.tool, &names) {
+                        if let Some(key) = target(&noun, &names) {
                             st.existence.insert(key.clone(), Existence::Gone(k));
                             st.fields.remove(&key);
                             st.replaced.remove(&key);
@@ -808,7 +806,7 @@ pub fn audit_calls(
                     }
                 }
                 for (key, record, _) in &found {
-                    if role != Role::Delete || target(&step.tool, &names).as_ref() != Some(key) {
+                    if role != Role::Delete || target(&noun, &names).as_ref() != Some(key) {
                         if !matches!(st.existence.get(key), Some(Existence::Gone(_)))
                             || role == Role::Create
                         {
@@ -932,11 +930,10 @@ pub fn audit_calls(
 /// The resource a read is about, for an answer that does not name it: the one its arguments
 /// name whose type is the tool's noun, else the only one. Only reads: what a change answers
 /// is a report on the change more often than the record.
-pub(crate) fn subject<'n>(tool: &str, names: &'n [(String, Key)], role: Role) -> Option<&'n Key> {
+pub(crate) fn subject<'n>(noun: &str, names: &'n [(String, Key)], role: Role) -> Option<&'n Key> {
     if role != Role::Read {
         return None;
     }
-    let noun = tool_noun(tool);
     names
         .iter()
         .find(|(_, key)| key.0 == noun || noun.ends_with(&key.0))

@@ -93,12 +93,12 @@ impl Timeline {
         for (k, step) in t.steps.iter().enumerate() {
             out.steps.push((step.tool.clone(), step.success));
             let role = role(&effects.of(&step.tool));
-            let names = named(&step.tool, &step.arguments);
+            let noun = tool_noun(&step.tool);
+            let names = named(&noun, &step.arguments);
             match step.success {
                 Some(true) => {
-                    let noun = tool_noun(&step.tool);
                     for (key, _, in_array) in
-                        records(&step.observation, &noun, subject(&step.tool, &names, role))
+                        records(&step.observation, &noun, subject(&noun, &names, role))
                     {
                         let kind = if role == Role::Create && !in_array {
                             "create"
@@ -107,7 +107,7 @@ impl Timeline {
                         };
                         out.event(show(&key), k, kind);
                     }
-                    let target = target(&step.tool, &names);
+                    let target = target(&noun, &names);
                     for (_, key) in &names {
                         let kind = match role {
                             Role::Delete if target.as_ref() == Some(key) => "delete",
