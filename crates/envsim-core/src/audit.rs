@@ -497,7 +497,9 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                     for (field, value) in writes.fields_set(&step.arguments, None, None) {
                         checked += 1;
                         if after.get(&field) != Some(&value) {
-                            let now = after.get(&field).map_or("nothing".to_owned(), Value::to_string);
+                            let now = after
+                                .get(&field)
+                                .map_or("nothing".to_owned(), Value::to_string);
                             violation(
                                 ViolationKind::WriteNotApplied,
                                 Some(shown.clone()),
@@ -513,7 +515,10 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                         let unexpected: Vec<&String> = after
                             .iter()
                             .filter(|(f, v)| {
-                                !v.is_object() && !v.is_array() && before.get(*f) != Some(*v) && !known.contains(*f)
+                                !v.is_object()
+                                    && !v.is_array()
+                                    && before.get(*f) != Some(*v)
+                                    && !known.contains(*f)
                             })
                             .map(|(f, _)| f)
                             .collect();
@@ -528,9 +533,13 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                         }
                     }
                     // The answer reports the changed fields with the values the state holds.
-                    if let (Some(answer), Some(before)) = (observed::unwrapped(&step.observation), before) {
+                    if let (Some(answer), Some(before)) =
+                        (observed::unwrapped(&step.observation), before)
+                    {
                         for (field, reported) in answer {
-                            let Some(stored) = after.get(field) else { continue };
+                            let Some(stored) = after.get(field) else {
+                                continue;
+                            };
                             if reported.is_object()
                                 || reported.is_array()
                                 || before.get(field) == Some(stored)
@@ -557,7 +566,9 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                     let elsewhere = found[k + 1]
                         .iter()
                         .find(|(key, value)| {
-                            !key.0.contains('*') && *key != tkey && found[k].get(*key) != Some(*value)
+                            !key.0.contains('*')
+                                && *key != tkey
+                                && found[k].get(*key) != Some(*value)
                         })
                         .map(|(key, _)| label_of(&key.0, key.1));
                     if let Some(other) = elsewhere {

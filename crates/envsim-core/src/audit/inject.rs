@@ -708,10 +708,13 @@ pub fn inject_calls(
             let candidates: Vec<(usize, String)> = (0..n)
                 .filter(|&m| truth.steps[m].success == Some(false))
                 .flat_map(|m| {
-                    named(&observed::tool_noun(&truth.steps[m].tool), &truth.steps[m].arguments)
-                        .into_iter()
-                        .filter(|(_, key)| !held.contains(&key.1))
-                        .map(move |(_, key)| (m, key.1))
+                    named(
+                        &observed::tool_noun(&truth.steps[m].tool),
+                        &truth.steps[m].arguments,
+                    )
+                    .into_iter()
+                    .filter(|(_, key)| !held.contains(&key.1))
+                    .map(move |(_, key)| (m, key.1))
                 })
                 .collect();
             let (m, id) = rng.pick(&candidates)?.clone();

@@ -127,6 +127,41 @@ pub(crate) fn records<'v>(
     out
 }
 
+/// The records of a successful step's answer ([`records`]); for a create whose answer holds
+/// no record of its own, also the resource it answers the id of: the first id-naming key of
+/// its answer whose value the call did not give (`book_flight` answering `{'booking_id':
+/// '3426812', 'transaction_id': ...}` created booking 3426812).
+pub(crate) fn step_records<'v>(
+    observation: &'v Value,
+    noun: &str,
+    names: &[(String, Key)],
+    role: Role,
+    arguments: &Map<String, Value>,
+) -> Vec<(Key, &'v Map<String, Value>, bool)> {
+    let mut found = records(observation, noun, subject(noun, names, role));
+    if role == Role::Create && !found.iter().any(|(_, _, in_array)| !in_array) {
+        let payload = observation.as_object().map(|map| {
+            WRAPPERS
+                .iter()
+                .find_map(|w| map.get(*w))
+                .and_then(Value::as_object)
+                .unwrap_or(map)
+        });
+        if let Some(map) = payload {
+            let given: Vec<String> = arguments.values().filter_map(id_text).collect();
+            let created = map.iter().find_map(|(k, v)| {
+                let of = id_noun(k)?;
+                let id = id_text(v).filter(|id| !given.contains(id))?;
+                Some((if of.is_empty() { noun.to_owned() } else { of }, id))
+            });
+            if let Some(key) = created {
+                found.push((key, map, false));
+            }
+        }
+    }
+    found
+}
+
 /// The object an answer is about: itself, or what a wrapper key holds (the rest of the
 /// envelope being a status: `success`, `message`, ...). `None` when it holds collections.
 pub(crate) fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
@@ -468,7 +503,7 @@ pub fn audit_calls(
                         }
                     }
                 }
-                let found = records(&step.observation, &noun, subject(&noun, &names, role));
+                let found = step_records(&step.observation, &noun, &names, role, &step.arguments);
                 let mut stale_here: BTreeSet<Key> = BTreeSet::new();
                 // Returned records: deleted ones listed, fields against what is known.
                 for (key, record, _) in &found {

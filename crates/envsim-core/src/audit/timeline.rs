@@ -3,9 +3,7 @@
 //! [`super::observed::audit_calls`] reads them.
 
 use super::implied::id_text;
-use super::observed::{
-    named, records, role, says_not_found, show, subject, target, tool_noun, Role,
-};
+use super::observed::{named, role, says_not_found, show, step_records, target, tool_noun, Role};
 use super::Effects;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,7 +96,7 @@ impl Timeline {
             match step.success {
                 Some(true) => {
                     for (key, _, in_array) in
-                        records(&step.observation, &noun, subject(&noun, &names, role))
+                        step_records(&step.observation, &noun, &names, role, &step.arguments)
                     {
                         let kind = if role == Role::Create && !in_array {
                             "create"
