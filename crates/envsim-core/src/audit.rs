@@ -486,7 +486,14 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 .and_then(|id| {
                     found[k + 1]
                         .keys()
-                        .find(|key| !key.0.contains('*') && key.1 == id)
+                        .find(|key| {
+                            !key.0.contains('*')
+                                && key.1 == id
+                                && writes
+                                    .target_collection
+                                    .as_deref()
+                                    .is_none_or(|c| key.0 == c)
+                        })
                         .cloned()
                 });
             if let (EffectSource::Observed, Some(tkey)) = (writes.source, &target) {
@@ -496,7 +503,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 if let Some(after) = after {
                     for (field, value) in writes.fields_set(&step.arguments, None, None) {
                         checked += 1;
-                        if after.get(&field) != Some(&value) {
+                        if !after.get(&field).is_some_and(|v| implied::same(v, &value)) {
                             let now = after
                                 .get(&field)
                                 .map_or("nothing".to_owned(), Value::to_string);
@@ -509,59 +516,38 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                             );
                         }
                     }
-                    // Fields of the target its walks never saw it change.
-                    if let (Some(known), Some(before)) = (&writes.changed_fields, before) {
-                        checked += 1;
-                        let unexpected: Vec<&String> = after
-                            .iter()
-                            .filter(|(f, v)| {
-                                !v.is_object()
-                                    && !v.is_array()
-                                    && before.get(*f) != Some(*v)
-                                    && !known.contains(*f)
-                            })
-                            .map(|(f, _)| f)
-                            .collect();
-                        if let Some(field) = unexpected.first() {
-                            violation(
-                                ViolationKind::SpuriousWrite,
-                                Some(shown.clone()),
-                                Some((*field).clone()),
-                                None,
-                                format!("{} changes {shown}.{field}, which its walks never saw it change", step.tool),
-                            );
-                        }
-                    }
-                    // The answer reports the changed fields with the values the state holds.
+                    // The answer reports the changed fields with their new values, not the old
+                    // ones (a stale observation of a right state).
                     if let (Some(answer), Some(before)) =
                         (observed::unwrapped(&step.observation), before)
                     {
                         for (field, reported) in answer {
-                            let Some(stored) = after.get(field) else {
+                            let (Some(stored), Some(old)) = (after.get(field), before.get(field))
+                            else {
                                 continue;
                             };
                             if reported.is_object()
                                 || reported.is_array()
-                                || before.get(field) == Some(stored)
+                                || old == stored
                                 || writes.reported_differs.contains(field)
                             {
                                 continue;
                             }
                             checked += 1;
-                            if reported != stored {
+                            if reported == old {
                                 violation(
                                     ViolationKind::StaleRead,
                                     Some(shown.clone()),
                                     Some(field.clone()),
                                     None,
-                                    format!("{} answers {field} = {reported}, but it set {shown}.{field} to {stored}", step.tool),
+                                    format!("{} answers {field} = {reported}, the value it had before; it set {shown}.{field} to {stored}", step.tool),
                                 );
                             }
                         }
                     }
                 }
                 // Other resources, for a tool that changes nothing but its target.
-                if writes.only_target {
+                if writes.only_target && writes.changes_seen >= implied::ONLY_TARGET_EVIDENCE {
                     checked += 1;
                     let elsewhere = found[k + 1]
                         .iter()

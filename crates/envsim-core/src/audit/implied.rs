@@ -50,6 +50,9 @@ pub enum Guard {
 pub struct Writes {
     /// The argument that names the resource it changes, when one always does.
     pub target: Option<String>,
+    /// The collection of the resource it changes (`carts`, where the same id also keys a
+    /// customer), learned with the target.
+    pub target_collection: Option<String>,
     /// Fields set to the value of an argument (field → argument).
     pub from_arguments: BTreeMap<String, String>,
     /// Fields set to a fixed value (`status` → `"cancelled"`).
@@ -64,9 +67,8 @@ pub struct Writes {
     /// Fields its answers report with another value than the one it stores (an order
     /// answered `Pending` and stored `Open`): what its answer says of them is no fact.
     pub reported_differs: BTreeSet<String>,
-    /// Every field of its target its successes ever changed, when enough of them changed the
-    /// state to say so ([`MIN_EVIDENCE`]).
-    pub changed_fields: Option<BTreeSet<String>>,
+    /// How many of its successes changed the state in the walks it was learned from.
+    pub changes_seen: usize,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -75,13 +77,14 @@ impl Default for Writes {
     fn default() -> Self {
         Writes {
             target: None,
+            target_collection: None,
             from_arguments: BTreeMap::new(),
             constants: BTreeMap::new(),
             moves: BTreeSet::new(),
             only_target: false,
             guards: Vec::new(),
             reported_differs: BTreeSet::new(),
-            changed_fields: None,
+            changes_seen: 0,
             source: EffectSource::Guessed,
         }
     }
@@ -199,6 +202,12 @@ impl Writes {
     }
 }
 
+/// Equal values, numbers by their value (`5` and `5.0`).
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
+    a == b
+        || matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if a.is_number() && b.is_number() && x == y)
+}
+
 fn is_scalar(value: &Value) -> bool {
     !(value.is_object() || value.is_array())
 }
@@ -214,26 +223,45 @@ pub(crate) fn id_text(value: &Value) -> Option<String> {
 
 /// The argument of a call naming a top-level resource of `state`, with that resource: an
 /// id-named argument first (`ticket_id`), else any argument whose value is a resource's id.
-fn named_resource<'s>(
+fn named_resource(
     arguments: &Map<String, Value>,
-    state: &'s BTreeMap<ResourceKey, &'s Value>,
+    state: &BTreeMap<ResourceKey, &Value>,
+    changes: &BTreeMap<ResourceKey, super::ResourceChange>,
 ) -> Option<(String, ResourceKey)> {
-    let by_id: HashMap<&str, &ResourceKey> = state
-        .keys()
-        .filter(|k| !k.0.contains('*'))
-        .map(|k| (k.1.as_str(), k))
-        .collect();
     let find = |want_id_name: bool| {
         arguments.iter().find_map(|(name, value)| {
-            if want_id_name && super::observed::id_noun(name).is_none() {
+            let noun = super::observed::id_noun(name);
+            if want_id_name && noun.is_none() {
                 return None;
             }
             let id = id_text(value)?;
-            by_id.get(id.as_str()).map(|k| (name.clone(), (*k).clone()))
+            // The same id may key resources of several collections (a customer and their
+            // cart): the one the call changed, else the one the argument's noun names, else
+            // the first.
+            let candidates: Vec<&ResourceKey> = state
+                .keys()
+                .filter(|k| !k.0.contains('*') && k.1 == id)
+                .collect();
+            let by_noun = |k: &&&ResourceKey| {
+                noun.as_deref()
+                    .is_some_and(|n| !n.is_empty() && super::observed::singular(&k.0) == n)
+            };
+            let chosen = candidates
+                .iter()
+                .find(|k| changes.contains_key(**k))
+                .or_else(|| candidates.iter().find(by_noun))
+                .or(candidates.first())?;
+            Some((name.clone(), (*chosen).clone()))
         })
     };
     find(true).or_else(|| find(false))
 }
+
+/// Changes a tool must have made before a change elsewhere is flagged as a spurious write
+/// (another resource than the one it names): side effects that happen under
+/// some conditions only are rare, so flagging needs more evidence than keeping what is known
+/// of other resources across the change does (two changes).
+pub const ONLY_TARGET_EVIDENCE: usize = 5;
 
 /// The most distinct values a field may hold to be a guard's field (a status, not a name).
 const MAX_GUARD_VALUES: usize = 6;
@@ -253,6 +281,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         successes: usize,
         changed: usize,
         target_votes: BTreeMap<String, usize>,
+        target_collections: BTreeMap<String, usize>,
         off_target: bool,
         fields: BTreeMap<String, FieldSeen>,
         /// (field, value as JSON) → (successes, failures, the value).
@@ -261,6 +290,9 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         exceeds: BTreeMap<(String, String), (usize, usize, usize)>,
         /// Fields its answers reported with another value than the one stored.
         reported_differs: BTreeSet<String>,
+        /// Every success whose arguments name a resource: its arguments, the naming
+        /// argument, and that resource before and after (what a claimed write is held to).
+        named_successes: Vec<(Map<String, Value>, String, Value, Value)>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for t in trajectories {
@@ -277,7 +309,12 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             };
             let changed = before_state != after_state;
             let before = resources(before_state);
-            let named = named_resource(&step.arguments, &before);
+            let changes = if changed && ok {
+                super::resource_changes(before_state, after_state)
+            } else {
+                BTreeMap::new()
+            };
+            let named = named_resource(&step.arguments, &before, &changes);
             // Preconditions: the target's fields and the call's numbers, by outcome.
             if let Some((_, key)) = &named {
                 if let Some(Value::Object(fields)) = before.get(key) {
@@ -324,10 +361,20 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 continue;
             }
             s.successes += 1;
+            if let Some((argument, key)) = &named {
+                let after = resources(after_state);
+                if let (Some(b), Some(a)) = (before.get(key), after.get(key)) {
+                    s.named_successes.push((
+                        step.arguments.clone(),
+                        argument.clone(),
+                        (*b).clone(),
+                        (*a).clone(),
+                    ));
+                }
+            }
             if changed {
                 s.changed += 1;
                 let after = resources(after_state);
-                let changes = super::resource_changes(before_state, after_state);
                 let target = named.as_ref().map(|(_, k)| k);
                 let target_updated = target.is_some_and(|k| changes.contains_key(k));
                 // What the answer reports of the resource it made or changed, against what
@@ -365,6 +412,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 }
                 if let (Some((argument, key)), true) = (&named, target_updated) {
                     *s.target_votes.entry(argument.clone()).or_default() += 1;
+                    *s.target_collections.entry(key.0.clone()).or_default() += 1;
                     if let (Some(Value::Object(old)), Some(Value::Object(new))) =
                         (before.get(key), after.get(key))
                     {
@@ -399,11 +447,15 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 .iter()
                 .find(|(_, n)| **n == s.changed && s.changed > 0)
                 .map(|(a, _)| a.clone());
+            writes.target_collection = s
+                .target_collections
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(c, _)| c.clone())
+                .filter(|_| target.is_some());
             writes.only_target = target.is_some() && !s.off_target && s.changed >= 2;
+            writes.changes_seen = s.changed;
             writes.reported_differs = s.reported_differs;
-            if target.is_some() && s.changed >= MIN_EVIDENCE {
-                writes.changed_fields = Some(s.fields.keys().cloned().collect());
-            }
             writes.target = target;
             if writes.target.is_some() {
                 for (field, f) in &s.fields {
@@ -425,6 +477,26 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     } else if f.times == s.changed && f.times >= 2 {
                         writes.moves.insert(field.clone());
                     }
+                }
+                // A claim holds for every success that named its target, not only for those
+                // that changed the field: a write an argument's value does not always make, a
+                // constant not always set, a field not always moved is no rule.
+                let target = writes.target.clone().unwrap_or_default();
+                for (arguments, argument, before, after) in &s.named_successes {
+                    if *argument != target {
+                        continue;
+                    }
+                    writes.from_arguments.retain(|field, from| {
+                        arguments.get(from).is_none_or(|given| {
+                            !is_scalar(given) || after.get(field).is_some_and(|v| same(v, given))
+                        })
+                    });
+                    writes
+                        .constants
+                        .retain(|field, value| after.get(field).is_some_and(|v| same(v, value)));
+                    writes
+                        .moves
+                        .retain(|field| before.get(field) != after.get(field));
                 }
             }
             // A guard explains failures: the tool fails on that value every time, and mostly
@@ -770,7 +842,11 @@ mod tests {
             update.from_arguments,
             BTreeMap::from([("body".to_owned(), "body".to_owned())])
         );
+        // Two changes are enough to keep what is known of other notes across it, too few to
+        // call a change elsewhere spurious.
         assert!(update.only_target);
+        assert_eq!(update.changes_seen, 2);
+        assert_eq!(update.target_collection.as_deref(), Some("notes"));
         let cancel = &learned["cancel_reservation"];
         assert_eq!(cancel.target.as_deref(), Some("reservation_id"));
         assert_eq!(

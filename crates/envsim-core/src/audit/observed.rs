@@ -1476,18 +1476,20 @@ mod tests {
                 (3, "stale_read", Some(2))
             ]
         );
-        // With the initial state known, the guard reads it there, and a phantom id is seen.
+        // With the initial state known, a phantom id is seen, and the guard reads the status
+        // there (the walks showed the cancel touches nothing but what it names, so what is
+        // known of R1 holds across the cancel of R9).
         let t = CallTrajectory {
             id: "t".into(),
             steps: vec![
                 call(
                     "cancel_reservation",
-                    json!({"reservation_id": "R1"}),
+                    json!({"reservation_id": "R9"}),
                     json!({"success": true}),
                 ),
                 call(
                     "cancel_reservation",
-                    json!({"reservation_id": "R9"}),
+                    json!({"reservation_id": "R1"}),
                     json!({"success": true}),
                 ),
             ],
@@ -1500,7 +1502,7 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [(0, "precondition_failed", None), (1, "phantom_id", None)]
+            [(0, "phantom_id", None), (1, "precondition_failed", None)]
         );
     }
 
