@@ -502,6 +502,14 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 let before = found[k].get(tkey).and_then(|v| v.as_object());
                 if let Some(after) = after {
                     for (field, value) in writes.fields_set(&step.arguments, None, None) {
+                        // A write seen a few times may be a coincidence of the walks (a status
+                        // that depends on a condition they never met): only well-evidenced
+                        // ones are held to.
+                        if writes.write_evidence.get(&field).copied().unwrap_or(0)
+                            < implied::ONLY_TARGET_EVIDENCE
+                        {
+                            continue;
+                        }
                         checked += 1;
                         if !after.get(&field).is_some_and(|v| implied::same(v, &value)) {
                             let now = after

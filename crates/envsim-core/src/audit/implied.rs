@@ -69,6 +69,8 @@ pub struct Writes {
     pub reported_differs: BTreeSet<String>,
     /// How many of its successes changed the state in the walks it was learned from.
     pub changes_seen: usize,
+    /// Per field it sets (from an argument or to a constant), how many successes showed it.
+    pub write_evidence: BTreeMap<String, usize>,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -85,6 +87,7 @@ impl Default for Writes {
             guards: Vec::new(),
             reported_differs: BTreeSet::new(),
             changes_seen: 0,
+            write_evidence: BTreeMap::new(),
             source: EffectSource::Guessed,
         }
     }
@@ -498,6 +501,12 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                         .moves
                         .retain(|field| before.get(field) != after.get(field));
                 }
+                writes.write_evidence = writes
+                    .from_arguments
+                    .keys()
+                    .chain(writes.constants.keys())
+                    .filter_map(|f| Some((f.clone(), s.fields.get(f)?.times)))
+                    .collect();
             }
             // A guard explains failures: the tool fails on that value every time, and mostly
             // succeeds on the field's other values (a tool that mostly fails for another
