@@ -1283,4 +1283,91 @@ mod tests {
         assert_eq!(drift(&flat, 50, 1).slope, 0.0);
         assert_eq!(drift(&[], 50, 1).interval, None);
     }
+
+    #[test]
+    fn changes_write_what_their_walks_showed() {
+        // Walks: set_priority(ticket_id, priority) sets priority and nothing else, six times.
+        let base = json!({"tickets": {"T1": {"priority": 1, "owner": "ann"}, "T2": {"priority": 1, "owner": "bob"}}, "carts": {"T1": {"items": 0}}});
+        let mut steps = Vec::new();
+        let mut state = base.clone();
+        for (i, id) in ["T1", "T2", "T1", "T2", "T1", "T2"].iter().enumerate() {
+            state["tickets"][*id]["priority"] = json!(i + 2);
+            steps.push(step(
+                "set_priority",
+                json!({"ticket_id": id, "priority": i + 2}),
+                json!({"success": true, "priority": i + 2, "note": "saved"}),
+                true,
+                state.clone(),
+            ));
+        }
+        let walks = [AuditTrajectory {
+            id: "w".into(),
+            initial_state: base.clone().into(),
+            steps,
+        }];
+        let fx = Effects::learn(&walks);
+        let writes = fx.writes_of("set_priority");
+        assert_eq!(writes.target_collection.as_deref(), Some("tickets"));
+        assert_eq!(writes.write_evidence.get("priority"), Some(&6));
+        let audit_one = |after: Value, answer: Value| {
+            let t = AuditTrajectory {
+                id: "t".into(),
+                initial_state: base.clone().into(),
+                steps: vec![step(
+                    "set_priority",
+                    json!({"ticket_id": "T1", "priority": 9}),
+                    answer,
+                    true,
+                    after,
+                )],
+            };
+            audit(&t, &fx)
+                .violations
+                .into_iter()
+                .filter(|v| {
+                    matches!(
+                        v.kind,
+                        ViolationKind::WriteNotApplied
+                            | ViolationKind::SpuriousWrite
+                            | ViolationKind::StaleRead
+                    )
+                })
+                .map(|v| (v.kind.name(), v.resource, v.field))
+                .collect::<Vec<_>>()
+        };
+        let ok = json!({"success": true, "priority": 9, "note": "saved"});
+        let mut right = base.clone();
+        right["tickets"]["T1"]["priority"] = json!(9);
+        assert_eq!(audit_one(right.clone(), ok.clone()), []);
+        // The argument not written (another field changed instead).
+        let mut missed = base.clone();
+        missed["tickets"]["T1"]["owner"] = json!("zed");
+        assert_eq!(
+            audit_one(missed, ok.clone()),
+            [(
+                "write_not_applied",
+                Some("tickets/T1".into()),
+                Some("priority".into())
+            )]
+        );
+        // Something else changed too: the cart keyed by the same id is not the target.
+        let mut spurious = right.clone();
+        spurious["carts"]["T1"]["items"] = json!(3);
+        assert_eq!(
+            audit_one(spurious, ok),
+            [("spurious_write", Some("carts/T1".into()), None)]
+        );
+        // A right state answered with the old value.
+        assert_eq!(
+            audit_one(
+                right,
+                json!({"success": true, "priority": 1, "note": "saved"})
+            ),
+            [(
+                "stale_read",
+                Some("tickets/T1".into()),
+                Some("priority".into())
+            )]
+        );
+    }
 }

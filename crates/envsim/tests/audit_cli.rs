@@ -1170,3 +1170,98 @@ fn python_literal_answers_are_read_and_unreadable_files_refused() {
     );
     succeeded(&out);
 }
+
+#[test]
+fn validation_plants_faults_in_workflows_someone_else_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    // Two agent workflows on the desk, as call-only runs with their initial state (the form
+    // `env import-bfcl` writes its ground truth in).
+    let s0: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("desk/states/00.json")).unwrap(),
+    )
+    .unwrap();
+    let call = |name: &str, args: Value| json!({"action": {"name": name, "arguments": args}});
+    let runs = [
+        json!({"env": "desk", "task_id": "w1", "initial_state": s0, "steps": [
+            call("create_ticket", json!({"title": "printer"})),
+            call("get_ticket", json!({"ticket_id": "T4"})),
+            call("close_ticket", json!({"ticket_id": "T4"})),
+            call("get_ticket", json!({"ticket_id": "T4"})),
+        ]}),
+        json!({"env": "desk", "task_id": "w2", "initial_state": s0, "steps": [
+            call("get_ticket", json!({"ticket_id": "T1"})),
+            call("close_ticket", json!({"ticket_id": "T1"})),
+            call("close_ticket", json!({"ticket_id": "T1"})),
+            call("get_ticket", json!({"ticket_id": "T1"})),
+        ]}),
+    ];
+    let file = dir.path().join("workflows.jsonl");
+    let text: String = runs.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[
+            "validate",
+            "--workflows",
+            file.to_str().unwrap(),
+            "--learn-walks",
+            "10",
+            "--steps",
+            "8",
+            "--rate",
+            "1",
+            "--json",
+        ],
+    );
+    succeeded(&out);
+    let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = forms
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["form"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["states", "calls", "calls_initial", "openapi"]);
+    // Every workflow is audited; at rate 1 each gets the next fault kind in turn that has a
+    // place in it (in the states form, the next kind only: the second, a vanished create, has
+    // none there, so w2 stays clean), and every planted fault is found.
+    for form in forms.as_array().unwrap() {
+        assert_eq!(form["trajectories"], 2, "{}", form["form"]);
+        // A dropped update ends its trajectory at the dropped step (states form only).
+        let steps = form["steps"].as_u64().unwrap();
+        if form["form"] == "states" {
+            assert!((1..=8).contains(&steps), "{steps}");
+        } else {
+            assert_eq!(steps, 8, "{}", form["form"]);
+        }
+        let planted: Vec<(String, u64, u64)> =
+            faults_of(form).into_iter().filter(|f| f.1 > 0).collect();
+        let expected: &[(&str, u64, u64)] = if form["form"] == "states" {
+            &[("dropped_update", 1, 1)]
+        } else {
+            &[("stale_read", 1, 1), ("vanished_create", 1, 1)]
+        };
+        let expected: Vec<(String, u64, u64)> = expected
+            .iter()
+            .map(|(k, p, f)| ((*k).to_owned(), *p, *f))
+            .collect();
+        assert_eq!(planted, expected, "{}", form["form"]);
+    }
+    // A workflow of an environment the corpus lacks is refused, naming it.
+    std::fs::write(
+        &file,
+        format!("{}\n", json!({"env": "nope", "task_id": "x", "steps": []})),
+    )
+    .unwrap();
+    let out = envsim(
+        dir.path(),
+        &["validate", "--workflows", file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("workflows.jsonl: line 1: environment \"nope\" is not in the corpus"),
+        "{err}"
+    );
+}
