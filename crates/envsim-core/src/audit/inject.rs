@@ -333,14 +333,7 @@ pub(crate) fn plant_stale(
     (m, key, path, field, old): StaleCandidate,
     kind: FaultKind,
 ) -> Option<(AuditTrajectory, FaultLabel)> {
-    let mut node = &mut out.steps[m].observation;
-    for part in &path {
-        node = match node {
-            Value::Object(map) => map.get_mut(part)?,
-            Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
+    let node = at_path_mut(&mut out.steps[m].observation, &path)?;
     node.as_object_mut()?.insert(field, old);
     let label = FaultLabel {
         trajectory: out.id.clone(),
@@ -500,14 +493,7 @@ pub fn inject(
             }
             let (m, path, field) = rng.pick(&candidates)?.clone();
             let rename = rng.chance(0.5);
-            let mut node = &mut out.steps[m].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
+            let node = at_path_mut(&mut out.steps[m].observation, &path)?;
             let object = node.as_object_mut()?;
             if rename {
                 let value = object.shift_remove(&field)?;
@@ -753,14 +739,7 @@ pub fn inject_calls(
                 })
                 .collect();
             let (k, path) = rng.pick(&candidates)?.clone();
-            let mut node = &mut out.steps[k].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
+            let node = at_path_mut(&mut out.steps[k].observation, &path)?;
             let items = node.as_array_mut()?;
             let gone = rng.below(items.len());
             items.remove(gone);
@@ -815,14 +794,7 @@ pub fn inject_calls(
                 }
             }
             let (m, path, i, id_key) = rng.pick(&candidates)?.clone();
-            let mut node = &mut out.steps[m].observation;
-            for part in &path {
-                node = match node {
-                    Value::Object(map) => map.get_mut(part)?,
-                    Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?)?,
-                    _ => return None,
-                };
-            }
+            let node = at_path_mut(&mut out.steps[m].observation, &path)?;
             let items = node.as_array_mut()?;
             let mut copy = items.get(i)?.clone();
             let fresh = match copy.get(&id_key)? {
@@ -865,6 +837,15 @@ fn record_arrays(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String
         }
         _ => {}
     }
+}
+
+/// The value at a path of keys and indices, to change.
+fn at_path_mut<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
+    path.iter().try_fold(value, |node, part| match node {
+        Value::Object(map) => map.get_mut(part),
+        Value::Array(items) => items.get_mut(part.parse::<usize>().ok()?),
+        _ => None,
+    })
 }
 
 /// The value at a path of keys and indices.
