@@ -111,6 +111,9 @@ impl Answer {
 /// payload (`"Done []"`), and a lone number or word inside text is text.
 const MIN_EMBEDDED: usize = 2;
 
+/// The most places in one text where an embedded value is tried.
+const MAX_EMBEDDED_STARTS: usize = 64;
+
 /// Reads an answer text: JSON first (what JSON says is what it means), then a Python literal,
 /// then the largest object or array embedded in the text, else the trimmed text.
 pub fn read_answer_text(text: &str) -> Answer {
@@ -153,7 +156,14 @@ pub fn read_answer_text(text: &str) -> Answer {
 fn embedded(text: &str) -> Option<Value> {
     let mut best: Option<(bool, usize, Value)> = None;
     let mut from = 0;
+    // Each start that does not parse costs a scan: a bounded number of them keeps a long text
+    // of stray brackets linear.
+    let mut starts = 0;
     while let Some(offset) = text[from..].find(['{', '[']) {
+        starts += 1;
+        if starts > MAX_EMBEDDED_STARTS {
+            break;
+        }
         let at = from + offset;
         let rest = &text[at..];
         let parsed = parse_literal_prefix(rest, Dialect::Json)
@@ -292,8 +302,11 @@ mod tests {
             (json!({"id": "A", "n": [1, 2]}), AnswerForm::Embedded)
         );
         assert_eq!(read("Done [] {}"), (json!("Done [] {}"), AnswerForm::Text));
-        // Unbalanced text is text, not a panic.
+        // Unbalanced text is text, not a panic; a long run of stray brackets is given up on
+        // after a bounded number of tries (text, read in time).
         assert_eq!(read("oops {'a': "), (json!("oops {'a':"), AnswerForm::Text));
+        let stray = "{'a': [".repeat(20_000);
+        assert_eq!(read(&stray).1, AnswerForm::Text);
         let a = read_answer_text("Error: {'code': 404}");
         assert_eq!(a.text.as_deref(), Some("Error: {'code': 404}"));
     }
