@@ -795,9 +795,9 @@ pub fn audit_calls(
                         }
                         match &aim {
                             Some(key) => {
-                                if !pinned {
-                                    st.fields.remove(key);
-                                }
+                                // What it may have computed besides what it set (a timestamp,
+                                // a total) is no longer known of its target, pinned or not.
+                                st.fields.remove(key);
                                 let mut news: Vec<Value> = set
                                     .iter()
                                     .filter(|(f, v)| {
@@ -1504,6 +1504,73 @@ mod tests {
             got,
             [(0, "phantom_id", None), (1, "precondition_failed", None)]
         );
+    }
+
+    #[test]
+    fn a_change_pinned_to_its_target_keeps_what_is_known_of_others() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: update_note sets the body from its argument and stamps the note; nothing else.
+        let s0 = json!({"notes": {"N1": {"body": "a", "at": 0}, "N2": {"body": "b", "at": 0}}});
+        let mut s1 = s0.clone();
+        s1["notes"]["N1"] = json!({"body": "c", "at": 1});
+        let mut s2 = s1.clone();
+        s2["notes"]["N2"] = json!({"body": "d", "at": 2});
+        let step = |id: &str, body: &str, after: &Value| AuditStep {
+            tool: "update_note".into(),
+            arguments: json!({"note_id": id, "body": body})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            observation: json!({"success": true}),
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: vec![step("N1", "c", &s1), step("N2", "d", &s2)],
+        }]);
+        assert!(fx.writes_of("update_note").only_target);
+        let get = |id: &str, body: &str, at: u64| {
+            (
+                "get_note",
+                json!({"note_id": id}),
+                json!({"note_id": id, "body": body, "at": at}),
+            )
+        };
+        let t = |steps: &[(&str, Value, Value)]| CallTrajectory {
+            id: "t".into(),
+            steps: steps
+                .iter()
+                .map(|(tool, args, obs)| CallStep {
+                    tool: (*tool).into(),
+                    arguments: args.as_object().cloned().unwrap_or_default(),
+                    success: guess_outcome(obs),
+                    observation: obs.clone(),
+                })
+                .collect(),
+        };
+        let update = (
+            "update_note",
+            json!({"note_id": "N1", "body": "x"}),
+            json!({"success": true}),
+        );
+        // The target's stamp moved (no flag); the other note is still what it was, so a read
+        // showing another body is stale.
+        let steps = [
+            get("N1", "a", 0),
+            get("N2", "b", 0),
+            update,
+            get("N1", "x", 5),
+            get("N2", "zzz", 0),
+        ];
+        let found: Vec<_> = audit_calls(&t(&steps), &fx, None)
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.resource, v.conflicting_step))
+            .collect();
+        assert_eq!(found, [(4, "stale_read", Some("note/N2".into()), Some(1))]);
     }
 
     #[test]
