@@ -266,6 +266,9 @@ pub struct Violation {
     pub conflicting_step: Option<usize>,
     /// Whether the effect it relies on was guessed from the tool's name.
     pub guessed: bool,
+    /// Where what the tool does came from: learned from executed walks (`observed`), declared
+    /// by a manifest or an API description (`annotated`), or guessed from its name.
+    pub effects: EffectSource,
     /// One line.
     pub explanation: String,
 }
@@ -429,6 +432,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 field,
                 conflicting_step,
                 guessed,
+                effects: fx.source,
                 explanation,
             });
         };

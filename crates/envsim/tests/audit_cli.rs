@@ -1106,6 +1106,8 @@ fn python_literal_answers_are_read_and_unreadable_files_refused() {
             row("ticket-10", 1, "phantom_id", json!(null), 2),
         ]
     );
+    // The desk's effects were learned by running it, and every violation says so.
+    assert!(violations.iter().all(|v| v["effects"] == "observed"));
     // A state the package lacks is an error naming it.
     let mut unknown = literal_chat(
         "x",

@@ -364,6 +364,7 @@ pub fn audit_calls(
                 field,
                 conflicting_step: conflicting,
                 guessed,
+                effects: fx.source,
                 explanation,
             });
         };
