@@ -345,4 +345,69 @@ mod tests {
         assert_eq!(all.forms[&AnswerForm::Text], 2);
         assert_eq!(AnswerTally::default().read_share(), 1.0);
     }
+
+    mod props {
+        use super::super::*;
+        use crate::pyrepr::to_python_repr;
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        fn arb_value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                (-1.0e6f64..1.0e6).prop_map(Value::from),
+                "[ -~]{0,12}".prop_map(Value::String),
+                "\\PC{0,8}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 32, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                    proptest::collection::vec(("[a-z_]{1,8}", inner), 0..5)
+                        .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(500))]
+
+            /// What `str(result)` prints is read back exactly, and so is JSON.
+            #[test]
+            fn python_literals_and_json_read_back(v in arb_value()) {
+                let py = read_answer_text(&to_python_repr(&v));
+                prop_assert!(py.form.is_structured() || py.form == AnswerForm::Empty, "{:?}", py.form);
+                if py.form != AnswerForm::Empty {
+                    prop_assert_eq!(&py.value, &v);
+                }
+                let js = read_answer_text(&v.to_string());
+                if js.form != AnswerForm::Empty {
+                    prop_assert_eq!(js.form, AnswerForm::Json);
+                    prop_assert_eq!(&js.value, &v);
+                }
+            }
+
+            /// An object printed after a word of prose is the answer.
+            #[test]
+            fn embedded_objects_are_found(v in arb_value()) {
+                let Value::Object(map) = &v else { return Ok(()) };
+                if map.is_empty() {
+                    return Ok(());
+                }
+                let a = read_answer_text(&format!("Result: {}", to_python_repr(&v)));
+                prop_assert_eq!(a.form, AnswerForm::Embedded);
+                prop_assert_eq!(&a.value, &v);
+            }
+
+            /// No text makes the reader panic, and a structured read is never empty text.
+            #[test]
+            fn any_text_is_read(text in "\\PC{0,64}") {
+                let a = read_answer_text(&text);
+                if a.form == AnswerForm::Text {
+                    prop_assert_eq!(a.value, Value::String(text.trim().to_owned()));
+                }
+            }
+        }
+    }
 }
