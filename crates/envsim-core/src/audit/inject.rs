@@ -734,7 +734,7 @@ pub fn inject_calls(
                 })
                 .flat_map(|k| {
                     let mut lists = Vec::new();
-                    array_paths(&truth.steps[k].observation, &mut Vec::new(), &mut lists);
+                    array_paths(&truth.steps[k].observation, 2, &mut Vec::new(), &mut lists);
                     lists.into_iter().map(move |p| (k, p))
                 })
                 .collect();
@@ -773,7 +773,7 @@ pub fn inject_calls(
                     continue;
                 }
                 let mut lists = Vec::new();
-                record_arrays(&step.observation, &mut Vec::new(), &mut lists);
+                array_paths(&step.observation, 1, &mut Vec::new(), &mut lists);
                 for path in lists {
                     let Some(Value::Array(items)) = at_path(&step.observation, &path) else {
                         continue;
@@ -822,23 +822,6 @@ pub fn inject_calls(
     }
 }
 
-/// Paths of the arrays of objects inside a value (at least one).
-fn record_arrays(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                path.push(k.clone());
-                record_arrays(v, path, out);
-                path.pop();
-            }
-        }
-        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
-            out.push(path.clone());
-        }
-        _ => {}
-    }
-}
-
 /// The value at a path of keys and indices, to change.
 fn at_path_mut<'v>(value: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
     path.iter().try_fold(value, |node, part| match node {
@@ -857,23 +840,23 @@ fn at_path<'v>(value: &'v Value, path: &[String]) -> Option<&'v Value> {
     })
 }
 
-/// Paths of the arrays of at least two objects inside a value.
-fn array_paths(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+/// Paths of the arrays of at least `min` objects, and only objects, inside a value.
+fn array_paths(value: &Value, min: usize, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     match value {
         Value::Object(map) => {
             for (k, v) in map {
                 path.push(k.clone());
-                array_paths(v, path, out);
+                array_paths(v, min, path, out);
                 path.pop();
             }
         }
         Value::Array(items) => {
-            if items.len() >= 2 && items.iter().all(Value::is_object) {
+            if items.len() >= min.max(1) && items.iter().all(Value::is_object) {
                 out.push(path.clone());
             }
             for (i, v) in items.iter().enumerate() {
                 path.push(i.to_string());
-                array_paths(v, path, out);
+                array_paths(v, min, path, out);
                 path.pop();
             }
         }
