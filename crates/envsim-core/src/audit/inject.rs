@@ -682,15 +682,7 @@ pub fn inject_calls(
             Some((out, mark(m, Some(super::label(&key)))))
         }
         FaultKind::PhantomEntity => {
-            let mut held: BTreeSet<String> = BTreeSet::new();
-            for k in 0..=n {
-                let state = if k == 0 {
-                    &truth.initial_state
-                } else {
-                    &truth.steps[k - 1].state_after
-                };
-                held.extend(resources(state).into_keys().map(|key| key.1));
-            }
+            let held = ids_ever_held(truth);
             let candidates: Vec<(usize, String)> = (0..n)
                 .filter(|&m| truth.steps[m].success == Some(false))
                 .flat_map(|m| {
@@ -755,15 +747,7 @@ pub fn inject_calls(
             Some((CallTrajectory::from(&faulty), label))
         }
         FaultKind::PhantomCopy => {
-            let mut held: BTreeSet<String> = BTreeSet::new();
-            for k in 0..=n {
-                let state = if k == 0 {
-                    &truth.initial_state
-                } else {
-                    &truth.steps[k - 1].state_after
-                };
-                held.extend(resources(state).into_keys().map(|key| key.1));
-            }
+            let held = ids_ever_held(truth);
             // Records of successful reads that change nothing, in an array: (step, array
             // path, index, the key holding the record's id).
             let mut candidates: Vec<(usize, Vec<String>, usize, String)> = Vec::new();
@@ -820,6 +804,14 @@ pub fn inject_calls(
         }
         FaultKind::DroppedUpdate => None,
     }
+}
+
+/// Every resource id any state of a trajectory holds.
+fn ids_ever_held(t: &AuditTrajectory) -> BTreeSet<String> {
+    std::iter::once(&t.initial_state)
+        .chain(t.steps.iter().map(|s| &s.state_after))
+        .flat_map(|state| resources(state).into_keys().map(|key| key.1))
+        .collect()
 }
 
 /// The value at a path of keys and indices, to change.

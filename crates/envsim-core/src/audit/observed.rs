@@ -1540,18 +1540,6 @@ mod tests {
                 json!({"note_id": id, "body": body, "at": at}),
             )
         };
-        let t = |steps: &[(&str, Value, Value)]| CallTrajectory {
-            id: "t".into(),
-            steps: steps
-                .iter()
-                .map(|(tool, args, obs)| CallStep {
-                    tool: (*tool).into(),
-                    arguments: args.as_object().cloned().unwrap_or_default(),
-                    success: guess_outcome(obs),
-                    observation: obs.clone(),
-                })
-                .collect(),
-        };
         let update = (
             "update_note",
             json!({"note_id": "N1", "body": "x"}),
