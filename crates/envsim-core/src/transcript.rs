@@ -109,6 +109,10 @@ pub struct TranscriptCall {
     /// `None` when never answered. Reported by the audit, not serialized here.
     #[serde(skip)]
     pub answer_form: Option<AnswerForm>,
+    /// For an answer embedded in text, the whole text (an outcome rule written for the text
+    /// reads it there); see [`TranscriptCall::take_answer`].
+    #[serde(skip)]
+    pub answer_text: Option<String>,
     /// Where the call is in the record, as a JSON pointer (`/messages/3/tool_calls/0`,
     /// `/conversations/2`).
     pub at: String,
@@ -292,6 +296,7 @@ impl Calls {
             arguments: call.arguments,
             observation: None,
             answer_form: None,
+            answer_text: None,
             at,
             call_id: call.id,
         });
@@ -315,6 +320,22 @@ impl Calls {
         if let Some(call) = slot.and_then(|i| self.0.get_mut(i)) {
             call.observation = Some(answer.value);
             call.answer_form = Some(answer.form);
+            call.answer_text = answer.text;
+        }
+    }
+}
+
+impl TranscriptCall {
+    /// Takes the answer as it was read: value, form and, for an embedded value, the whole
+    /// text (an empty answer when never answered); the call keeps no observation.
+    pub fn take_answer(&mut self) -> Answer {
+        match (self.observation.take(), self.answer_form.take()) {
+            (Some(value), Some(form)) => Answer {
+                value,
+                form,
+                text: self.answer_text.take(),
+            },
+            (observation, _) => Answer::of_value(observation.as_ref()),
         }
     }
 }
@@ -869,6 +890,34 @@ mod tests {
                 {"tool": "neg", "arguments": {"a": 5}, "observation": -5, "at": "/conversations/3", "call_id": null}
             ])
         );
+    }
+
+    #[test]
+    fn answers_keep_their_form_and_text() {
+        let record = json!({"messages": [
+            {"role": "assistant", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+                {"id": "c", "type": "function", "function": {"name": "h", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "{'success': False}"},
+            {"role": "tool", "tool_call_id": "b", "content": "Error: {'code': 7}"},
+        ]});
+        let mut t = read_transcript(&record).unwrap();
+        let a = t.calls[0].take_answer();
+        assert_eq!(
+            (a.value, a.form, a.text),
+            (json!({"success": false}), AnswerForm::PythonLiteral, None)
+        );
+        let b = t.calls[1].take_answer();
+        assert_eq!(
+            (b.value, b.form, b.text.as_deref()),
+            (
+                json!({"code": 7}),
+                AnswerForm::Embedded,
+                Some("Error: {'code': 7}")
+            )
+        );
+        assert_eq!(t.calls[2].take_answer().form, AnswerForm::Empty);
     }
 
     #[test]

@@ -941,15 +941,8 @@ impl Auditor<'_> {
                 let steps: Vec<(CallStep, AnswerForm)> = t
                     .calls
                     .into_iter()
-                    .map(|c| {
-                        let answer = match (c.observation, c.answer_form) {
-                            (Some(value), Some(form)) => Answer {
-                                value,
-                                form,
-                                text: None,
-                            },
-                            (observation, _) => Answer::of_value(observation.as_ref()),
-                        };
+                    .map(|mut c| {
+                        let answer = c.take_answer();
                         known.call_step(c.tool, c.arguments, answer)
                     })
                     .collect();
