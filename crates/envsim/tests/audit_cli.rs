@@ -254,6 +254,15 @@ const CALLS_FAULTS: [(&str, u64, u64); 10] = [
     ("wrong_error", 4, 0),
 ];
 
+/// A validation form's trajectories, clean trajectories and clean trajectories flagged.
+fn totals(v: &Value) -> (Value, Value, Value) {
+    (
+        v["trajectories"].clone(),
+        v["clean"].clone(),
+        v["clean_flagged"].clone(),
+    )
+}
+
 #[test]
 fn validation_on_executed_walks_gives_the_pinned_counts() {
     let dir = tempfile::tempdir().unwrap();
@@ -309,14 +318,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     let v = &forms[1];
     assert_eq!(v["form"], "calls");
     let planted_found = faults_of(v);
-    assert_eq!(
-        (
-            v["trajectories"].clone(),
-            v["clean"].clone(),
-            v["clean_flagged"].clone()
-        ),
-        (json!(40), json!(CALLS_CLEAN), json!(0))
-    );
+    assert_eq!(totals(v), (json!(40), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         planted_found,
         CALLS_FAULTS.map(|(k, p, f)| (k.to_owned(), p, f))
@@ -326,14 +328,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     // guard the walks learned applies.
     let v = &forms[2];
     assert_eq!(v["form"], "calls_initial");
-    assert_eq!(
-        (
-            v["trajectories"].clone(),
-            v["clean"].clone(),
-            v["clean_flagged"].clone()
-        ),
-        (json!(40), json!(CALLS_CLEAN), json!(0))
-    );
+    assert_eq!(totals(v), (json!(40), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         faults_of(v),
         [
@@ -352,14 +347,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     // The same calls with only the OpenAPI description generated from the package.
     let v = &forms[3];
     assert_eq!(v["form"], "openapi");
-    assert_eq!(
-        (
-            v["trajectories"].clone(),
-            v["clean"].clone(),
-            v["clean_flagged"].clone()
-        ),
-        (json!(40), json!(CALLS_CLEAN), json!(0))
-    );
+    assert_eq!(totals(v), (json!(40), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         faults_of(v),
         [

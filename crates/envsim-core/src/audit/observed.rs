@@ -140,14 +140,7 @@ pub(crate) fn step_records<'v>(
 ) -> Vec<(Key, &'v Map<String, Value>, bool)> {
     let mut found = records(observation, noun, subject(noun, names, role));
     if role == Role::Create && !found.iter().any(|(_, _, in_array)| !in_array) {
-        let payload = observation.as_object().map(|map| {
-            WRAPPERS
-                .iter()
-                .find_map(|w| map.get(*w))
-                .and_then(Value::as_object)
-                .unwrap_or(map)
-        });
-        if let Some(map) = payload {
+        if let Some(map) = payload(observation) {
             let given: Vec<String> = arguments.values().filter_map(id_text).collect();
             let created = map.iter().find_map(|(k, v)| {
                 let of = id_noun(k)?;
@@ -165,18 +158,26 @@ pub(crate) fn step_records<'v>(
 /// The object an answer is about: itself, or what a wrapper key holds (the rest of the
 /// envelope being a status: `success`, `message`, ...). `None` when it holds collections.
 pub(crate) fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
-    let map = observation.as_object()?;
-    let inner = WRAPPERS
-        .iter()
-        .find_map(|w| map.get(*w))
-        .and_then(Value::as_object);
-    let object = inner.unwrap_or(map);
+    let object = payload(observation)?;
     const ENVELOPE: &[&str] = &["success", "ok", "message", "msg", "error", "status_code"];
     let scalars = object
         .iter()
         .filter(|(k, v)| !v.is_object() && !v.is_array() && !ENVELOPE.contains(&k.as_str()))
         .count();
     (scalars >= 2 && !object.values().all(Value::is_object)).then_some(object)
+}
+
+/// An object answer's payload: what its first wrapper key (`data`, `result`, ...) holds when
+/// that is an object, else the answer itself.
+fn payload(observation: &Value) -> Option<&Map<String, Value>> {
+    let map = observation.as_object()?;
+    Some(
+        WRAPPERS
+            .iter()
+            .find_map(|w| map.get(*w))
+            .and_then(Value::as_object)
+            .unwrap_or(map),
+    )
 }
 
 fn walk_records<'v>(
