@@ -207,3 +207,65 @@ async fn database_packages_are_classified_sampled_and_replayable() {
         assert_eq!((report.checked, report.identical), (7, 7), "{report:?}");
     }
 }
+
+/// A refusal that joins a set of strings into its text (as foreign environments list the
+/// allowed values) is the same on every run, since every worker hashes strings with one seed,
+/// and the double execution runs its twin in a process with another hash seed, so the text is
+/// marked unpredictable and never sampled, instead of failing at replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_built_from_a_set_of_strings_is_marked_unpredictable() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("picky");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(
+        pkg.join("env.py"),
+        "def paint(data, colour: str):\n    allowed = {'red', 'green', 'blue', 'black', 'white', 'grey'}\n    if colour not in allowed:\n        return 'Error: allowed: ' + ', '.join(allowed)\n    data['colour'] = colour\n    return 'Painted'\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("states/0.json"), r#"{"colour": "red"}"#).unwrap();
+    let manifest = json!({"name": "picky", "domain": "test", "description": "d",
+        "convention": "database",
+        "tools": [{"type": "function", "function": {"name": "paint", "description": "paint",
+            "parameters": {"type": "object", "properties": {"colour": {"type": "string",
+                "enum": ["green", "pink"]}}, "required": ["colour"]}}}]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let packages = vec![EnvPackage::load(&pkg).unwrap()];
+    let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
+    let plan = WalkPlan {
+        walks: 3,
+        steps: 4,
+        valid_share: 1.0,
+        seed: 11,
+        trace: false,
+        ..WalkPlan::default()
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        runs.push(
+            collect(
+                Arc::clone(&executor),
+                Arc::new(packages.clone()),
+                plan.clone(),
+                2,
+                |_, _| {},
+            )
+            .await
+            .expect("collects"),
+        );
+    }
+    let texts = |run: &[envsim_bench::collect::TransitionRecord]| -> Vec<String> {
+        run.iter().map(|t| t.observation.clone()).collect()
+    };
+    assert_eq!(texts(&runs[0]), texts(&runs[1]));
+    let refusals: Vec<_> = runs[0]
+        .iter()
+        .filter(|t| t.observation.starts_with("Error"))
+        .collect();
+    let painted: Vec<_> = runs[0]
+        .iter()
+        .filter(|t| t.observation == "Painted")
+        .collect();
+    assert!(!refusals.is_empty() && !painted.is_empty());
+    assert!(refusals.iter().all(|t| t.unpredictable == ["/observation"]));
+    assert!(painted.iter().all(|t| t.unpredictable.is_empty()));
+}

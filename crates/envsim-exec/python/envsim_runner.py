@@ -1195,6 +1195,10 @@ def _fail(kind, message, detail=None):
 
 def _hello(_req, sandbox):
     facts = dict(sandbox, **_limits_facts())
+    # The string hash seed the process runs with (None: randomised, as under -E, which ignores
+    # PYTHONHASHSEED): the order of a set of strings depends on it.
+    seed = os.environ.get("PYTHONHASHSEED")
+    facts["hash_seed"] = None if sys.flags.ignore_environment or seed in (None, "random") else int(seed)
     return {"ok": True, "python": sys.version.split()[0], "executable": sys.executable, "pid": os.getpid(), "sandbox": facts}
 
 

@@ -324,12 +324,17 @@ pub struct ProbeReport {
     pub clock_dependent: Vec<String>,
     /// Locations that change with the seed (random, uuid).
     pub seed_dependent: Vec<String>,
+    /// Locations that change with the process's string hash seed: the order of a set of
+    /// strings, e.g. an error text that joins a set of allowed values.
+    pub hash_dependent: Vec<String>,
 }
 
 impl ProbeReport {
     /// True when the call is fully determined by state, code and arguments.
     pub fn is_deterministic(&self) -> bool {
-        self.clock_dependent.is_empty() && self.seed_dependent.is_empty()
+        self.clock_dependent.is_empty()
+            && self.seed_dependent.is_empty()
+            && self.hash_dependent.is_empty()
     }
 }
 
@@ -344,6 +349,13 @@ pub struct WorkerInfo {
     /// `user_namespace`, `no_new_privs`) and the limits in force.
     pub sandbox: Value,
 }
+
+/// The string hash seed (`PYTHONHASHSEED`) of every worker that executes calls: one fixed
+/// seed, so that the order of a set of strings is the same in every process and on every run.
+pub const HASH_SEED: u32 = 0;
+/// The hash seed of the twin processes that the double execution runs in
+/// ([`Executor::call_in_twin_process`]).
+pub const TWIN_HASH_SEED: u32 = 1;
 
 /// A pool of sandboxed Python workers.
 pub struct Executor {
@@ -382,19 +394,22 @@ impl Executor {
         &self.limits
     }
 
-    /// An idle worker (preferring one whose live instance holds `state`), or a new one.
-    async fn checkout(&self, state: Option<u64>) -> Result<Worker, ExecError> {
+    /// An idle worker hashing strings with `hash_seed` (preferring one whose live instance
+    /// holds `state`), or a new one.
+    async fn checkout(&self, state: Option<u64>, hash_seed: u32) -> Result<Worker, ExecError> {
         let reused = self.idle.lock().ok().and_then(|mut idle| {
-            let preferred = state.and_then(|s| idle.iter().position(|w| w.live_state == Some(s)));
-            match preferred {
-                Some(i) => Some(idle.swap_remove(i)),
-                None => idle.pop(),
-            }
+            let preferred = state.and_then(|s| {
+                idle.iter()
+                    .position(|w| w.hash_seed == hash_seed && w.live_state == Some(s))
+            });
+            preferred
+                .or_else(|| idle.iter().rposition(|w| w.hash_seed == hash_seed))
+                .map(|i| idle.swap_remove(i))
         });
         match reused {
             // A worker near the end of its lifetime CPU allowance is dropped (killed) here.
             Some(worker) if !worker.worn_out(&self.limits) => Ok(worker),
-            _ => Worker::spawn(&self.python, self.runner.path(), &self.limits).await,
+            _ => Worker::spawn(&self.python, self.runner.path(), &self.limits, hash_seed).await,
         }
     }
 
@@ -411,12 +426,22 @@ impl Executor {
         state: Option<u64>,
         work: impl AsyncFnOnce(&mut Worker) -> Result<T, ExecError>,
     ) -> Result<T, ExecError> {
+        self.with_worker_hashing(state, HASH_SEED, work).await
+    }
+
+    /// [`Executor::with_worker`] on a worker whose string hash seed is `hash_seed`.
+    async fn with_worker_hashing<T>(
+        &self,
+        state: Option<u64>,
+        hash_seed: u32,
+        work: impl AsyncFnOnce(&mut Worker) -> Result<T, ExecError>,
+    ) -> Result<T, ExecError> {
         let _permit = self
             .slots
             .acquire()
             .await
             .map_err(|_| ExecError::Spawn("the executor is shut down".into()))?;
-        let mut worker = self.checkout(state).await?;
+        let mut worker = self.checkout(state, hash_seed).await?;
         let result = work(&mut worker).await;
         match &result {
             Err(e) if e.kills_worker() => drop(worker),
@@ -473,13 +498,28 @@ impl Executor {
         .await
     }
 
-    /// Executes one call.
+    /// Executes one call (in a process hashing strings with [`HASH_SEED`], like every call).
     pub async fn call(&self, call: &Call<'_>) -> Result<CallOutcome, ExecError> {
+        self.call_hashing(call, HASH_SEED).await
+    }
+
+    /// Executes one call in another process than [`Executor::call`] uses, one that hashes
+    /// strings with [`TWIN_HASH_SEED`]: what differs from the same call there depends on the
+    /// process (the order of a set of strings), not on the state, code and arguments.
+    pub async fn call_in_twin_process(&self, call: &Call<'_>) -> Result<CallOutcome, ExecError> {
+        self.call_hashing(call, TWIN_HASH_SEED).await
+    }
+
+    async fn call_hashing(
+        &self,
+        call: &Call<'_>,
+        hash_seed: u32,
+    ) -> Result<CallOutcome, ExecError> {
         let limits = self.limits.clone();
         let state_line = serde_json::to_string(call.state)
             .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
         let sent = fingerprint(&state_line);
-        self.with_worker(Some(sent), async |w| {
+        self.with_worker_hashing(Some(sent), hash_seed, async |w| {
             Self::ensure_loaded(w, call.env, &limits).await?;
             let mut header = op("call");
             header.insert("env".into(), call.env.key.to_string().into());
@@ -541,9 +581,9 @@ impl Executor {
         .await
     }
 
-    /// Runs a call three times — as given, with another seed, with another clock — and reports
-    /// which observation and state fields differ, i.e. cannot be predicted from state, code and
-    /// arguments alone.
+    /// Runs a call four times — as given, with another seed, with another clock, in a process
+    /// with another string hash seed — and reports which observation and state fields differ,
+    /// i.e. cannot be predicted from state, code and arguments alone.
     pub async fn probe(&self, call: &Call<'_>) -> Result<ProbeReport, ExecError> {
         let base = self.call(call).await?;
         let reseeded = self
@@ -558,9 +598,11 @@ impl Executor {
                 ..call.clone()
             })
             .await?;
+        let rehashed = self.call_in_twin_process(call).await?;
         Ok(ProbeReport {
             seed_dependent: base.differences(&reseeded),
             clock_dependent: base.differences(&reclocked),
+            hash_dependent: base.differences(&rehashed),
         })
     }
 }

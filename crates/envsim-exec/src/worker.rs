@@ -38,29 +38,41 @@ pub(crate) struct Worker {
     pub(crate) loaded: HashSet<u64>,
     /// Fingerprint of the state the worker's live instance holds (see the runner's `_LIVE`).
     pub(crate) live_state: Option<u64>,
+    /// The process's string hash seed (`PYTHONHASHSEED`): the order of a set of strings, and so
+    /// any text built from one, depends on it.
+    pub(crate) hash_seed: u32,
     _workdir: tempfile::TempDir,
 }
 
 impl Worker {
-    /// Starts a worker running `runner` with `python`, in a fresh empty working directory.
+    /// Starts a worker running `runner` with `python`, in a fresh empty working directory, with
+    /// string hashing seeded by `hash_seed`.
     pub(crate) async fn spawn(
         python: &Path,
         runner: &Path,
         limits: &Limits,
+        hash_seed: u32,
     ) -> Result<Worker, ExecError> {
         let workdir = tempfile::Builder::new()
             .prefix("envsim-worker-")
             .tempdir()
             .map_err(|e| ExecError::Spawn(format!("cannot create a working directory: {e}")))?;
         let mut command = Command::new(python);
+        // Not `-I`: its `-E` would ignore PYTHONHASHSEED too, and every process would hash
+        // strings with a random seed (a set's order, and any text built from it, would differ
+        // between runs). The environment is cleared instead, so the only PYTHON* variables are
+        // the ones set here; `-s` leaves out the user site directory, PYTHONSAFEPATH (3.11+)
+        // the script's directory on `sys.path` (the runner also drops it itself, for older
+        // interpreters).
         command
-            .arg("-I") // isolated: ignore PYTHON* variables and the user site directory
+            .arg("-s")
             .arg(runner)
             .current_dir(workdir.path())
             .env_clear()
             .env("TZ", "UTC")
             .env("LANG", "C.UTF-8")
-            .env("PYTHONHASHSEED", "0")
+            .env("PYTHONHASHSEED", hash_seed.to_string())
+            .env("PYTHONSAFEPATH", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .env("ENVSIM_OUTPUT_CAP", limits.output_bytes.to_string())
             .env("ENVSIM_CPU_SECONDS", limits.cpu_seconds.to_string())
@@ -142,6 +154,7 @@ impl Worker {
             next_id: 0,
             loaded: HashSet::new(),
             live_state: None,
+            hash_seed,
             _workdir: workdir,
         })
     }

@@ -53,6 +53,12 @@ class Hostile:
         self.items["day"] = datetime.datetime.now().isoformat()
         return {"success": True, "id": self.items["id"]}
 
+    def allowed(self):
+        # A set of strings joined into a text, as foreign environments print "Allowed: ..." in
+        # their errors: its order follows the process's string hash seed.
+        kinds = {"operational", "out of order", "requires maintenance", "closed", "retired"}
+        return {"success": False, "error": "Allowed: " + ", ".join(kinds), "h": hash("abc")}
+
     def odd_values(self):
         self.log = (1, 2)
         self.items = {1: {"tags": {"b", "a"}}}
@@ -230,6 +236,52 @@ async fn same_state_and_call_give_the_same_result_and_probe_finds_dependencies()
         .await
         .unwrap();
     assert!(plain.is_deterministic());
+}
+
+/// Every worker hashes strings with one fixed seed, so a text built from a set of strings is
+/// the same in every process; the twin process of the double execution hashes with another, so
+/// the probe reports such a field as hash-dependent.
+#[tokio::test]
+async fn string_hashing_is_fixed_across_processes_and_the_probe_names_what_depends_on_it() {
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        // A fresh executor each time: a new worker process.
+        let ex = executor().await;
+        assert_eq!(ex.info().await.unwrap().sandbox["hash_seed"], json!(0));
+        answers.push(
+            run(&ex, "allowed", json!({}))
+                .await
+                .unwrap()
+                .observation_json,
+        );
+    }
+    // hash("abc") as the same interpreter computes it with PYTHONHASHSEED=0 outside envsim.
+    let python = envsim_exec::resolve_python().await.unwrap();
+    let plain = std::process::Command::new(python)
+        .args(["-c", "print(hash('abc'))"])
+        .env("PYTHONHASHSEED", "0")
+        .output()
+        .unwrap();
+    let expected: i64 = String::from_utf8_lossy(&plain.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(answers[0]["h"], json!(expected));
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    let ex = executor().await;
+    let env = env();
+    let state = json!({"items": {}});
+    let args = Map::new();
+    let report = ex
+        .probe(&Call::new(&env, "allowed", &args, &state))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.hash_dependent,
+        ["/observation/error", "/observation/h"]
+    );
+    assert!(report.seed_dependent.is_empty() && report.clock_dependent.is_empty());
+    assert!(!report.is_deterministic());
 }
 
 #[tokio::test]

@@ -763,6 +763,9 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
                 for field in &report.seed_dependent {
                     println!("  seed   {field}");
                 }
+                for field in &report.hash_dependent {
+                    println!("  hash   {field}");
+                }
             }
         }
     }
