@@ -96,6 +96,9 @@ pub struct RecordedRun {
     pub task_id: String,
     /// Initial state, if the record holds one.
     pub initial_state: Option<Value>,
+    /// The package state the record names as its start (`"state": "db.json"`), when it holds
+    /// none itself: how records over large databases avoid repeating them.
+    pub state: Option<String>,
     /// The calls, in order.
     pub steps: Vec<RecordedStep>,
 }
@@ -182,6 +185,7 @@ pub fn read_run(
         env: None,
         task_id: index.to_string(),
         initial_state: None,
+        state: None,
         steps: Vec::new(),
     };
     match format {
@@ -228,6 +232,11 @@ pub fn read_run(
                 run.task_id = task;
             }
             run.initial_state = object_or_absent(record.get("initial_state"), "initial_state")?;
+            run.state = match record.get("state") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(name)) => Some(name.clone()),
+                Some(_) => return Err(err("state", "expected the name of a package state")),
+            };
             let steps = record
                 .get("steps")
                 .and_then(Value::as_array)

@@ -162,7 +162,7 @@ pub struct Task {
     pub questions: Vec<String>,
 }
 
-fn import_error(
+pub(crate) fn import_error(
     source: &str,
     location: impl Into<String>,
     message: impl Into<String>,
@@ -638,18 +638,18 @@ pub fn outcome_rule() -> OutcomeRule {
     }
 }
 
-fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     name.chars()
         .map(|c| if is_ident(c) || c == '-' { c } else { '_' })
         .collect()
 }
 
-fn pretty(value: &Value) -> String {
+pub(crate) fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
 
 /// One package's files, relative path → text.
-type Files = BTreeMap<String, String>;
+pub(crate) type Files = BTreeMap<String, String>;
 
 /// Builds one package per API class from the helper's reply. `asked` holds the tasks as read
 /// (their questions become the package's `tasks.jsonl`).
@@ -852,7 +852,7 @@ fn packages(
 /// Writes `files` as the package folder `out/name`, replacing whatever was there: the package
 /// is assembled in a temporary folder beside it and renamed into place, so no file of an
 /// earlier import survives and a failure leaves the earlier package whole.
-fn write_package(out: &Path, name: &str, files: &Files) -> Result<(), ImportError> {
+pub(crate) fn write_package(out: &Path, name: &str, files: &Files) -> Result<(), ImportError> {
     let fail =
         |message: String| import_error(&out.join(name).display().to_string(), "package", message);
     std::fs::create_dir_all(out)
@@ -881,8 +881,7 @@ fn write_package(out: &Path, name: &str, files: &Files) -> Result<(), ImportErro
     })
 }
 
-/// Checks which modules the generated code imports that the executor's interpreter (run
-/// isolated, `-I`, as the executor runs it) cannot import.
+/// The modules the generated code imports that the executor's interpreter cannot import.
 fn missing_modules(python: &Path, reply: &Value) -> Vec<String> {
     let mut wanted = BTreeSet::new();
     for info in reply
@@ -902,6 +901,12 @@ fn missing_modules(python: &Path, reply: &Value) -> Vec<String> {
             }
         }
     }
+    unimportable(python, wanted)
+}
+
+/// The modules of `wanted` that the executor's interpreter (`$ENVSIM_PYTHON`, else `python`),
+/// run without the user site directory as the executor runs it, cannot import.
+pub(crate) fn unimportable(python: &Path, wanted: BTreeSet<String>) -> Vec<String> {
     let executor_python = std::env::var_os("ENVSIM_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| python.to_owned());
@@ -909,6 +914,8 @@ fn missing_modules(python: &Path, reply: &Value) -> Vec<String> {
         .into_iter()
         .filter(|module| {
             !std::process::Command::new(&executor_python)
+                // `-I` ignores PYTHONPATH and the user site directory, as the executor's
+                // workers do (their environment is cleared and they run with `-s`).
                 .args(["-I", "-c", &format!("import {module}")])
                 .output()
                 .is_ok_and(|o| o.status.success())

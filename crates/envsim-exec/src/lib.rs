@@ -38,6 +38,7 @@ pub mod arguments;
 pub mod bfcl;
 pub mod envscaler;
 pub mod package;
+pub mod tau2;
 
 pub use error::ExecError;
 

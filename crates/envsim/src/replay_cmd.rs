@@ -163,6 +163,22 @@ fn start_state(
     if let Some(state) = &run.initial_state {
         return Ok((format!("{source} {}", run.location), state.clone()));
     }
+    if let Some(key) = &run.state {
+        return match package_state(package, key) {
+            Some((name, state)) => Ok((name.to_owned(), state.clone())),
+            None => bail!(
+                "{source}: {}: the record starts from the state {key:?}, which {} does not have (its states: {})",
+                run.location,
+                package.manifest.name,
+                package
+                    .states
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+    }
     // By name only: a record without a task id is numbered by position, which is no state.
     if let Some((name, state)) = state_named(package, &run.task_id) {
         return Ok((name.to_owned(), state.clone()));
