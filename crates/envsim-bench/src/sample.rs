@@ -144,6 +144,36 @@ impl SampleOptions {
     }
 }
 
+/// The buckets that no amount of collecting can fill from `environments` environments: each
+/// may give a bucket of `count` at most [`SampleOptions::env_cap`] samples, so a bucket whose
+/// count exceeds `environments` × that cap stays short however long the walks. One message per
+/// such bucket, naming what would make it possible.
+pub fn unfillable(
+    composition: &Composition,
+    options: &SampleOptions,
+    environments: usize,
+) -> Vec<String> {
+    composition
+        .buckets
+        .iter()
+        .filter_map(|b| {
+            let cap = options.env_cap(b.count);
+            let most = cap.saturating_mul(environments);
+            (most < b.count).then(|| {
+                let needed = b.count.div_ceil(cap.max(1));
+                format!(
+                    "bucket {} needs {} samples, but {environments} environment{} may give it at most {cap} each (--max-env-share {}): at most {most}; raise --max-env-share to {:.2} or more, or use {needed} environments or more",
+                    b.name,
+                    b.count,
+                    if environments == 1 { "" } else { "s" },
+                    options.max_env_share,
+                    b.count.div_ceil(environments.max(1)) as f64 / b.count as f64,
+                )
+            })
+        })
+        .collect()
+}
+
 /// A bucket that lacks candidates.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Shortfall {
@@ -412,6 +442,36 @@ mod tests {
         ]);
         let s = sample(&ts, &comp, &options(1)).unwrap();
         assert_eq!(ts[s.picks[3].1].env, "d");
+    }
+
+    #[test]
+    fn buckets_the_cap_makes_impossible_are_named_before_collecting() {
+        let comp = composition(&[
+            ("small", BucketOutcome::Success, Some([0, 0]), 3),
+            ("large", BucketOutcome::Success, Some([1, 1]), 10),
+        ]);
+        let capped = SampleOptions {
+            max_env_share: 0.2,
+            ..options(1)
+        };
+        // Two environments: `small` takes at most 1 + 1 of 3, `large` 2 + 2 of 10.
+        let found = unfillable(&comp, &capped, 2);
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[1],
+            "bucket large needs 10 samples, but 2 environments may give it at most 2 each (--max-env-share 0.2): at most 4; raise --max-env-share to 0.50 or more, or use 5 environments or more"
+        );
+        // The suggestions suffice: 0.5 of 10 is 5 each (and 2 of 3); five environments give 2
+        // each.
+        let raised = SampleOptions {
+            max_env_share: 0.5,
+            ..options(1)
+        };
+        assert!(unfillable(&comp, &raised, 2).is_empty());
+        assert!(unfillable(&comp, &capped, 5).is_empty());
+        // One environment, no cap: anything is possible.
+        assert!(unfillable(&comp, &options(1), 1).is_empty());
+        assert_eq!(unfillable(&comp, &capped, 0).len(), 2);
     }
 
     #[test]

@@ -224,6 +224,25 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
+    // A bucket that the per-environment cap makes impossible is refused before anything is
+    // collected: more rounds of walks could never fill it.
+    if a.trajectories.is_none() && !a.allow_underfill {
+        let options = SampleOptions {
+            seed: a.seed,
+            allow_unpredictable: a.allow_unpredictable,
+            allow_underfill: false,
+            max_env_share: a.max_env_share,
+        };
+        let impossible = envsim_bench::sample::unfillable(&composition, &options, packages.len());
+        if !impossible.is_empty() {
+            bail!(
+                "no collection can fill this composition from {} environment{}: {} (or --allow-underfill to write a short benchmark)",
+                packages.len(),
+                if packages.len() == 1 { "" } else { "s" },
+                impossible.join("; ")
+            );
+        }
+    }
     let started = std::time::Instant::now();
     let transitions = match &a.trajectories {
         Some(path) => {

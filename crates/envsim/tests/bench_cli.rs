@@ -710,3 +710,36 @@ fn a_bucket_no_walk_can_fill_stops_after_two_empty_rounds() {
         "{stderr}"
     );
 }
+
+/// Two environments under the default cap (a fifth of a bucket each) can never fill the
+/// reference composition: the build says so at once, naming the buckets and what would help,
+/// instead of collecting round after round.
+#[test]
+fn a_composition_the_cap_makes_impossible_is_refused_before_collecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let envs = dir.path().join("envs");
+    write_package(&envs, "stock_a");
+    write_package(&envs, "stock_b");
+    let out = dir.path().join("bench");
+    let failed = envsim(&[
+        "bench",
+        "build",
+        "--envs",
+        envs.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains("no collection can fill this composition from 2 environments: bucket ")
+            && stderr.contains("(--max-env-share 0.2)")
+            && stderr.contains("raise --max-env-share to 0.50 or more"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("round 1"),
+        "nothing was collected: {stderr}"
+    );
+    assert!(!out.exists());
+}
