@@ -43,6 +43,16 @@ pub fn trajectories_from_walks(
 pub fn trajectory_of(id: String, steps: &[&TransitionRecord]) -> Option<AuditTrajectory> {
     let first = steps.first()?;
     let initial = std::sync::Arc::new(first.config_before.value());
+    Some(trajectory_from(id, initial, steps))
+}
+
+/// [`trajectory_of`] with the state before the first step given: a replayed run's, which runs
+/// from the same database share (a 3 MB database parsed once, not once per trajectory).
+pub fn trajectory_from(
+    id: String,
+    initial: std::sync::Arc<Value>,
+    steps: &[&TransitionRecord],
+) -> AuditTrajectory {
     let mut previous = std::sync::Arc::clone(&initial);
     let steps = steps
         .iter()
@@ -69,11 +79,11 @@ pub fn trajectory_of(id: String, steps: &[&TransitionRecord]) -> Option<AuditTra
             }
         })
         .collect();
-    Some(AuditTrajectory {
+    AuditTrajectory {
         id,
         initial_state: initial,
         steps,
-    })
+    }
 }
 
 /// The observation as a value: its JSON form when the executor gave one, else its text parsed

@@ -65,6 +65,35 @@ pub struct BaseState {
     pub text: Arc<str>,
 }
 
+impl BaseState {
+    /// The base with this id: the one still held elsewhere (every walk or replayed run from the
+    /// same 3 MB database shares one text), else a new one.
+    fn interned(id: String, text: String) -> Arc<BaseState> {
+        static LIVE: std::sync::Mutex<Vec<std::sync::Weak<BaseState>>> =
+            std::sync::Mutex::new(Vec::new());
+        let Ok(mut live) = LIVE.lock() else {
+            return Arc::new(BaseState {
+                id,
+                text: Arc::from(text),
+            });
+        };
+        live.retain(|w| w.strong_count() > 0);
+        if let Some(found) = live
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .find(|b| b.id == id)
+        {
+            return found;
+        }
+        let base = Arc::new(BaseState {
+            id,
+            text: Arc::from(text),
+        });
+        live.push(Arc::downgrade(&base));
+        base
+    }
+}
+
 /// From this size of an initial state's text on, the states of its walks are kept (and written
 /// to compact benchmark files) as patches of it.
 pub const LARGE_STATE_BYTES: usize = 256 * 1024;
@@ -80,21 +109,15 @@ pub enum StateForm {
 
 impl StateForm {
     /// The form for a walk from `initial`: patches when it is large.
-    pub fn for_initial(initial: &Value) -> StateForm {
-        let text = serde_json::to_string(initial).unwrap_or_default();
+    pub fn for_initial(initial: &Arc<Value>) -> StateForm {
+        let text = serde_json::to_string(initial.as_ref()).unwrap_or_default();
         if text.len() < LARGE_STATE_BYTES {
             return StateForm::Full;
         }
         let id = envsim_core::hex::encode(&<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()))
             [..16]
             .to_owned();
-        StateForm::Patched(
-            Arc::new(BaseState {
-                id,
-                text: Arc::from(text),
-            }),
-            Arc::new(initial.clone()),
-        )
+        StateForm::Patched(BaseState::interned(id, text), Arc::clone(initial))
     }
 
     /// `state` in this form.
@@ -308,9 +331,10 @@ async fn walk_state(
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
         Err(_) => raw.clone(),
     };
+    let initial = Arc::new(initial);
     let form = StateForm::for_initial(&initial);
     let initial_text = form.text(&initial);
-    let initial = &initial;
+    let initial = initial.as_ref();
     let mut out = Vec::new();
     for walk in 0..plan.walks {
         let label = format!("{}/{state_name}/{walk}", package.manifest.name);

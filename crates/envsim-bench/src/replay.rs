@@ -19,6 +19,7 @@ use envsim_exec::package::EnvPackage;
 use envsim_exec::{step_seed, Call, ExecError, Executor};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// How a replayed observation compares with the recorded one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -77,8 +78,10 @@ pub struct ReplayedRun {
     pub location: String,
     /// Which initial state (a package state's file name, or where the state came from).
     pub initial_state_name: String,
-    /// The constructed initial state: the state before the first step.
-    pub initial_state: Value,
+    /// The constructed initial state: the state before the first step. Shared: runs that
+    /// start from the same state hold one copy ([`share_initial_states`]), which matters when
+    /// the state is a 3 MB database.
+    pub initial_state: Arc<Value>,
     /// The run seed step seeds derive from.
     pub seed: u64,
     /// The steps.
@@ -183,7 +186,7 @@ impl ReplayedRun {
             "source": self.location,
             "initial_state_name": self.initial_state_name,
             "seed": self.seed,
-            "initial_state": self.initial_state,
+            "initial_state": self.initial_state.as_ref(),
             "steps": steps,
             "summary": self.counts(),
         })
@@ -238,8 +241,11 @@ pub async fn replay_run(
         // The constructor fails on this state: every call fails the same way, from the file.
         Err(_) => start.clone(),
     };
+    // One copy of the initial state, shared by the run's record and the form's base; the
+    // current state borrows it until a step changes it.
+    let initial = Arc::new(initial);
     let form = StateForm::for_initial(&initial);
-    let mut state = initial.clone();
+    let mut state: std::borrow::Cow<'_, Value> = std::borrow::Cow::Borrowed(initial.as_ref());
     let mut state_text = form.text(&state);
     let mut steps = Vec::with_capacity(run.steps.len());
     for (index, recorded) in run.steps.iter().enumerate() {
@@ -274,7 +280,7 @@ pub async fn replay_run(
             &transition,
         );
         if let Some(after) = after {
-            state = after;
+            state = std::borrow::Cow::Owned(after);
         }
         state_text = transition.config_after.clone();
         steps.push(ReplayedStep {
@@ -288,10 +294,32 @@ pub async fn replay_run(
         task_id: run.task_id.clone(),
         location: run.location.clone(),
         initial_state_name: start_name.to_owned(),
-        initial_state: initial,
+        initial_state: Arc::clone(&initial),
         seed,
         steps,
     })
+}
+
+/// The distinct initial states of replayed runs, so that runs starting from equal states hold
+/// one copy: every run constructs its own, and fifty runs over a 3 MB database would otherwise
+/// hold fifty (parsed, about ten times the text).
+#[derive(Debug, Default)]
+pub struct SharedStates(std::sync::Mutex<Vec<Arc<Value>>>);
+
+impl SharedStates {
+    /// Points `run`'s initial state at an equal one seen before, or remembers it.
+    pub fn share(&self, run: &mut ReplayedRun) {
+        let Ok(mut distinct) = self.0.lock() else {
+            return;
+        };
+        match distinct
+            .iter()
+            .find(|d| Arc::ptr_eq(d, &run.initial_state) || ***d == *run.initial_state)
+        {
+            Some(shared) => run.initial_state = Arc::clone(shared),
+            None => distinct.push(Arc::clone(&run.initial_state)),
+        }
+    }
 }
 
 /// Prefixes envsim and recorders put before an error text; two errors that differ only in
@@ -455,6 +483,53 @@ mod tests {
             seed: 1,
             clock: 0.0,
         }
+    }
+
+    #[test]
+    fn runs_from_equal_states_share_one_copy_and_large_bases_one_text() {
+        let run = |state: Value| ReplayedRun {
+            env: "shop".into(),
+            task_id: "t".into(),
+            location: "line 1".into(),
+            initial_state_name: "db.json".into(),
+            initial_state: Arc::new(state),
+            seed: 0,
+            steps: Vec::new(),
+        };
+        let shared = SharedStates::default();
+        let mut runs = [
+            run(json!({"n": 1})),
+            run(json!({"n": 2})),
+            run(json!({"n": 1})),
+        ];
+        for r in &mut runs {
+            shared.share(r);
+        }
+        assert!(Arc::ptr_eq(&runs[0].initial_state, &runs[2].initial_state));
+        assert!(!Arc::ptr_eq(&runs[0].initial_state, &runs[1].initial_state));
+        assert_eq!(*runs[2].initial_state, json!({"n": 1}));
+
+        // Two walks (or runs) from the same large state hold one base text; a different
+        // state gets its own.
+        let large = |tag: &str| {
+            Arc::new(json!({"blob": "x".repeat(crate::collect::LARGE_STATE_BYTES), "tag": tag}))
+        };
+        let (a, b, c) = (large("a"), large("a"), large("c"));
+        let base = |form: &StateForm| match form {
+            StateForm::Patched(base, _) => Arc::clone(base),
+            StateForm::Full => panic!("a large state is patched"),
+        };
+        let (fa, fb, fc) = (
+            StateForm::for_initial(&a),
+            StateForm::for_initial(&b),
+            StateForm::for_initial(&c),
+        );
+        assert!(Arc::ptr_eq(&base(&fa), &base(&fb)));
+        assert!(!Arc::ptr_eq(&base(&fa), &base(&fc)));
+        assert!(matches!(
+            StateForm::for_initial(&Arc::new(json!({"n": 1}))),
+            StateForm::Full
+        ));
     }
 
     #[test]

@@ -1542,10 +1542,15 @@ fn replay_workflows(
     })?;
     Ok(replayed
         .iter()
-        .filter_map(|run| {
+        .filter(|run| !run.steps.is_empty())
+        .map(|run| {
             let steps: Vec<&envsim_bench::collect::TransitionRecord> =
                 run.steps.iter().map(|s| &s.transition).collect();
-            envsim_bench::audit_check::trajectory_of(format!("{}/{}", run.env, run.task_id), &steps)
+            envsim_bench::audit_check::trajectory_from(
+                format!("{}/{}", run.env, run.task_id),
+                std::sync::Arc::clone(&run.initial_state),
+                &steps,
+            )
         })
         .collect())
 }

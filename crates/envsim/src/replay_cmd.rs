@@ -229,11 +229,30 @@ pub async fn replay_runs(
     choice: ReplayChoice<'_>,
 ) -> Result<Vec<ReplayedRun>> {
     let workers = choice.workers;
+    // One shared copy of each package and of each starting state: a job per run must not
+    // hold its own copy of a 3 MB database (parsed, about ten times that).
+    let shared: Vec<Arc<EnvPackage>> = packages.iter().cloned().map(Arc::new).collect();
+    let mut starts: Vec<(usize, String, Arc<Value>)> = Vec::new();
     // Everything that can be wrong with the input is found before anything runs.
     let mut jobs = Vec::with_capacity(runs.len());
-    for run in runs {
+    for (index, run) in runs.iter().enumerate() {
         let package = package_for(packages, choice.env, run, source)?;
+        let at = packages
+            .iter()
+            .position(|p| std::ptr::eq(p, package))
+            .unwrap_or_default();
         let (name, state) = start_state(package, choice.state, run, source)?;
+        let state = match starts
+            .iter()
+            .find(|(p, n, s)| *p == at && *n == name && **s == state)
+        {
+            Some((_, _, shared)) => Arc::clone(shared),
+            None => {
+                let state = Arc::new(state);
+                starts.push((at, name.clone(), Arc::clone(&state)));
+                state
+            }
+        };
         let defaults = envsim_bench::replay::StepDefaults {
             seed: choice.seed,
             clock_start: choice
@@ -243,8 +262,11 @@ pub async fn replay_runs(
                 .clock_step
                 .unwrap_or(envsim_core::clock::DEFAULT_CLOCK_STEP),
         };
-        jobs.push((package.clone(), run.clone(), name, state, defaults));
+        jobs.push((Arc::clone(&shared[at]), index, name, state, defaults));
     }
+    drop(starts);
+    let runs: Arc<Vec<RecordedRun>> = Arc::new(runs.to_vec());
+    let distinct = Arc::new(envsim_bench::replay::SharedStates::default());
     let progress = indicatif::ProgressBar::new(jobs.len() as u64);
     progress.set_style(
         indicatif::ProgressStyle::with_template("replaying {bar:30} {pos}/{len} runs ({elapsed})")
@@ -252,18 +274,33 @@ pub async fn replay_runs(
     );
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers.max(1)));
     let mut handles = Vec::with_capacity(jobs.len());
-    for (walk, (package, run, name, state, defaults)) in jobs.into_iter().enumerate() {
-        let (executor, semaphore, bar) = (
+    for (walk, (package, index, name, state, defaults)) in jobs.into_iter().enumerate() {
+        let (executor, semaphore, bar, runs, distinct) = (
             Arc::clone(&executor),
             Arc::clone(&semaphore),
             progress.clone(),
+            Arc::clone(&runs),
+            Arc::clone(&distinct),
         );
         handles.push(tokio::spawn(async move {
             let _permit = semaphore
                 .acquire()
                 .await
                 .map_err(|_| envsim_exec::ExecError::Spawn("the replay was stopped".into()))?;
-            let result = replay_run(&executor, &package, &run, &state, &name, defaults, walk).await;
+            let result = replay_run(
+                &executor,
+                &package,
+                &runs[index],
+                &state,
+                &name,
+                defaults,
+                walk,
+            )
+            .await
+            .map(|mut replayed| {
+                distinct.share(&mut replayed);
+                replayed
+            });
             bar.inc(1);
             result
         }));
