@@ -264,6 +264,11 @@ struct CallArgs {
     /// "state_before", "state_after", "delta", "delta_count", "error", ...} as JSON.
     #[arg(long)]
     json: bool,
+    /// Leave the states out (the delta says what changed): a read on a 3 MB database prints
+    /// its answer, not the database. In JSON the keys `state_before` and `state_after` are
+    /// absent.
+    #[arg(long)]
+    no_states: bool,
 }
 
 /// A call that does not fit the environment (unknown tool, arguments its signature refuses): a
@@ -610,6 +615,12 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             "error": error,
             "schema_warnings": schema_warnings,
         });
+        if a.no_states {
+            if let Some(fields) = out.as_object_mut() {
+                fields.remove("state_before");
+                fields.remove("state_after");
+            }
+        }
         if let Ok(outcome) = &result {
             out["observation_json"] = outcome.observation_json.clone();
             out["converted"] = serde_json::to_value(&outcome.converted)?;
@@ -636,7 +647,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             );
             println!("|Δ| = {count}");
             print_delta(&delta);
-            if !state_after.is_null() {
+            if !state_after.is_null() && !a.no_states {
                 println!(
                     "state after:\n{}",
                     serde_json::to_string_pretty(&state_after)?
@@ -656,10 +667,12 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
                 let reads: Vec<String> = reads.iter().map(|p| p.to_string()).collect();
                 println!("reads: {}", reads.join(" "));
             }
-            println!(
-                "state after:\n{}",
-                serde_json::to_string_pretty(&outcome.state_after)?
-            );
+            if !a.no_states {
+                println!(
+                    "state after:\n{}",
+                    serde_json::to_string_pretty(&outcome.state_after)?
+                );
+            }
             Ok(())
         }
     }

@@ -128,6 +128,38 @@ fn list_show_call_test() {
     );
     assert_eq!(call["error"], Value::Null);
     assert_eq!(call["state_after"]["counters"]["b"]["value"], 1);
+    // --no-states: the same answer and delta, no states (keys absent, text without them).
+    let lean = json_out(&envsim(
+        dir.path(),
+        &[
+            "call",
+            "counter",
+            "bump",
+            "--args",
+            r#"{"name": "b"}"#,
+            "--json",
+            "--no-states",
+        ],
+    ));
+    assert_eq!(lean["delta"], call["delta"]);
+    assert_eq!(lean["observation"], call["observation"]);
+    assert!(lean.get("state_before").is_none() && lean.get("state_after").is_none());
+    let text = envsim(
+        dir.path(),
+        &[
+            "call",
+            "counter",
+            "bump",
+            "--args",
+            r#"{"name": "b"}"#,
+            "--no-states",
+        ],
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("|Δ| = 1") && !text.contains("state after"),
+        "{text}"
+    );
 
     let over = json_out(&envsim(
         dir.path(),
