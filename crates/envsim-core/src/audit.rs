@@ -1083,6 +1083,34 @@ mod tests {
         assert_eq!(young.problems(&drifted), Vec::<String>::new());
     }
 
+    /// τ²-bench's retail orders: each item's `options` is an open map (a keyboard's `switch
+    /// type`, a vacuum's `bagged/bagless`), while the item itself is a fixed record. A key never
+    /// seen in an open map is no departure; in a fixed record it is, and a departure repeated
+    /// in every item is said once.
+    #[test]
+    fn open_maps_take_any_key_and_fixed_records_do_not() {
+        let mut shape = ResponseShape::default();
+        for options in [
+            json!({"color": "red", "size": "M"}),
+            json!({"switch type": "linear", "backlight": "RGB"}),
+            json!({"capacity": "1L"}),
+        ] {
+            shape.learn(&json!({"order_id": "#W1", "items": [
+                {"name": "x", "price": 1.5, "options": options},
+                {"name": "y", "price": 2.0, "options": {"color": "blue"}}]}));
+        }
+        let new_option = json!({"order_id": "#W2", "items": [
+            {"name": "z", "price": 3.0, "options": {"bagged/bagless": "bagless"}}]});
+        assert_eq!(shape.problems(&new_option), Vec::<String>::new());
+        let renamed = json!({"order_id": "#W3", "items": [
+            {"Name": "z", "price": 3.0, "options": {}},
+            {"Name": "w", "price": 1.0, "options": {}}]});
+        assert_eq!(
+            shape.problems(&renamed),
+            ["field items[].Name was never in its responses"]
+        );
+    }
+
     #[test]
     fn every_planted_fault_is_found_at_its_step_and_clean_runs_stay_clean() {
         let mut t = clean();

@@ -1590,9 +1590,11 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
         }
         None => None,
     };
-    // One environment at a time: a trajectory holds every state whole, so memory holds one
-    // environment's walks. Environments with states past the large-state size (database dumps
-    // of megabytes) are left out: their walks would not fit whole.
+    // One environment at a time: a trajectory holds every changed state whole, so memory holds
+    // one environment's walks. Seeded walks of environments with states past the large-state
+    // size (database dumps of megabytes) are left out: most of their steps change the state, and
+    // their walks would not fit whole. Workflows the user gives are audited whatever the size
+    // (agent workflows read more than they write, and runs from one database share it).
     use envsim_bench::audit_check::{InputForm, Validation};
     let mut results = [
         Validation::new(InputForm::States),
@@ -1608,7 +1610,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             .map(|(_, s)| s.to_string().len())
             .max()
             .unwrap_or(0);
-        if largest >= envsim_bench::collect::LARGE_STATE_BYTES {
+        if largest >= envsim_bench::collect::LARGE_STATE_BYTES && workflows.is_none() {
             eprintln!(
                 "{name}: left out (a state of {largest} bytes; trajectories hold states whole)"
             );

@@ -169,10 +169,26 @@ pub struct Effects {
 pub struct ResponseShape {
     successes: usize,
     fields: BTreeMap<String, BTreeSet<&'static str>>,
+    /// Per object path, the keys of the first object seen there and whether a later one had
+    /// other keys: an object whose keys vary is an open map (a product's `options`: `color`
+    /// on one, `switch type` on another), where a key never seen is no departure.
+    objects: BTreeMap<String, (BTreeSet<String>, bool)>,
 }
 
 /// The field paths of a response and their types.
 fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'static str)>) {
+    shape_walk(value, at, depth, out, &mut |_, _| {});
+}
+
+/// [`shape_fields`], also telling `object` each object's path (as its fields are written
+/// under it) and keys.
+fn shape_walk(
+    value: &Value,
+    at: &str,
+    depth: usize,
+    out: &mut Vec<(String, &'static str)>,
+    object: &mut dyn FnMut(&str, &Map<String, Value>),
+) {
     if depth == 4 {
         return;
     }
@@ -190,10 +206,11 @@ fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'
                 let path = join("*");
                 for entry in map.values() {
                     out.push((path.clone(), "object"));
-                    shape_fields(entry, &path, depth + 1, out);
+                    shape_walk(entry, &path, depth + 1, out, object);
                 }
                 return;
             }
+            object(at, map);
             for (key, child) in map {
                 // A key with a digit, or in capitals only, names a thing (`U46`, `ACC-CBL`,
                 // `2024-06-25`), not a field: every such key is one field, `#`.
@@ -202,13 +219,13 @@ fn shape_fields(value: &Value, at: &str, depth: usize, out: &mut Vec<(String, &'
                         && !key.chars().any(char::is_lowercase));
                 let path = if names_a_thing { join("#") } else { join(key) };
                 out.push((path.clone(), crate::extract::type_name(child)));
-                shape_fields(child, &path, depth + 1, out);
+                shape_walk(child, &path, depth + 1, out, object);
             }
         }
         Value::Array(items) => {
             let path = format!("{at}[]");
             for item in items.iter().filter(|i| i.is_object()) {
-                shape_fields(item, &path, depth + 1, out);
+                shape_walk(item, &path, depth + 1, out, object);
             }
         }
         _ => {}
@@ -220,7 +237,16 @@ impl ResponseShape {
     pub fn learn(&mut self, observation: &Value) {
         self.successes += 1;
         let mut fields = Vec::new();
-        shape_fields(observation, "", 0, &mut fields);
+        let objects = &mut self.objects;
+        shape_walk(observation, "", 0, &mut fields, &mut |path, map| {
+            let keys: BTreeSet<String> = map.keys().cloned().collect();
+            match objects.get_mut(path) {
+                Some((first, varies)) => *varies |= *first != keys,
+                None => {
+                    objects.insert(path.to_owned(), (keys, false));
+                }
+            }
+        });
         for (path, kind) in fields {
             self.fields.entry(path).or_default().insert(kind);
         }
@@ -238,6 +264,7 @@ impl ResponseShape {
         let mut out: Vec<String> = fields
             .into_iter()
             .filter_map(|(path, kind)| match self.fields.get(&path) {
+                None if self.in_open_map(&path) => None,
                 None => Some(format!("field {path} was never in its responses")),
                 Some(seen) if kind != "null" && !seen.contains(kind) && !seen.contains("null") => {
                     let seen: Vec<&str> = seen.iter().copied().collect();
@@ -246,8 +273,17 @@ impl ResponseShape {
                 Some(_) => None,
             })
             .collect();
-        out.dedup();
+        // The same departure in every entry of a list is said once.
+        let mut said = BTreeSet::new();
+        out.retain(|problem| said.insert(problem.clone()));
         out
+    }
+
+    /// Whether the field at `path` is a key of an object whose keys varied between the
+    /// responses learned from (an open map).
+    fn in_open_map(&self, path: &str) -> bool {
+        let parent = path.rsplit_once('.').map_or("", |(p, _)| p);
+        self.objects.get(parent).is_some_and(|(_, varies)| *varies)
     }
 
     /// Whether enough successes were seen to judge a response.
