@@ -442,10 +442,26 @@ pub fn read_func_docs(bytes: &[u8], source: &str) -> Result<Vec<Value>, ImportEr
 /// The folder of the `bfcl_eval` package that `python` imports (no `-I`: a user install
 /// counts). The error names what to install.
 pub fn locate_source(python: &Path) -> Result<PathBuf, ImportError> {
+    package_folder(
+        python,
+        "bfcl_eval",
+        &format!("install it ({PIP_HINT}) or pass --source"),
+    )
+}
+
+/// The folder of the package `module` that `python` imports (no `-I`: a user install counts);
+/// the error gives the import's own last line and `advice`.
+pub(crate) fn package_folder(
+    python: &Path,
+    module: &str,
+    advice: &str,
+) -> Result<PathBuf, ImportError> {
     let output = std::process::Command::new(python)
         .args([
             "-c",
-            "import os, bfcl_eval; print(os.path.dirname(os.path.abspath(bfcl_eval.__file__)))",
+            &format!(
+                "import os, {module}; print(os.path.dirname(os.path.abspath({module}.__file__)))"
+            ),
         ])
         .output()
         .map_err(|e| {
@@ -458,14 +474,18 @@ pub fn locate_source(python: &Path) -> Result<PathBuf, ImportError> {
     let text = String::from_utf8_lossy(&output.stdout);
     match text.lines().next() {
         Some(dir) if output.status.success() && !dir.is_empty() => Ok(PathBuf::from(dir)),
-        _ => Err(import_error(
-            "bfcl_eval",
-            "package",
-            format!(
-                "{} cannot import bfcl_eval: install it ({PIP_HINT}) or pass --source",
-                python.display()
-            ),
-        )),
+        _ => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let cause = stderr.lines().last().unwrap_or_default().trim().to_owned();
+            Err(import_error(
+                module,
+                "package",
+                format!(
+                    "{} cannot import {module} ({cause}): {advice}",
+                    python.display()
+                ),
+            ))
+        }
     }
 }
 
@@ -957,7 +977,7 @@ pub fn import(options: &BfclImport) -> Result<BfclSummary, ImportError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn call(text: &str) -> (String, Vec<Value>, Value) {
@@ -1196,21 +1216,26 @@ mod tests {
         assert!(category_files(dir.path(), "base").is_ok());
     }
 
-    #[test]
-    fn a_python_without_bfcl_eval_names_the_pip_command() {
-        // An interpreter that sees no site-packages at all.
-        let dir = tempfile::tempdir().unwrap();
-        let wrapper = dir.path().join("python-without-site");
+    /// An interpreter that sees no site-packages at all (`python3 -S` behind a script in `dir`).
+    pub(crate) fn python_without_site(dir: &Path) -> PathBuf {
+        let wrapper = dir.join("python-without-site");
         let python = std::env::var("ENVSIM_PYTHON").unwrap_or_else(|_| "python3".into());
         std::fs::write(&wrapper, format!("#!/bin/sh\nexec {python} -S \"$@\"\n")).unwrap();
         let mut permissions = std::fs::metadata(&wrapper).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
         std::fs::set_permissions(&wrapper, permissions).unwrap();
+        wrapper
+    }
+
+    #[test]
+    fn a_python_without_bfcl_eval_names_the_pip_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = python_without_site(dir.path());
         let err = locate_source(&wrapper).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
-                "bfcl_eval: package: {} cannot import bfcl_eval: install it (pip install bfcl-eval==2026.3.23 --no-deps && pip install mpmath) or pass --source",
+                "bfcl_eval: package: {} cannot import bfcl_eval (ModuleNotFoundError: No module named 'bfcl_eval'): install it (pip install bfcl-eval==2026.3.23 --no-deps && pip install mpmath) or pass --source",
                 wrapper.display()
             )
         );

@@ -21,7 +21,9 @@
 //! naming their state, answers as τ² shows them to the agent: JSON text) and `tasks.jsonl` (the
 //! user's instructions, for `envsim synth`).
 
-use crate::bfcl::{import_error, pretty, sanitize, unimportable, write_package, Files};
+use crate::bfcl::{
+    import_error, package_folder, pretty, sanitize, unimportable, write_package, Files,
+};
 use crate::envscaler::ImportError;
 use crate::package::{Convention, Manifest};
 use envsim_core::outcome::OutcomeRule;
@@ -190,35 +192,7 @@ fn description(domain: &str, policy: &str) -> String {
 /// The folder and version of the `tau2` package that `python` imports (no `-I`: a user
 /// install counts). The error names what to install.
 pub fn locate(python: &Path) -> Result<PathBuf, ImportError> {
-    let output = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import os, tau2; print(os.path.dirname(os.path.abspath(tau2.__file__)))",
-        ])
-        .output()
-        .map_err(|e| {
-            import_error(
-                &python.display().to_string(),
-                "interpreter",
-                format!("cannot run it: {e}"),
-            )
-        })?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    match text.lines().next() {
-        Some(dir) if output.status.success() && !dir.is_empty() => Ok(PathBuf::from(dir)),
-        _ => {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let cause = stderr.lines().last().unwrap_or_default().trim().to_owned();
-            Err(import_error(
-                "tau2",
-                "package",
-                format!(
-                    "{} cannot import tau2 ({cause}): install it ({PIP_HINT})",
-                    python.display()
-                ),
-            ))
-        }
-    }
+    package_folder(python, "tau2", &format!("install it ({PIP_HINT})"))
 }
 
 /// Runs the helper; its progress lines (stderr) go to `progress`.
@@ -649,6 +623,20 @@ mod tests {
             "steps": [step("cancel", "refused", true, json!("refused"))]}]);
         let err = package("mini", &reply(tasks, json!([]))).unwrap_err();
         assert!(err.message.contains("τ² flags it an error"), "{err}");
+    }
+
+    #[test]
+    fn a_python_without_tau2_names_the_pip_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = crate::bfcl::tests::python_without_site(dir.path());
+        let err = locate(&wrapper).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "tau2: package: {} cannot import tau2 (ModuleNotFoundError: No module named 'tau2'): install it ({PIP_HINT})",
+                wrapper.display()
+            )
+        );
     }
 
     #[test]

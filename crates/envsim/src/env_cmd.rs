@@ -906,11 +906,7 @@ async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
     for skipped in &summary.skipped {
         eprintln!("not scripted: {skipped}");
     }
-    for module in &summary.missing_modules {
-        eprintln!(
-            "warning: the generated code imports `{module}`, which the executor's interpreter (run without the user site directory) cannot import: install it outside the user site (pip install {module})"
-        );
-    }
+    warn_missing_modules(&summary.missing_modules);
     println!(
         "imported {} environments from bfcl-eval {} ({}), category {}: {} tasks, {} ground-truth steps, {} scripted, into {}",
         summary.envs.len(),
@@ -923,6 +919,15 @@ async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+/// Warns about modules the generated code imports that the executor cannot.
+fn warn_missing_modules(modules: &[String]) {
+    for module in modules {
+        eprintln!(
+            "warning: the generated code imports `{module}`, which the executor's interpreter (run without the user site directory) cannot import: install it outside the user site (pip install {module})"
+        );
+    }
 }
 
 async fn import_tau2(args: ImportTau2Args) -> Result<()> {
@@ -961,11 +966,7 @@ async fn import_tau2(args: ImportTau2Args) -> Result<()> {
             env.name, env.tools, env.user_tools, env.tasks, env.states, env.steps, env.failing_steps
         );
     }
-    for module in &summary.missing_modules {
-        eprintln!(
-            "warning: the generated code imports `{module}`, which the executor's interpreter (run without the user site directory) cannot import: install it outside the user site (pip install {module})"
-        );
-    }
+    warn_missing_modules(&summary.missing_modules);
     println!(
         "imported {} domains from tau2 {} ({}): {} tasks, {} ground-truth steps, all scripted, into {}",
         summary.envs.len(),
