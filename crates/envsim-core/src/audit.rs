@@ -1111,6 +1111,26 @@ mod tests {
         );
     }
 
+    /// τ²-bench's airline searches: learned only from searches that found nothing, the shape
+    /// knows nothing of a flight, so a list of flights is no departure; once flights were seen,
+    /// a renamed field of one is.
+    #[test]
+    fn entries_of_lists_only_ever_seen_empty_are_not_judged() {
+        let mut shape = ResponseShape::default();
+        for _ in 0..3 {
+            shape.learn(&json!([]));
+        }
+        let found = json!([{"flight_number": "HAT001", "origin": "JFK"}]);
+        assert_eq!(shape.problems(&found), Vec::<String>::new());
+        for _ in 0..3 {
+            shape.learn(&found);
+        }
+        assert_eq!(
+            shape.problems(&json!([{"flightNumber": "HAT002", "origin": "JFK"}])),
+            ["field [].flightNumber was never in its responses"]
+        );
+    }
+
     #[test]
     fn every_planted_fault_is_found_at_its_step_and_clean_runs_stay_clean() {
         let mut t = clean();

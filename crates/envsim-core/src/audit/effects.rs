@@ -232,6 +232,12 @@ fn shape_walk(
     }
 }
 
+/// The path of the object a field path's last key belongs to (`items[].options` for
+/// `items[].options.color`, `` for a top-level field).
+fn parent_path(path: &str) -> &str {
+    path.rsplit_once('.').map_or("", |(parent, _)| parent)
+}
+
 impl ResponseShape {
     /// Adds one successful response.
     pub fn learn(&mut self, observation: &Value) {
@@ -264,7 +270,7 @@ impl ResponseShape {
         let mut out: Vec<String> = fields
             .into_iter()
             .filter_map(|(path, kind)| match self.fields.get(&path) {
-                None if self.in_open_map(&path) => None,
+                None if self.in_open_map(&path) || !self.parent_seen(&path) => None,
                 None => Some(format!("field {path} was never in its responses")),
                 Some(seen) if kind != "null" && !seen.contains(kind) && !seen.contains("null") => {
                     let seen: Vec<&str> = seen.iter().copied().collect();
@@ -282,8 +288,15 @@ impl ResponseShape {
     /// Whether the field at `path` is a key of an object whose keys varied between the
     /// responses learned from (an open map).
     fn in_open_map(&self, path: &str) -> bool {
-        let parent = path.rsplit_once('.').map_or("", |(p, _)| p);
-        self.objects.get(parent).is_some_and(|(_, varies)| *varies)
+        self.objects
+            .get(parent_path(path))
+            .is_some_and(|(_, varies)| *varies)
+    }
+
+    /// Whether an object was ever seen where the field at `path` sits: a list that was empty
+    /// in every learned answer (a search that found nothing) says nothing about its entries.
+    fn parent_seen(&self, path: &str) -> bool {
+        self.objects.contains_key(parent_path(path))
     }
 
     /// Whether enough successes were seen to judge a response.
