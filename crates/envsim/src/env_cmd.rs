@@ -120,7 +120,8 @@ enum EnvCommand {
     /// arguments its signature refuses; with --json the JSON is printed first); 1 when the
     /// call could not be made (bad --args or state file, no interpreter, a crash or timeout).
     Call(CallArgs),
-    /// Report which outputs depend on the clock or the random seed, for every scripted step
+    /// Report which outputs depend on the clock, the random seed or the process's string hash
+    /// seed (a set of strings joined into a text), for every scripted step
     /// (or, with --walk, for the steps of seeded random walks).
     Probe {
         name: String,
