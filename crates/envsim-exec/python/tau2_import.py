@@ -571,8 +571,11 @@ def import_domain(domain, split):
                 ours = getattr(instance, action.name)(**action.arguments)
             except Exception as exc:  # a divergence to report, not to hide
                 ours = "(envsim's class raised %s: %s)" % (type(exc).__name__, exc)
+            # tau2 sends the agent a string answer as it is and anything else as JSON text (a
+            # number as the JSON of its text): the class answers the string, or the value that
+            # JSON text decodes to.
             theirs = content
-            if not isinstance(ours, str) and isinstance(content, str):
+            if ours != content and isinstance(content, str):
                 try:
                     theirs = json.loads(content)
                 except ValueError:
