@@ -1117,12 +1117,16 @@ fn reference_results(
 ///
 /// A prediction for an unknown transition is an error. A transition without a prediction is an
 /// error unless `allow_missing`, in which case it scores as [`Prediction::Missing`].
-pub fn match_predictions(
-    transitions: &[Transition],
+pub fn match_predictions<T: std::borrow::Borrow<Transition>>(
+    transitions: &[T],
     records: Vec<PredictionRecord>,
     allow_missing: bool,
     source: &str,
 ) -> Result<Vec<(Prediction, Option<Usage>)>, FormatError> {
+    let transitions: Vec<&Transition> = transitions
+        .iter()
+        .map(std::borrow::Borrow::borrow)
+        .collect();
     let by_id: HashMap<&str, usize> = transitions
         .iter()
         .enumerate()
@@ -1169,7 +1173,7 @@ pub fn match_predictions(
     }
     let missing: Vec<&str> = slots
         .iter()
-        .zip(transitions)
+        .zip(&transitions)
         .filter(|(s, _)| s.is_none())
         .map(|(_, t)| t.id.as_str())
         .collect();

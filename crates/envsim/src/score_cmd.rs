@@ -49,13 +49,17 @@ pub fn run(args: ScoreArgs) -> Result<()> {
         bail!("nothing to score: give --predictions FILE and/or --baseline null|oracle");
     }
     let bench_name = args.bench.display().to_string();
-    let transitions = parse_benchmark(&read(&args.bench)?, &bench_name)?;
-    let mut samples: Vec<PreparedSample> = prepare_samples(transitions.clone());
+    // The samples own the transitions: no second copy of every state (a benchmark over a
+    // 3 MB database holds two of them per sample).
+    let mut samples: Vec<PreparedSample> =
+        prepare_samples(parse_benchmark(&read(&args.bench)?, &bench_name)?);
 
     let mut reports = Vec::new();
     for path in &args.predictions {
         let name = path.display().to_string();
         let records = parse_predictions(&read(path)?, &name)?;
+        let transitions: Vec<&Transition> =
+            samples.iter().map(PreparedSample::transition).collect();
         let matched = match_predictions(&transitions, records, args.allow_missing, &name)?;
         let scores = samples
             .iter_mut()
