@@ -604,27 +604,65 @@ fn run_helper(options: &BfclImport, tasks: &[Task]) -> Result<Value, ImportError
             })).collect::<Vec<_>>()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
-    let mut child = std::process::Command::new(&options.python)
-        .arg(&helper)
-        .arg(&adapter)
+    run_json_helper(
+        &options.python,
+        &[&helper, &adapter],
+        request.to_string(),
+        "bfcl_import.py",
+        &mut |_| {},
+    )
+}
+
+/// Runs a stdlib helper, `python ARGS...` (the script first), with `request` on its stdin: the
+/// reply is the JSON object on its stdout, which must say `"ok": true` (else its `error` is the
+/// error). Lines on stderr that start `progress: ` go to `progress` as they come; the others
+/// are kept for the error when no reply comes.
+pub(crate) fn run_json_helper(
+    python: &Path,
+    args: &[&Path],
+    request: String,
+    helper_name: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Value, ImportError> {
+    use std::io::{BufRead, Read};
+    let helper_error = |message: String| import_error(helper_name, "helper", message);
+    let mut child = std::process::Command::new(python)
+        .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| helper_error(format!("cannot run {}: {e}", options.python.display())))?;
-    let request_text = request.to_string();
+        .map_err(|e| helper_error(format!("cannot run {}: {e}", python.display())))?;
     let mut stdin = child.stdin.take();
     let writer = std::thread::spawn(move || {
         stdin
             .as_mut()
-            .map(|s| std::io::Write::write_all(s, request_text.as_bytes()))
+            .map(|s| std::io::Write::write_all(s, request.as_bytes()))
     });
-    let output = child
-        .wait_with_output()
-        .map_err(|e| helper_error(format!("cannot read its reply: {e}")))?;
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        stdout.as_mut().map(|s| s.read_to_end(&mut bytes));
+        bytes
+    });
+    let mut other_lines: Vec<String> = Vec::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            match line.strip_prefix("progress: ") {
+                Some(text) => progress(text),
+                None => other_lines.push(line),
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| helper_error(format!("cannot wait for it: {e}")))?;
+    let stdout = reader.join().unwrap_or_default();
     let sent = writer.join();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let reply: Value = match serde_json::from_slice(&output.stdout) {
+    let reply: Value = match serde_json::from_slice(&stdout) {
         Ok(reply) => reply,
         Err(e) => {
             let unsent = match sent {
@@ -632,9 +670,8 @@ fn run_helper(options: &BfclImport, tasks: &[Task]) -> Result<Value, ImportError
                 _ => String::new(),
             };
             return Err(helper_error(format!(
-                "no reply ({e}); exit {}{unsent}; stderr: {}",
-                output.status,
-                stderr.trim()
+                "no reply ({e}); exit {status}{unsent}; stderr: {}",
+                other_lines.join("\n").trim()
             )));
         }
     };

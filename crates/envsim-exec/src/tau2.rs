@@ -22,7 +22,8 @@
 //! user's instructions, for `envsim synth`).
 
 use crate::bfcl::{
-    import_error, package_folder, pretty, sanitize, unimportable, write_package, Files,
+    import_error, package_folder, pretty, run_json_helper, sanitize, unimportable, write_package,
+    Files,
 };
 use crate::envscaler::ImportError;
 use crate::package::{Convention, Manifest};
@@ -30,7 +31,6 @@ use envsim_core::outcome::OutcomeRule;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// The import helper run with the user's `python3`.
@@ -89,12 +89,9 @@ pub struct Tau2Env {
     pub failing_steps: usize,
 }
 
-/// The helper's reply.
+/// The helper's reply (its `ok` and `error` are read by [`run_json_helper`]).
 #[derive(Debug, Deserialize)]
 struct Reply {
-    ok: bool,
-    #[serde(default)]
-    error: Option<String>,
     #[serde(default)]
     version: Option<String>,
     #[serde(default)]
@@ -204,70 +201,15 @@ fn run_helper(options: &Tau2Import, progress: &mut dyn FnMut(&str)) -> Result<Re
     std::fs::write(&helper, HELPER_SOURCE)
         .map_err(|e| helper_error(format!("cannot write the helper: {e}")))?;
     let request = json!({"domains": options.domains, "split": options.split});
-    let mut child = std::process::Command::new(&options.python)
-        .arg(&helper)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| helper_error(format!("cannot run {}: {e}", options.python.display())))?;
-    let request_text = request.to_string();
-    let mut stdin = child.stdin.take();
-    let writer = std::thread::spawn(move || {
-        stdin
-            .as_mut()
-            .map(|s| std::io::Write::write_all(s, request_text.as_bytes()))
-    });
-    let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        stdout.as_mut().map(|s| s.read_to_end(&mut bytes));
-        bytes
-    });
-    // Progress lines as they come; the last lines are kept for an error message.
-    let mut tail: Vec<String> = Vec::new();
-    if let Some(stderr) = child.stderr.take() {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            match line.strip_prefix("progress: ") {
-                Some(text) => progress(text),
-                None => {
-                    tail.push(line);
-                    if tail.len() > 20 {
-                        tail.remove(0);
-                    }
-                }
-            }
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| helper_error(format!("cannot wait for it: {e}")))?;
-    let stdout = reader.join().unwrap_or_default();
-    let sent = writer.join();
-    let reply: Reply = match serde_json::from_slice(&stdout) {
-        Ok(reply) => reply,
-        Err(e) => {
-            let unsent = match sent {
-                Ok(Some(Err(e))) => format!("; the request was not read whole: {e}"),
-                _ => String::new(),
-            };
-            return Err(helper_error(format!(
-                "no reply ({e}); exit {status}{unsent}; stderr: {}",
-                tail.join("\n").trim()
-            )));
-        }
-    };
-    if !reply.ok {
-        return Err(helper_error(
-            reply
-                .error
-                .unwrap_or_else(|| "failed without a message".to_owned()),
-        ));
-    }
-    Ok(reply)
+    let reply = run_json_helper(
+        &options.python,
+        &[&helper],
+        request.to_string(),
+        "tau2_import.py",
+        progress,
+    )?;
+    serde_json::from_value(reply)
+        .map_err(|e| helper_error(format!("the reply does not have the expected shape: {e}")))
 }
 
 /// One package's files from the helper's account of a domain; refuses a domain whose

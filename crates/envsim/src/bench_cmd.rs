@@ -224,15 +224,15 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
+    let options = SampleOptions {
+        seed: a.seed,
+        allow_unpredictable: a.allow_unpredictable,
+        allow_underfill: false,
+        max_env_share: a.max_env_share,
+    };
     // A bucket that the per-environment cap makes impossible is refused before anything is
     // collected: more rounds of walks could never fill it.
     if a.trajectories.is_none() && !a.allow_underfill {
-        let options = SampleOptions {
-            seed: a.seed,
-            allow_unpredictable: a.allow_unpredictable,
-            allow_underfill: false,
-            max_env_share: a.max_env_share,
-        };
         let impossible = envsim_bench::sample::unfillable(&composition, &options, packages.len());
         if !impossible.is_empty() {
             bail!(
@@ -266,12 +266,6 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             transitions
         }
         None => walk_transitions(packages.clone(), &a.walk, a.seed)?,
-    };
-    let options = SampleOptions {
-        seed: a.seed,
-        allow_unpredictable: a.allow_unpredictable,
-        allow_underfill: false,
-        max_env_share: a.max_env_share,
     };
     // Walk builds keep collecting — more walks, each round longer — while some bucket is short
     // and the budget allows: round r (1, 2, ...) adds `--walks` walks of `--steps × (r + 1)`

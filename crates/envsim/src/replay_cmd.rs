@@ -132,16 +132,44 @@ fn state_named<'a>(package: &'a EnvPackage, key: &str) -> Option<(&'a str, &'a V
         .map(|(n, s)| (n.as_str(), s))
 }
 
+/// Where a run's first state is: one of its package's states (by index: the package holds it,
+/// so a run from a 3 MB database needs no copy), or a state of its own.
+enum Start {
+    Package(usize),
+    Given(Value),
+}
+
+impl Start {
+    /// The package state named `name` (a name [`package_state`] or [`state_named`] returned).
+    fn of_package(package: &EnvPackage, name: &str) -> Start {
+        Start::Package(
+            package
+                .states
+                .iter()
+                .position(|(n, _)| n == name)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The state itself.
+    fn state<'a>(&'a self, package: &'a EnvPackage) -> &'a Value {
+        match self {
+            Start::Package(i) => &package.states[*i].1,
+            Start::Given(state) => state,
+        }
+    }
+}
+
 /// The state a run starts from, and its name.
 fn start_state(
     package: &EnvPackage,
     chosen: Option<&str>,
     run: &RecordedRun,
     source: &str,
-) -> Result<(String, Value)> {
+) -> Result<(String, Start)> {
     if let Some(key) = chosen {
-        if let Some((name, state)) = package_state(package, key) {
-            return Ok((name.to_owned(), state.clone()));
+        if let Some((name, _)) = package_state(package, key) {
+            return Ok((name.to_owned(), Start::of_package(package, name)));
         }
         let path = Path::new(key);
         if path.is_file() {
@@ -152,7 +180,7 @@ fn start_state(
             if !value.is_object() {
                 bail!("{}: the state must be a JSON object", path.display());
             }
-            return Ok((path.display().to_string(), value));
+            return Ok((path.display().to_string(), Start::Given(value)));
         }
         bail!(
             "--state {key:?}: not an index of {}'s {} states, not one of its state names, and not a file",
@@ -161,11 +189,14 @@ fn start_state(
         );
     }
     if let Some(state) = &run.initial_state {
-        return Ok((format!("{source} {}", run.location), state.clone()));
+        return Ok((
+            format!("{source} {}", run.location),
+            Start::Given(state.clone()),
+        ));
     }
     if let Some(key) = &run.state {
         return match package_state(package, key) {
-            Some((name, state)) => Ok((name.to_owned(), state.clone())),
+            Some((name, _)) => Ok((name.to_owned(), Start::of_package(package, name))),
             None => bail!(
                 "{source}: {}: the record starts from the state {key:?}, which {} does not have (its states: {})",
                 run.location,
@@ -180,8 +211,8 @@ fn start_state(
         };
     }
     // By name only: a record without a task id is numbered by position, which is no state.
-    if let Some((name, state)) = state_named(package, &run.task_id) {
-        return Ok((name.to_owned(), state.clone()));
+    if let Some((name, _)) = state_named(package, &run.task_id) {
+        return Ok((name.to_owned(), Start::of_package(package, name)));
     }
     bail!(
         "{source}: {}: the record holds no initial state and {} has no state named after task {:?} (`env replay` takes --state N|NAME|FILE)",
@@ -229,43 +260,30 @@ pub async fn replay_runs(
     choice: ReplayChoice<'_>,
 ) -> Result<Vec<ReplayedRun>> {
     let workers = choice.workers;
-    // One shared copy of each package and of each starting state: a job per run must not
-    // hold its own copy of a 3 MB database (parsed, about ten times that).
+    // One shared copy of each package, whose states the runs start from: a job per run must
+    // not hold its own copy of a 3 MB database (parsed, about ten times that).
     let shared: Vec<Arc<EnvPackage>> = packages.iter().cloned().map(Arc::new).collect();
-    let mut starts: Vec<(usize, String, Arc<Value>)> = Vec::new();
     // Everything that can be wrong with the input is found before anything runs.
     let mut jobs = Vec::with_capacity(runs.len());
-    for (index, run) in runs.iter().enumerate() {
+    for run in runs {
         let package = package_for(packages, choice.env, run, source)?;
         let at = packages
             .iter()
             .position(|p| std::ptr::eq(p, package))
             .unwrap_or_default();
-        let (name, state) = start_state(package, choice.state, run, source)?;
-        let state = match starts
-            .iter()
-            .find(|(p, n, s)| *p == at && *n == name && **s == state)
-        {
-            Some((_, _, shared)) => Arc::clone(shared),
-            None => {
-                let state = Arc::new(state);
-                starts.push((at, name.clone(), Arc::clone(&state)));
-                state
-            }
-        };
+        let (name, start) = start_state(package, choice.state, run, source)?;
+        let state = start.state(package);
         let defaults = envsim_bench::replay::StepDefaults {
             seed: choice.seed,
             clock_start: choice
                 .clock
-                .unwrap_or_else(|| start_clock(package, &name, &state)),
+                .unwrap_or_else(|| start_clock(package, &name, state)),
             clock_step: choice
                 .clock_step
                 .unwrap_or(envsim_core::clock::DEFAULT_CLOCK_STEP),
         };
-        jobs.push((Arc::clone(&shared[at]), index, name, state, defaults));
+        jobs.push((Arc::clone(&shared[at]), run.clone(), name, start, defaults));
     }
-    drop(starts);
-    let runs: Arc<Vec<RecordedRun>> = Arc::new(runs.to_vec());
     let distinct = Arc::new(envsim_bench::replay::SharedStates::default());
     let progress = indicatif::ProgressBar::new(jobs.len() as u64);
     progress.set_style(
@@ -274,12 +292,11 @@ pub async fn replay_runs(
     );
     let semaphore = Arc::new(tokio::sync::Semaphore::new(workers.max(1)));
     let mut handles = Vec::with_capacity(jobs.len());
-    for (walk, (package, index, name, state, defaults)) in jobs.into_iter().enumerate() {
-        let (executor, semaphore, bar, runs, distinct) = (
+    for (walk, (package, run, name, start, defaults)) in jobs.into_iter().enumerate() {
+        let (executor, semaphore, bar, distinct) = (
             Arc::clone(&executor),
             Arc::clone(&semaphore),
             progress.clone(),
-            Arc::clone(&runs),
             Arc::clone(&distinct),
         );
         handles.push(tokio::spawn(async move {
@@ -287,20 +304,13 @@ pub async fn replay_runs(
                 .acquire()
                 .await
                 .map_err(|_| envsim_exec::ExecError::Spawn("the replay was stopped".into()))?;
-            let result = replay_run(
-                &executor,
-                &package,
-                &runs[index],
-                &state,
-                &name,
-                defaults,
-                walk,
-            )
-            .await
-            .map(|mut replayed| {
-                distinct.share(&mut replayed);
-                replayed
-            });
+            let state = start.state(&package);
+            let result = replay_run(&executor, &package, &run, state, &name, defaults, walk)
+                .await
+                .map(|mut replayed| {
+                    distinct.share(&mut replayed);
+                    replayed
+                });
             bar.inc(1);
             result
         }));
