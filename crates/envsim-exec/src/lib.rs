@@ -34,6 +34,7 @@ mod error;
 #[allow(unsafe_code)]
 mod worker;
 
+pub mod appworld;
 pub mod arguments;
 pub mod bfcl;
 pub mod envscaler;

@@ -185,6 +185,15 @@ enum EnvCommand {
     /// tests and call-only trajectories. The import is refused when the generated package
     /// answers or changes anything otherwise than τ²-bench does.
     ImportTau2(ImportTau2Args),
+    /// Import AppWorld's apps from an installed appworld package (pip install
+    /// appworld==0.1.3.post1 && appworld install; set ENVSIM_PYTHON to the interpreter that has
+    /// it, for the import and for running the packages): one package per app whose state is
+    /// the tables of the apps its calls touch, worlds of three sizes built with AppWorld's
+    /// record factories, call sessions executed by AppWorld itself as scripted tests and
+    /// call-only trajectories, and an OpenAPI document. The import is refused when the
+    /// generated package answers or changes anything otherwise than AppWorld does. AppWorld's
+    /// licence: never publish the packages unencrypted.
+    ImportAppworld(ImportAppWorldArgs),
     /// Write an OpenAPI 3.1 document describing an environment: its tools as REST operations
     /// whose method and path say what each does to which resources, and the shapes of its
     /// answers — learned by running seeded walks of the package. What a simulator or an audit
@@ -223,6 +232,22 @@ struct ImportTau2Args {
     /// Every task of tasks.json instead of a split.
     #[arg(long)]
     all_tasks: bool,
+    /// Write into a non-empty folder: each imported package folder is replaced whole.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Debug, Args)]
+struct ImportAppWorldArgs {
+    /// Output folder (refused when it is not empty, unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Apps to import.
+    #[arg(long, value_delimiter = ',', default_values_t = envsim_exec::appworld::APPS.map(String::from))]
+    apps: Vec<String>,
+    /// World sizes to build (small: 3 people, medium: 6, large: 12).
+    #[arg(long, value_delimiter = ',', default_values_t = envsim_exec::appworld::SIZES.map(|(s, _, _)| String::from(s)))]
+    sizes: Vec<String>,
     /// Write into a non-empty folder: each imported package folder is replaced whole.
     #[arg(long)]
     force: bool,
@@ -334,6 +359,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
             } => import(&file, &tasks, &state_field, &out, force),
             EnvCommand::ImportBfcl(bfcl) => import_bfcl(bfcl).await,
             EnvCommand::ImportTau2(tau2) => import_tau2(tau2).await,
+            EnvCommand::ImportAppworld(appworld) => import_appworld(appworld).await,
             // Its walks start a runtime of their own, so they run on a thread outside this one.
             EnvCommand::Openapi(a) => std::thread::scope(|scope| {
                 scope
@@ -977,6 +1003,70 @@ async fn import_tau2(args: ImportTau2Args) -> Result<()> {
         summary.envs.iter().map(|e| e.steps).sum::<usize>(),
         args.out.display()
     );
+    Ok(())
+}
+
+async fn import_appworld(args: ImportAppWorldArgs) -> Result<()> {
+    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
+        bail!(
+            "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
+            args.out.display()
+        );
+    }
+    let python = envsim_exec::resolve_python().await?;
+    let source = envsim_exec::appworld::locate(&python)?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} building worlds and executing sessions in AppWorld: {msg} ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let summary = envsim_exec::appworld::import(
+        &envsim_exec::appworld::AppWorldImport {
+            apps: args.apps,
+            sizes: args.sizes,
+            python,
+            out: args.out.clone(),
+        },
+        &mut |line| {
+            bar.set_message(line.to_owned());
+            bar.tick();
+        },
+    );
+    bar.finish_and_clear();
+    let summary = summary?;
+    for env in &summary.envs {
+        let rows: Vec<String> = env
+            .rows
+            .iter()
+            .map(|(size, rows)| format!("{size} {rows}"))
+            .collect();
+        println!(
+            "{}  {} tools, state: {} ({} rows), {} sessions, {} scripted steps ({} failed, {} raised inside AppWorld)",
+            env.name,
+            env.tools,
+            env.state_apps.join("+"),
+            rows.join(", "),
+            env.sessions,
+            env.steps,
+            env.failing_steps,
+            env.raising_steps
+        );
+    }
+    for table in &summary.underfilled {
+        eprintln!("not filled: {table}");
+    }
+    warn_missing_modules(&summary.missing_modules);
+    println!(
+        "imported {} apps from appworld {} ({}): {} scripted steps, all executed by AppWorld and agreeing, into {}",
+        summary.envs.len(),
+        summary.version.as_deref().unwrap_or("(version unknown)"),
+        source.display(),
+        summary.envs.iter().map(|e| e.steps).sum::<usize>(),
+        args.out.display()
+    );
+    eprintln!("AppWorld's licence: these packages are derived from its code; never publish them unencrypted (see each NOTICE.md)");
     Ok(())
 }
 
