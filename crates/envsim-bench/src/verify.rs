@@ -138,9 +138,8 @@ pub async fn verify_one(executor: &Executor, job: &SliceJob) -> Result<Option<Fi
     Ok(None)
 }
 
-/// Replays a benchmark's records as they are read, at most `window` samples in flight: only
-/// those samples' states are held parsed, however large the states and the file (a compact
-/// file stores each large state once; its samples are materialised one at a time).
+/// Replays a benchmark's records, at most `window` samples in flight ([`verify_stream`] over
+/// records already read).
 pub async fn verify_records(
     executor: Arc<Executor>,
     source: &str,
@@ -148,15 +147,98 @@ pub async fn verify_records(
     packages: &HashMap<String, EnvPackage>,
     window: usize,
 ) -> Result<VerifyReport, VerifyError> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Record, std::convert::Infallible>>(1);
+    let feed = tokio::spawn(async move {
+        for record in records {
+            if tx.send(Ok(record)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let result = verify_stream(executor, source, &mut rx, packages, window).await;
+    drop(rx);
+    let _ = feed.await;
+    match result {
+        Ok(result) => result,
+        Err(never) => match never {},
+    }
+}
+
+/// Replays a benchmark's records as they arrive from `records` (a file read as a stream), at
+/// most `window` samples in flight: only those samples' states are held parsed, however large
+/// the states and the file (a compact file stores each large state once; its samples are
+/// materialised one at a time). The verdicts are kept, the samples dropped.
+///
+/// The outer error is the stream's own (the file cannot be read or is not valid JSON): it comes
+/// first, as it would from a reader of the whole file, even when a sample before it failed (the
+/// rest of the stream is read to find it). Samples in flight when the stream fails are waited
+/// for and their verdicts dropped. The inner result is the replay's.
+pub async fn verify_stream<E>(
+    executor: Arc<Executor>,
+    source: &str,
+    records: &mut tokio::sync::mpsc::Receiver<Result<Record, E>>,
+    packages: &HashMap<String, EnvPackage>,
+    window: usize,
+) -> Result<Result<VerifyReport, VerifyError>, E> {
+    let mut in_flight = VecDeque::new();
+    let replayed = replay(
+        executor,
+        source,
+        records,
+        packages,
+        window.max(1),
+        &mut in_flight,
+    )
+    .await;
+    match replayed {
+        Ok(report) => Ok(Ok(report)),
+        Err(Stop::Stream(error)) => {
+            // Nothing more to report; the samples started still finish, so no call is cut off.
+            while let Some(handle) = in_flight.pop_front() {
+                let _ = handle.await;
+            }
+            Err(error)
+        }
+        // A file error further on is what the whole-file reader would have reported.
+        Err(Stop::Replay(error)) => match rest_error(records).await {
+            Some(error) => Err(error),
+            None => Ok(Err(error)),
+        },
+    }
+}
+
+/// The error a stream of records holds further on, if any (the records are dropped).
+async fn rest_error<E>(records: &mut tokio::sync::mpsc::Receiver<Result<Record, E>>) -> Option<E> {
+    while let Some(item) = records.recv().await {
+        if let Err(error) = item {
+            return Some(error);
+        }
+    }
+    None
+}
+
+/// Why [`replay`] stopped early.
+enum Stop<E> {
+    /// The stream of records failed.
+    Stream(E),
+    /// A record or a replay failed.
+    Replay(VerifyError),
+}
+
+type Replay = tokio::task::JoinHandle<Result<Option<Finding>, ExecError>>;
+
+async fn replay<E>(
+    executor: Arc<Executor>,
+    source: &str,
+    records: &mut tokio::sync::mpsc::Receiver<Result<Record, E>>,
+    packages: &HashMap<String, EnvPackage>,
+    window: usize,
+    in_flight: &mut VecDeque<Replay>,
+) -> Result<VerifyReport, Stop<E>> {
     let mut reader = RecordReader::new(source);
     let mut codes = HashMap::new();
     let mut report = VerifyReport::default();
-    let mut in_flight = VecDeque::new();
-    let window = window.max(1);
-    async fn settle(
-        handle: tokio::task::JoinHandle<Result<Option<Finding>, ExecError>>,
-        report: &mut VerifyReport,
-    ) -> Result<(), VerifyError> {
+    async fn settle(handle: Replay, report: &mut VerifyReport) -> Result<(), VerifyError> {
         let result = handle
             .await
             .map_err(|e| ExecError::Protocol(format!("a replay task failed: {e}")))?;
@@ -167,15 +249,17 @@ pub async fn verify_records(
         }
         Ok(())
     }
-    for record in records {
+    let fail = |e: VerifyError| Stop::Replay(e);
+    while let Some(record) = records.recv().await {
+        let record = record.map_err(Stop::Stream)?;
         // What a job reads besides the states (class name, seed, clock); the states are moved
         // into the transitions.
         let meta = without_states(&record.value);
-        for t in reader.read(record)? {
-            let job = job(t, &meta, packages, &mut codes)?;
+        for t in reader.read(record).map_err(|e| fail(e.into()))? {
+            let job = job(t, &meta, packages, &mut codes).map_err(|e| fail(e.into()))?;
             if in_flight.len() >= window {
                 if let Some(handle) = in_flight.pop_front() {
-                    settle(handle, &mut report).await?;
+                    settle(handle, &mut report).await.map_err(fail)?;
                 }
             }
             let executor = Arc::clone(&executor);
@@ -185,9 +269,9 @@ pub async fn verify_records(
         }
     }
     while let Some(handle) = in_flight.pop_front() {
-        settle(handle, &mut report).await?;
+        settle(handle, &mut report).await.map_err(fail)?;
     }
-    reader.finish()?;
+    reader.finish().map_err(|e| fail(e.into()))?;
     Ok(report)
 }
 

@@ -5,8 +5,9 @@
 use envsim_bench::collect::{collect, WalkPlan};
 use envsim_bench::output::{render, write_reference_json};
 use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
-use envsim_bench::verify::verify_records;
-use envsim_core::formats::records;
+use envsim_bench::slice_check::SliceCheckError;
+use envsim_bench::verify::{verify_records, verify_stream, VerifyError};
+use envsim_core::formats::{records, Record};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
 use serde_json::{json, Value};
@@ -206,6 +207,46 @@ async fn database_packages_are_classified_sampled_and_replayable() {
             .unwrap();
         assert_eq!((report.checked, report.identical), (7, 7), "{report:?}");
     }
+
+    // Read as a stream: the same verdicts; an error of the stream (the file is not valid JSON
+    // further on) comes first, even after a sample that cannot be replayed.
+    let stream = |records: Vec<Record>, late: bool| {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            for record in records {
+                if tx.send(Ok(record)).await.is_err() {
+                    return;
+                }
+            }
+            if late {
+                let _ = tx.send(Err("late syntax error".to_owned())).await;
+            }
+        });
+        rx
+    };
+    let none = HashMap::new();
+    let verify = |mut rx| {
+        let executor = Arc::clone(&executor);
+        let none = &none;
+        async move { verify_stream(executor, "benchmark.json", &mut rx, none, 2).await }
+    };
+    let recs = records(bytes, "benchmark.json").unwrap();
+    let report = verify(stream(recs.clone(), false)).await.unwrap().unwrap();
+    assert_eq!((report.checked, report.identical), (7, 7), "{report:?}");
+    let late = verify(stream(recs.clone(), true)).await;
+    assert_eq!(late.unwrap_err(), "late syntax error");
+    let mut no_code = recs.clone();
+    no_code[3].value.as_object_mut().unwrap().remove("env_code");
+    let failed = verify(stream(no_code.clone(), false)).await.unwrap();
+    assert!(
+        matches!(
+            failed,
+            Err(VerifyError::Job(SliceCheckError::NoCode { .. }))
+        ),
+        "{failed:?}"
+    );
+    let late = verify(stream(no_code, true)).await;
+    assert_eq!(late.unwrap_err(), "late syntax error");
 }
 
 /// A refusal that joins a set of strings into its text (as foreign environments list the

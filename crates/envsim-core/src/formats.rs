@@ -79,7 +79,10 @@ pub struct Record {
     pub index: usize,
 }
 
-fn syntax_error(source: &str, e: &serde_json::Error, line_offset: usize) -> FormatError {
+/// The located error for a serde_json syntax error in the file `source`: line and column (the
+/// parser's line plus `line_offset`, for a parser started on a later line) and the message
+/// without serde_json's own position suffix.
+pub fn syntax_error(source: &str, e: &serde_json::Error, line_offset: usize) -> FormatError {
     let message = e.to_string();
     // serde_json appends " at line L column C"; the location is reported separately.
     let message = message
@@ -103,6 +106,11 @@ fn file_error(source: &str, message: impl Into<String>) -> FormatError {
     }
 }
 
+/// The error for a file with nothing but whitespace in it.
+pub fn empty_file_error(source: &str) -> FormatError {
+    file_error(source, "the file is empty")
+}
+
 fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
@@ -116,7 +124,7 @@ fn first_byte(bytes: &[u8]) -> Option<u8> {
 pub fn records(bytes: &[u8], source: &str) -> Result<Vec<Record>, FormatError> {
     let bytes = strip_bom(bytes);
     match first_byte(bytes) {
-        None => Err(file_error(source, "the file is empty")),
+        None => Err(empty_file_error(source)),
         Some(b'[') => {
             let items: Vec<Value> =
                 serde_json::from_slice(bytes).map_err(|e| syntax_error(source, &e, 0))?;
@@ -133,21 +141,33 @@ pub fn records(bytes: &[u8], source: &str) -> Result<Vec<Record>, FormatError> {
         Some(_) => {
             let mut out = Vec::new();
             for (line_index, line) in bytes.split(|&b| b == b'\n').enumerate() {
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
+                if let Some(record) = line_record(line, line_index, out.len(), source)? {
+                    out.push(record);
                 }
-                let value: Value = serde_json::from_slice(line)
-                    .map_err(|e| syntax_error(source, &e, line_index))?;
-                let index = out.len();
-                out.push(Record {
-                    value,
-                    location: Location::Line(line_index + 1),
-                    index,
-                });
             }
             Ok(out)
         }
     }
+}
+
+/// One line of a JSON Lines file as [`records`] reads it: `None` for a blank line, else the
+/// record at 0-based `line_index` (reported 1-based) that is the `index`-th record of the file.
+pub fn line_record(
+    line: &[u8],
+    line_index: usize,
+    index: usize,
+    source: &str,
+) -> Result<Option<Record>, FormatError> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value =
+        serde_json::from_slice(line).map_err(|e| syntax_error(source, &e, line_index))?;
+    Ok(Some(Record {
+        value,
+        location: Location::Line(line_index + 1),
+        index,
+    }))
 }
 
 /// Field access with located errors for one record.
@@ -1123,74 +1143,178 @@ pub fn match_predictions<T: std::borrow::Borrow<Transition>>(
     allow_missing: bool,
     source: &str,
 ) -> Result<Vec<(Prediction, Option<Usage>)>, FormatError> {
-    let transitions: Vec<&Transition> = transitions
+    let mut matcher = PredictionMatcher::new(records, source);
+    let matched = transitions
         .iter()
-        .map(std::borrow::Borrow::borrow)
+        .map(|t| matcher.take(t.borrow()))
         .collect();
-    let by_id: HashMap<&str, usize> = transitions
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.id.as_str(), i))
-        .collect();
-    let by_origin: HashMap<(usize, Option<usize>), usize> = transitions
-        .iter()
-        .enumerate()
-        .map(|(i, t)| ((t.origin.record, t.origin.step), i))
-        .collect();
-    let mut slots: Vec<Option<(Prediction, Option<Usage>)>> = vec![None; transitions.len()];
-    for record in records {
-        let error = |message: String| FormatError {
+    matcher.finish(allow_missing)?;
+    Ok(matched)
+}
+
+/// [`match_predictions`] one transition at a time, for a caller that reads the benchmark as a
+/// stream and cannot hold its transitions: [`take`](Self::take) hands out each transition's
+/// prediction as the transition comes, [`finish`](Self::finish) then gives the error
+/// [`match_predictions`] gives for the same transitions (the first prediction, in file order,
+/// for no transition or for a transition that already has one; then the missing ones).
+///
+/// A prediction finds its transition by id, or by the reference key: `sample_index` is the
+/// benchmark record, `step_index` the step of a trajectory record (ignored for a single-step
+/// record, 0 when absent). A record's transitions are either one without a step or its steps,
+/// so every prediction has at most one transition.
+#[derive(Debug)]
+pub struct PredictionMatcher {
+    source: String,
+    entries: Vec<MatchEntry>,
+    /// Entries keyed by id, in file order.
+    by_id: HashMap<String, Vec<usize>>,
+    /// Entries keyed by reference `sample_index`, in file order.
+    by_record: HashMap<usize, Vec<usize>>,
+    /// Transitions seen.
+    seen: usize,
+    /// The first transitions without a prediction (as many as an error names).
+    missing: Vec<String>,
+    /// How many transitions had no prediction.
+    missing_count: usize,
+}
+
+/// How many missing sample ids the error names.
+const MISSING_SHOWN: usize = 5;
+
+#[derive(Debug)]
+struct MatchEntry {
+    key: PredictionKey,
+    location: Location,
+    /// The prediction until its transition takes it.
+    prediction: Option<(Prediction, Option<Usage>)>,
+    state: EntryState,
+}
+
+#[derive(Debug)]
+enum EntryState {
+    /// No transition has come for it (yet).
+    Unclaimed,
+    /// Its transition took it.
+    Taken,
+    /// Its transition had an earlier prediction; the transition's id.
+    Second(String),
+}
+
+impl PredictionMatcher {
+    /// A matcher for the predictions of the file named `source`.
+    pub fn new(records: Vec<PredictionRecord>, source: &str) -> Self {
+        let mut by_id: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_record: HashMap<usize, Vec<usize>> = HashMap::new();
+        let entries = records
+            .into_iter()
+            .enumerate()
+            .map(|(i, record)| {
+                match &record.key {
+                    PredictionKey::Id(id) => by_id.entry(id.clone()).or_default().push(i),
+                    PredictionKey::Reference { sample_index, .. } => {
+                        by_record.entry(*sample_index).or_default().push(i);
+                    }
+                }
+                MatchEntry {
+                    key: record.key,
+                    location: record.location,
+                    prediction: Some((record.prediction, record.usage)),
+                    state: EntryState::Unclaimed,
+                }
+            })
+            .collect();
+        PredictionMatcher {
             source: source.to_owned(),
-            location: record.location.clone(),
-            field: None,
-            message,
-        };
-        let slot = match &record.key {
-            PredictionKey::Id(id) => by_id
-                .get(id.as_str())
-                .copied()
-                .ok_or_else(|| error(format!("sample_id {id:?} is not in the benchmark")))?,
-            PredictionKey::Reference {
-                sample_index,
-                step_index,
-            } => by_origin
-                .get(&(*sample_index, None))
-                .or_else(|| by_origin.get(&(*sample_index, Some(step_index.unwrap_or(0)))))
-                .copied()
-                .ok_or_else(|| {
-                    error(format!(
-                        "sample_index {sample_index}, step_index {step_index:?} is not in the benchmark"
-                    ))
-                })?,
-        };
-        if slots[slot].is_some() {
-            return Err(error(format!(
-                "a second prediction for sample {:?}",
-                transitions[slot].id
-            )));
+            entries,
+            by_id,
+            by_record,
+            seen: 0,
+            missing: Vec::new(),
+            missing_count: 0,
         }
-        slots[slot] = Some((record.prediction, record.usage));
     }
-    let missing: Vec<&str> = slots
-        .iter()
-        .zip(&transitions)
-        .filter(|(s, _)| s.is_none())
-        .map(|(_, t)| t.id.as_str())
-        .collect();
-    if !missing.is_empty() && !allow_missing {
-        let shown: Vec<&str> = missing.iter().take(5).copied().collect();
-        return Err(file_error(
-            source,
-            format!(
-                "{} of {} samples have no prediction (first: {}); pass --allow-missing to score them as wrong",
-                missing.len(),
-                transitions.len(),
-                shown.join(", ")
-            ),
-        ));
+
+    /// The prediction for the next transition ([`Prediction::Missing`] when there is none).
+    /// Each transition must come once.
+    pub fn take(&mut self, transition: &Transition) -> (Prediction, Option<Usage>) {
+        self.seen += 1;
+        let entries = &self.entries;
+        let mut candidates: Vec<usize> = self
+            .by_id
+            .get(transition.id.as_str())
+            .into_iter()
+            .flatten()
+            .copied()
+            .chain(
+                self.by_record
+                    .get(&transition.origin.record)
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .filter(|&i| match (&entries[i].key, transition.origin.step) {
+                        (_, None) => true,
+                        (PredictionKey::Reference { step_index, .. }, Some(step)) => {
+                            step_index.unwrap_or(0) == step
+                        }
+                        (PredictionKey::Id(_), Some(_)) => false,
+                    }),
+            )
+            .collect();
+        candidates.sort_unstable();
+        let Some((&first, rest)) = candidates.split_first() else {
+            self.missing_count += 1;
+            if self.missing.len() < MISSING_SHOWN {
+                self.missing.push(transition.id.clone());
+            }
+            return (Prediction::Missing, None);
+        };
+        for &i in rest {
+            self.entries[i].state = EntryState::Second(transition.id.clone());
+        }
+        let entry = &mut self.entries[first];
+        entry.state = EntryState::Taken;
+        entry
+            .prediction
+            .take()
+            .unwrap_or((Prediction::Missing, None))
     }
-    Ok(slots
-        .into_iter()
-        .map(|s| s.unwrap_or((Prediction::Missing, None)))
-        .collect())
+
+    /// Ends the benchmark: the first prediction (in file order) that named no transition or a
+    /// transition with an earlier prediction is an error, and so are transitions without a
+    /// prediction unless `allow_missing`.
+    pub fn finish(self, allow_missing: bool) -> Result<(), FormatError> {
+        for entry in &self.entries {
+            let message = match &entry.state {
+                EntryState::Taken => continue,
+                EntryState::Second(id) => format!("a second prediction for sample {id:?}"),
+                EntryState::Unclaimed => match &entry.key {
+                    PredictionKey::Id(id) => format!("sample_id {id:?} is not in the benchmark"),
+                    PredictionKey::Reference {
+                        sample_index,
+                        step_index,
+                    } => format!(
+                        "sample_index {sample_index}, step_index {step_index:?} is not in the benchmark"
+                    ),
+                },
+            };
+            return Err(FormatError {
+                source: self.source,
+                location: entry.location.clone(),
+                field: None,
+                message,
+            });
+        }
+        if self.missing_count > 0 && !allow_missing {
+            return Err(file_error(
+                &self.source,
+                format!(
+                    "{} of {} samples have no prediction (first: {}); pass --allow-missing to score them as wrong",
+                    self.missing_count,
+                    self.seen,
+                    self.missing.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
 }

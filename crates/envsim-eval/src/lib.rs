@@ -21,6 +21,8 @@ pub use envsim_model::local;
 pub use envsim_model::model;
 pub mod openai;
 pub mod prepare;
+pub mod records;
 pub mod report;
 pub mod runner;
+pub mod scoring;
 pub mod store;

@@ -10,9 +10,10 @@ use envsim_bench::output::{
 use envsim_bench::sample::{sample, Composition, SampleOptions};
 use envsim_bench::slice_check::SliceCheckError;
 use envsim_bench::trajectories::import as import_trajectories;
-use envsim_bench::verify::{verify_records, Mismatch, VerifyError, VerifyReport};
+use envsim_bench::verify::{verify_stream, Mismatch, VerifyError, VerifyReport};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::score::stratum_of;
+use envsim_eval::records::{open_benchmark, ReadError, RecordStream, Source};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
 use std::collections::{BTreeMap, HashMap};
@@ -173,10 +174,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
             workers,
             json,
         } => {
-            let (bytes, name) = crate::bundled::read_or_bundled(file.as_deref())?;
+            // Read as a stream: a few samples are held at a time, not the file.
+            let (reader, name): (Box<dyn Source>, String) = match &file {
+                Some(path) => (
+                    Box::new(
+                        open_benchmark(path)
+                            .with_context(|| format!("cannot read {}", path.display()))?,
+                    ),
+                    path.display().to_string(),
+                ),
+                None => (
+                    Box::new(std::io::Cursor::new(crate::bundled::benchmark()?)),
+                    crate::bundled::NAME.to_owned(),
+                ),
+            };
             let root = crate::env_cmd::Corpus::choose(envs);
             let packages = by_name(root.load_all()?);
-            let report = verify_benchmark(&bytes, &name, &packages, workers)?;
+            let report = verify_benchmark(reader, &name, &packages, workers)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             }
@@ -359,7 +373,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     ];
     // A benchmark must replay from its own file; checked before anything is written.
     let replay = verify_benchmark(
-        files.envsim_jsonl.as_bytes(),
+        std::io::Cursor::new(files.envsim_jsonl.clone().into_bytes()),
         "benchmark.jsonl",
         &packages_for_verify,
         a.walk.workers,
@@ -458,28 +472,45 @@ fn share(text: &str) -> Result<f64, String> {
 }
 
 /// Replays every sample of a benchmark file ([`envsim_bench::verify`]) on `workers` worker
-/// processes; code and class come from the samples or else from `packages`.
+/// processes, reading it as a stream; code and class come from the samples or else from
+/// `packages`. A file that is not valid JSON fails before anything else does, as when the file
+/// was read whole first.
 fn verify_benchmark(
-    bytes: &[u8],
+    reader: impl Source + 'static,
     name: &str,
     packages: &HashMap<String, EnvPackage>,
     workers: usize,
 ) -> Result<VerifyReport> {
-    let records = envsim_core::formats::records(bytes, name)?;
-    let runtime = crate::env_cmd::exec_runtime()?;
+    let mut stream =
+        RecordStream::start(reader, name).with_context(|| format!("cannot read {name}"))?;
+    let read_error = |error: ReadError| match error {
+        ReadError::Io(error) => anyhow::Error::new(error).context(format!("cannot read {name}")),
+        ReadError::Format(error) => error.into(),
+    };
+    let runtime = match crate::env_cmd::exec_runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => return Err(stream.blocking_rest_error().map_or(error, read_error)),
+    };
     let workers = workers.max(1);
-    let report = runtime.block_on(async move {
-        let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
-        verify_records(executor, name, records, packages, workers * 2)
+    runtime.block_on(async move {
+        let executor = match crate::env_cmd::exec_limits() {
+            Ok(limits) => Executor::new(workers, limits).await.map_err(Into::into),
+            Err(error) => Err(error),
+        };
+        let executor = match executor {
+            Ok(executor) => Arc::new(executor),
+            Err(error) => return Err(stream.rest_error().await.map_or(error, read_error)),
+        };
+        verify_stream(executor, name, &mut stream.items, packages, workers * 2)
             .await
+            .map_err(read_error)?
             .map_err(|e| match e {
                 VerifyError::Job(SliceCheckError::NoCode { .. }) => {
                     anyhow!("{name}: {e} (pass --envs DIR)")
                 }
                 other => anyhow!("{name}: {other}"),
             })
-    })?;
-    Ok(report)
+    })
 }
 
 /// `envsim bench export-reference`.

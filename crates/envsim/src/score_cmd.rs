@@ -1,11 +1,10 @@
 //! `envsim score`: score prediction files and baselines against a benchmark.
 
 use crate::render::{render, OutputFormat};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use envsim_core::formats::{match_predictions, parse_predictions};
 use envsim_core::prelude::*;
-use envsim_eval::prepare::{parse_benchmark, prepare_samples};
+use envsim_eval::scoring::{score_files, ScoreError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -40,48 +39,31 @@ pub struct ScoreArgs {
     allow_missing: bool,
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
-}
-
 pub fn run(args: ScoreArgs) -> Result<()> {
     if args.predictions.is_empty() && args.baseline.is_empty() {
         bail!("nothing to score: give --predictions FILE and/or --baseline null|oracle");
     }
-    let bench_name = args.bench.display().to_string();
-    // The samples own the transitions: no second copy of every state (a benchmark over a
-    // 3 MB database holds two of them per sample).
-    let mut samples: Vec<PreparedSample> =
-        prepare_samples(parse_benchmark(&read(&args.bench)?, &bench_name)?);
-
-    let mut reports = Vec::new();
-    for path in &args.predictions {
-        let name = path.display().to_string();
-        let records = parse_predictions(&read(path)?, &name)?;
-        let transitions: Vec<&Transition> =
-            samples.iter().map(PreparedSample::transition).collect();
-        let matched = match_predictions(&transitions, records, args.allow_missing, &name)?;
-        let scores = samples
-            .iter_mut()
-            .zip(&matched)
-            .map(|(sample, (prediction, usage))| sample.score(prediction, *usage))
-            .collect();
-        reports.push(Report::new(name, scores));
-    }
-    for baseline in &args.baseline {
-        let baseline = match baseline {
+    let baselines: Vec<Baseline> = args
+        .baseline
+        .iter()
+        .map(|baseline| match baseline {
             BaselineArg::Null => Baseline::Null,
             BaselineArg::Oracle => Baseline::Oracle,
-        };
-        let scores = samples
-            .iter_mut()
-            .map(|sample| {
-                let prediction = baseline.predict(sample.transition());
-                sample.score(&prediction, None)
-            })
-            .collect();
-        reports.push(Report::new(baseline.name(), scores));
-    }
+        })
+        .collect();
+    // The benchmark is read as a stream: a few samples are held at a time, not the file.
+    let reports = score_files(
+        &args.bench,
+        &args.predictions,
+        &baselines,
+        args.allow_missing,
+    )
+    .map_err(|error| match error {
+        ScoreError::Read { path, error } => {
+            anyhow::Error::new(error).context(format!("cannot read {}", path.display()))
+        }
+        ScoreError::Format(error) => error.into(),
+    })?;
 
     // Everything is computed before anything is written, so a failure leaves no partial output.
     let rendered = render(&reports, args.format)?;
