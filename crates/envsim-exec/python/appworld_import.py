@@ -194,7 +194,6 @@ class _EnvsimWorld:
         for name, keys, kinds in self.tables[app]:
             rows = state.get(name) or {}
             if keys is None:
-                connection.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", sorted(rows.items()))
                 continue
             columns = list(kinds)
             names = ", ".join('"%s"' % c for c in columns)
@@ -213,6 +212,12 @@ class _EnvsimWorld:
                     row.append(value)
                 values.append(([int(key)] if keys == ["rowid"] else []) + row)
             connection.executemany(statement, values)
+        # The counters last: inserting rows with their ids has set each counter to the largest
+        # id present, which is less than the state's after the newest record was deleted.
+        if any(keys is None for _, keys, _ in self.tables[app]):
+            connection.execute("DELETE FROM sqlite_sequence")
+            connection.executemany("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)",
+                                   sorted((state.get("sqlite_sequence") or {}).items()))
         connection.commit()
         manager = self.managers.get(app)
         if manager is not None:
