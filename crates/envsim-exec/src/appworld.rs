@@ -281,6 +281,7 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
             format!("Most APIs need the access_token that the {app} app's login API returns for an account's username (its email, or phone number for the phone app) and password."),
             "A failed call answers `Response status code is <code>:` and AppWorld's JSON message, as AppWorld raises it.".into(),
         ],
+        errors: Default::default(),
         tools: reply.tools.clone(),
     };
     // Cases name their state by index in file-name order.

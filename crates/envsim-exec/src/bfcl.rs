@@ -763,6 +763,7 @@ fn packages(
             clocks: Default::default(),
             effects: Default::default(),
             rules: Vec::new(),
+            errors: Default::default(),
             tools,
         };
         let mut files = Files::new();

@@ -216,6 +216,7 @@ pub fn import(
             clocks: Default::default(),
             effects: Default::default(),
             rules,
+            errors: Default::default(),
             tools,
         };
         let states = tasks.get(env_id).cloned().unwrap_or_default();

@@ -39,6 +39,7 @@ pub mod arguments;
 pub mod bfcl;
 pub mod envscaler;
 pub mod package;
+pub mod rendering;
 pub mod tau2;
 
 pub use error::ExecError;
@@ -126,6 +127,9 @@ pub struct EnvCode {
     pub class_name: Arc<str>,
     /// How the code is written.
     pub convention: Convention,
+    /// The answers the package's harness gives in place of an exception or an invalid call
+    /// (none: the executor's reports stand).
+    pub errors: Arc<rendering::ErrorRendering>,
 }
 
 impl EnvCode {
@@ -155,7 +159,14 @@ impl EnvCode {
             code,
             class_name,
             convention,
+            errors: Arc::default(),
         }
+    }
+
+    /// The same code, with exceptions and invalid calls answered as `errors` says.
+    pub fn with_errors(mut self, errors: rendering::ErrorRendering) -> Self {
+        self.errors = Arc::new(errors);
+        self
     }
 }
 
@@ -521,31 +532,34 @@ impl Executor {
         let state_line = serde_json::to_string(call.state)
             .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
         let sent = fingerprint(&state_line);
-        self.with_worker_hashing(Some(sent), hash_seed, async |w| {
-            Self::ensure_loaded(w, call.env, &limits).await?;
-            let mut header = op("call");
-            header.insert("env".into(), call.env.key.to_string().into());
-            header.insert("tool".into(), call.tool.into());
-            header.insert("args".into(), Value::Object(call.args.clone()));
-            header.insert("seed".into(), call.seed.into());
-            header.insert("clock".into(), call.clock.into());
-            header.insert("alias_init_config".into(), call.alias_init_config.into());
-            header.insert("trace".into(), call.trace.into());
-            let started = Instant::now();
-            w.live_state = None;
-            let reply = w
-                .request(header, Some(&state_line), limits.wall, &limits)
-                .await?;
-            let outcome = outcome(reply, started)?;
-            if !call.alias_init_config && !call.trace {
-                // What the next step of a chain will send; the worker keeps that instance live.
-                w.live_state = serde_json::to_string(&outcome.state_after)
-                    .ok()
-                    .map(|t| fingerprint(&t));
-            }
-            Ok(outcome)
-        })
-        .await
+        let started = Instant::now();
+        let result = self
+            .with_worker_hashing(Some(sent), hash_seed, async |w| {
+                Self::ensure_loaded(w, call.env, &limits).await?;
+                let mut header = op("call");
+                header.insert("env".into(), call.env.key.to_string().into());
+                header.insert("tool".into(), call.tool.into());
+                header.insert("args".into(), Value::Object(call.args.clone()));
+                header.insert("seed".into(), call.seed.into());
+                header.insert("clock".into(), call.clock.into());
+                header.insert("alias_init_config".into(), call.alias_init_config.into());
+                header.insert("trace".into(), call.trace.into());
+                let started = Instant::now();
+                w.live_state = None;
+                let reply = w
+                    .request(header, Some(&state_line), limits.wall, &limits)
+                    .await?;
+                let outcome = outcome(reply, started)?;
+                if !call.alias_init_config && !call.trace {
+                    // What the next step of a chain will send; the worker keeps that instance live.
+                    w.live_state = serde_json::to_string(&outcome.state_after)
+                        .ok()
+                        .map(|t| fingerprint(&t));
+                }
+                Ok(outcome)
+            })
+            .await;
+        render_errors(call, result, started)
     }
 
     /// The state of the instance that `state` constructs, with no call: the keys the file has
@@ -626,6 +640,46 @@ fn str_field(v: &Value, key: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned()
+}
+
+/// A call's result as the package's harness shows it: an exception or an invalid call the
+/// package renders becomes an answer (the rendered text) with the state as the code left it
+/// (unchanged for an invalid call); everything else stands.
+fn render_errors(
+    call: &Call<'_>,
+    result: Result<CallOutcome, ExecError>,
+    started: Instant,
+) -> Result<CallOutcome, ExecError> {
+    let rendered = |text: String, state_after: Value| CallOutcome {
+        observation: text.clone(),
+        observation_json: Value::String(text),
+        state_after,
+        converted: Vec::new(),
+        tool_time: started.elapsed(),
+        reads: None,
+    };
+    match result {
+        Err(ExecError::Exception {
+            message,
+            traceback,
+            state_after,
+        }) => match call.env.errors.exception(&message) {
+            Some(text) => Ok(rendered(
+                text,
+                state_after.map_or_else(|| call.state.clone(), |s| *s),
+            )),
+            None => Err(ExecError::Exception {
+                message,
+                traceback,
+                state_after,
+            }),
+        },
+        Err(ExecError::InvalidCall(reason)) => match call.env.errors.invalid_call(&reason) {
+            Some(text) => Ok(rendered(text, call.state.clone())),
+            None => Err(ExecError::InvalidCall(reason)),
+        },
+        other => other,
+    }
 }
 
 fn outcome(mut reply: Value, started: Instant) -> Result<CallOutcome, ExecError> {

@@ -108,6 +108,13 @@ pub struct Manifest {
     /// Business rules in plain language.
     #[serde(default)]
     pub rules: Vec<String>,
+    /// How the suite's harness answers an exception or an invalid call (`{"exception":
+    /// "Error: {message}"}`); absent: the executor's reports stand.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::rendering::ErrorRendering::is_empty"
+    )]
+    pub errors: crate::rendering::ErrorRendering,
     /// OpenAI function schemas, one per tool.
     pub tools: Vec<Value>,
 }
@@ -507,7 +514,8 @@ impl EnvPackage {
             tasks_jsonl,
             outcome: manifest.outcome_rule(),
             arguments: crate::arguments::ArgumentSchemas::compile(&manifest.tools),
-            code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention),
+            code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention)
+                .with_errors(manifest.errors.clone()),
             manifest,
             states,
             tests,
@@ -908,6 +916,47 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_s_error_rendering_reaches_the_code_and_a_misspelt_one_is_refused() {
+        let mut memory = MemoryCorpus::new("<test corpus>");
+        for (path, text) in files() {
+            memory.insert(path, text.as_bytes().to_vec());
+        }
+        memory.insert(
+            "c/manifest.json",
+            br#"{"name": "c", "domain": "t", "description": "d", "class_name": "C",
+                 "errors": {"exception": "Error: {message}"}, "tools": []}"#
+                .to_vec(),
+        );
+        memory.insert("c/env.py", b"class C:\n    pass\n".to_vec());
+        memory.insert("c/states/0.json", b"{}".to_vec());
+        let package = memory.load("c").unwrap();
+        assert_eq!(
+            package.code.errors.exception("ValueError: no").as_deref(),
+            Some("Error: no")
+        );
+        assert_eq!(package.code.errors.invalid_call("x"), None);
+        // Written back only when set.
+        let text = serde_json::to_string(&package.manifest).unwrap();
+        assert!(
+            text.contains(r#""errors":{"exception":"Error: {message}"}"#),
+            "{text}"
+        );
+        assert!(
+            !serde_json::to_string(&memory.load("b_env").unwrap().manifest)
+                .unwrap()
+                .contains("errors")
+        );
+        memory.insert(
+            "c/manifest.json",
+            br#"{"name": "c", "domain": "t", "description": "d", "class_name": "C",
+                 "errors": {"exceptoin": "Error"}, "tools": []}"#
+                .to_vec(),
+        );
+        let error = memory.load("c").unwrap_err().to_string();
+        assert!(error.contains("unknown field `exceptoin`"), "{error}");
+    }
+
+    #[test]
     fn memory_corpus_errors_name_the_file_under_the_label() {
         let mut memory = MemoryCorpus::new("<test corpus>");
         for (path, text) in files() {
@@ -1031,7 +1080,7 @@ mod tests {
             error(r#""class_name": "C", "outcomes": null,"#),
             "<test corpus>/p/manifest.json: unknown field `outcomes`, expected one of `name`, \
              `domain`, `description`, `class_name`, `convention`, `outcome`, `clocks`, `effects`, `rules`, \
-             `tools` \
+             `errors`, `tools` \
              at line 1 column 81"
         );
     }

@@ -246,6 +246,7 @@ fn package(domain: &str, reply: &DomainReply) -> Result<(Files, Tau2Env), Import
         clocks: Default::default(),
         effects: Default::default(),
         rules: policy_rules(&reply.policy),
+        errors: Default::default(),
         tools,
     };
     // Distinct initial states, in task order: one `db.json` when all tasks share it, else a

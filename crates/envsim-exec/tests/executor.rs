@@ -186,6 +186,63 @@ async fn a_tool_that_raises_keeps_the_changes_it_made_before() {
 }
 
 #[tokio::test]
+async fn a_package_that_renders_errors_answers_them_as_its_harness_does() {
+    let ex = executor().await;
+    let code = "class Shop:\n    def buy(self, item):\n        self.log.append(item)\n        if item == 'x':\n            raise ValueError('out of stock: ' + item)\n        return {'ok': True}\n";
+    let plain = EnvCode::new(code, "Shop");
+    let rendering = envsim_exec::rendering::ErrorRendering {
+        exception: Some("Error: {message}".into()),
+        invalid_call: Some("Error: {type}: {message}".into()),
+    };
+    let rendered = plain.clone().with_errors(rendering);
+    let state = json!({"log": []});
+    let args = json!({"item": "x"});
+    let args = args.as_object().unwrap();
+    // The executor's own report: an exception record with the change made before it.
+    let error = ex
+        .call(&Call::new(&plain, "buy", args, &state))
+        .await
+        .expect_err("raises");
+    assert_eq!(error.kind(), "exception");
+    // τ-bench's harness: the message as the answer, the change kept.
+    let outcome = ex
+        .call(&Call::new(&rendered, "buy", args, &state))
+        .await
+        .expect("rendered");
+    assert_eq!(outcome.observation_json, json!("Error: out of stock: x"));
+    assert_eq!(outcome.observation, "Error: out of stock: x");
+    assert_eq!(outcome.state_after, json!({"log": ["x"]}));
+    // An argument the signature refuses: refused, or answered with the state unchanged.
+    let bad = json!({"item": "a", "colour": "red"});
+    let bad = bad.as_object().unwrap();
+    let error = ex
+        .call(&Call::new(&plain, "buy", bad, &state))
+        .await
+        .expect_err("invalid");
+    assert_eq!(error.kind(), "invalid_call");
+    let outcome = ex
+        .call(&Call::new(&rendered, "buy", bad, &state))
+        .await
+        .expect("rendered");
+    let text = outcome.observation_json.as_str().unwrap().to_owned();
+    assert!(text.starts_with("Error: InvalidCall: "), "{text}");
+    assert!(text.contains("colour"), "{text}");
+    assert_eq!(outcome.state_after, state);
+    // A success is untouched.
+    let good = json!({"item": "a"});
+    let outcome = ex
+        .call(&Call::new(
+            &rendered,
+            "buy",
+            good.as_object().unwrap(),
+            &state,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(outcome.observation_json, json!({"ok": true}));
+}
+
+#[tokio::test]
 async fn missing_module_is_a_load_error() {
     let ex = executor().await;
     let broken = EnvCode::new("import not_a_real_module_xyz\nclass A:\n    pass\n", "A");
