@@ -327,12 +327,21 @@ pub async fn replay_runs(
     Ok(out)
 }
 
-/// Prints the per-run lines, the totals and the first differing steps; returns the totals.
-pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
-    let mut total = ReplayCounts::default();
-    for run in replayed {
+/// What a replay's summary needs of each run, gathered as the runs are written (and then
+/// dropped): a line per run, the differing steps, the totals.
+#[derive(Default)]
+pub struct ReplaySummary {
+    lines: Vec<String>,
+    differing: Vec<String>,
+    runs: usize,
+    total: ReplayCounts,
+}
+
+impl ReplaySummary {
+    /// Adds a run.
+    pub fn add(&mut self, run: &ReplayedRun) {
         let c = run.counts();
-        eprintln!(
+        self.lines.push(format!(
             "{} task {} on {} from {}: {} steps: {} exact, {} normalised, {} differ, {} not recorded",
             run.location,
             run.task_id,
@@ -343,50 +352,77 @@ pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
             c.normalised,
             c.differs,
             c.not_recorded
-        );
-        total.merge(c);
+        ));
+        self.total.merge(c);
+        self.runs += 1;
+        for (k, s) in run.steps.iter().enumerate() {
+            if matches!(s.comparison, Comparison::Differs(_)) {
+                self.differing.push(format!(
+                    "  {} task {} step {} {}: {}",
+                    run.location,
+                    run.task_id,
+                    k + 1,
+                    envsim_bench::collect::action_key(&s.transition.action),
+                    s.comparison.why().unwrap_or_default()
+                ));
+            }
+        }
     }
-    let differing: Vec<String> = replayed
-        .iter()
-        .flat_map(|run| {
-            run.steps
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| matches!(s.comparison, Comparison::Differs(_)))
-                .map(move |(k, s)| {
-                    format!(
-                        "  {} task {} step {} {}: {}",
-                        run.location,
-                        run.task_id,
-                        k + 1,
-                        envsim_bench::collect::action_key(&s.transition.action),
-                        s.comparison.why().unwrap_or_default()
-                    )
-                })
-        })
-        .collect();
-    if !differing.is_empty() {
-        eprintln!("steps that differ from the recording:");
-        for line in differing.iter().take(10) {
+
+    /// Prints the per-run lines, the totals and the first differing steps; returns the totals.
+    pub fn print(&self, source: &str) -> ReplayCounts {
+        for line in &self.lines {
             eprintln!("{line}");
         }
-        if differing.len() > 10 {
-            eprintln!(
-                "  ... and {} more (see the comparison of each step)",
-                differing.len() - 10
-            );
+        if !self.differing.is_empty() {
+            eprintln!("steps that differ from the recording:");
+            for line in self.differing.iter().take(10) {
+                eprintln!("{line}");
+            }
+            if self.differing.len() > 10 {
+                eprintln!(
+                    "  ... and {} more (see the comparison of each step)",
+                    self.differing.len() - 10
+                );
+            }
         }
+        let total = self.total;
+        eprintln!(
+            "{source}: {} runs, {} steps: {} exact, {} normalised, {} differ, {} not recorded",
+            self.runs,
+            total.total(),
+            total.exact,
+            total.normalised,
+            total.differs,
+            total.not_recorded
+        );
+        total
     }
-    eprintln!(
-        "{source}: {} runs, {} steps: {} exact, {} normalised, {} differ, {} not recorded",
-        replayed.len(),
-        total.total(),
-        total.exact,
-        total.normalised,
-        total.differs,
-        total.not_recorded
-    );
-    total
+}
+
+/// Prints the per-run lines, the totals and the first differing steps; returns the totals.
+pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
+    let mut summary = ReplaySummary::default();
+    for run in replayed {
+        summary.add(run);
+    }
+    summary.print(source)
+}
+
+/// Writes each run as a JSON line and drops it, gathering the summary: the replayed states are
+/// never held as one text (a τ² airline replay writes 326 MB).
+fn write_runs(
+    out: &mut impl std::io::Write,
+    replayed: Vec<ReplayedRun>,
+    summary: &mut ReplaySummary,
+) -> Result<()> {
+    for run in replayed {
+        serde_json::to_writer(&mut *out, &run.to_json())?;
+        out.write_all(b"\n")?;
+        summary.add(&run);
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// `envsim env replay`.
@@ -418,24 +454,28 @@ pub async fn run(root: &crate::env_cmd::Corpus, a: ReplayArgs) -> Result<()> {
         },
     )
     .await?;
-    let mut jsonl = String::new();
-    for run in &replayed {
-        jsonl.push_str(&serde_json::to_string(&run.to_json())?);
-        jsonl.push('\n');
-    }
+    let mut summary = ReplaySummary::default();
+    let runs = replayed.len();
     match &a.out {
         Some(path) => {
-            crate::output::write_atomic(path, &jsonl)?;
+            let file = envsim_fs::AtomicFile::create(path)?;
+            write_runs(
+                &mut std::io::BufWriter::new(file.as_file()),
+                replayed,
+                &mut summary,
+            )
+            .with_context(|| format!("cannot write {}", path.display()))?;
+            file.commit()?;
         }
-        None => print!("{jsonl}"),
+        None => write_runs(
+            &mut std::io::BufWriter::new(std::io::stdout().lock()),
+            replayed,
+            &mut summary,
+        )?,
     }
-    let total = print_summary(&source, &replayed);
+    let total = summary.print(&source);
     if let Some(path) = &a.out {
-        eprintln!(
-            "wrote {} replayed runs to {}",
-            replayed.len(),
-            path.display()
-        );
+        eprintln!("wrote {runs} replayed runs to {}", path.display());
     }
     if total.differs > 0 && !a.allow_differences {
         bail!(
