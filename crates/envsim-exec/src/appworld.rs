@@ -305,7 +305,8 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
                 Some(raised) => {
                     raising += 1;
                     expect.insert("success".into(), Value::Bool(false));
-                    raised.clone()
+                    // As a failure's text: what the agent is shown of an exception.
+                    format!("Error: {raised}")
                 }
                 None => {
                     let success = rule.classify(&step.answer).ok_or_else(|| {
@@ -499,7 +500,7 @@ mod tests {
             serde_json::from_str(files["trajectories.jsonl"].lines().next().unwrap()).unwrap();
         assert_eq!(line["state"], "small.json");
         assert_eq!(line["steps"][0]["observation"], "{\"title\":\"milk\"}");
-        assert_eq!(line["steps"][3]["observation"], "Exception: no user");
+        assert_eq!(line["steps"][3]["observation"], "Error: Exception: no user");
         let manifest: Value = serde_json::from_str(&files["manifest.json"]).unwrap();
         assert_eq!(
             manifest["outcome"],
