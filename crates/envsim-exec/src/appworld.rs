@@ -26,8 +26,8 @@
 //! on a state always gives the same answer. Answers are the response's JSON; a failed call is
 //! the text of the exception AppWorld raises for it (`Response status code is 422:\n{...}`),
 //! which is the outcome rule. Files: `manifest.json`, `env.py`, `openapi.json` (the app's
-//! APIs as envsim's tools take them, for environment-free mode), `states/{large,medium,
-//! small}.json`, `tests.json` and `trajectories.jsonl` (the sessions), `NOTICE.md`.
+//! APIs as envsim's tools take them, for environment-free mode), `states/{1_small,2_medium,
+//! 3_large}.json`, `tests.json` and `trajectories.jsonl` (the sessions), `NOTICE.md`.
 //!
 //! AppWorld's licence allows redistributing what is derived from its code only in encrypted
 //! form: the packages are generated on the user's machine and must not be published as they
@@ -213,6 +213,15 @@ fn rows(state: &Value) -> usize {
         .sum()
 }
 
+/// A world's state file, numbered so that file-name order is size order (`1_small.json`): the
+/// first state, which many commands take by default, is the smallest.
+fn state_file(size: &str) -> String {
+    match SIZES.iter().position(|(s, _, _)| *s == size) {
+        Some(i) => format!("{}_{size}.json", i + 1),
+        None => format!("{size}.json"),
+    }
+}
+
 fn notice(app: &str) -> String {
     format!(
         "# AppWorld {app}: not for publication as it is\n\n\
@@ -274,7 +283,7 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
         clocks: reply
             .states
             .keys()
-            .map(|size| (format!("{size}.json"), format!("{FROZEN_TIME}Z")))
+            .map(|size| (state_file(size), format!("{FROZEN_TIME}Z")))
             .collect(),
         effects: Default::default(),
         rules: vec![
@@ -284,13 +293,10 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
         errors: Default::default(),
         tools: reply.tools.clone(),
     };
-    // Cases name their state by index in file-name order.
-    let files_in_order: Vec<String> = reply.states.keys().map(|s| format!("{s}.json")).collect();
-    let index_of = |size: &str| {
-        files_in_order
-            .iter()
-            .position(|f| *f == format!("{size}.json"))
-    };
+    // Cases name their state by index in file-name order, which is size order.
+    let mut files_in_order: Vec<String> = reply.states.keys().map(|s| state_file(s)).collect();
+    files_in_order.sort();
+    let index_of = |size: &str| files_in_order.iter().position(|f| *f == state_file(size));
     let mut cases = Vec::new();
     let mut trajectories = String::new();
     let (mut steps_total, mut failing, mut raising) = (0, 0, 0);
@@ -337,7 +343,7 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
         }
         steps_total += steps.len();
         cases.push(json!({"name": session.id, "state": state, "steps": steps}));
-        let line = json!({"env": name, "task_id": session.id, "state": format!("{}.json", session.size), "steps": recorded});
+        let line = json!({"env": name, "task_id": session.id, "state": state_file(&session.size), "steps": recorded});
         trajectories.push_str(&line.to_string());
         trajectories.push('\n');
     }
@@ -350,7 +356,7 @@ fn package(app: &str, reply: &AppReply) -> Result<(Files, AppWorldEnv), ImportEr
     let mut state_rows = BTreeMap::new();
     for (size, state) in &reply.states {
         state_rows.insert(size.clone(), rows(state));
-        files.insert(format!("states/{size}.json"), format!("{state}\n"));
+        files.insert(format!("states/{}", state_file(size)), format!("{state}\n"));
     }
     files.insert("tests.json".into(), pretty(&json!({"cases": cases})));
     files.insert("trajectories.jsonl".into(), trajectories);
@@ -480,8 +486,8 @@ mod tests {
             "two notes and a gmail user; counters are not rows"
         );
         let tests: Value = serde_json::from_str(&files["tests.json"]).unwrap();
-        // medium.json sorts before small.json: the small world is state 1.
-        assert_eq!(tests["cases"][0]["state"], 1);
+        // 1_small.json sorts before 2_medium.json: the small world is state 0.
+        assert_eq!(tests["cases"][0]["state"], 0);
         let steps = &tests["cases"][0]["steps"];
         assert_eq!(
             steps[0]["expect"],
@@ -498,7 +504,7 @@ mod tests {
         );
         let line: Value =
             serde_json::from_str(files["trajectories.jsonl"].lines().next().unwrap()).unwrap();
-        assert_eq!(line["state"], "small.json");
+        assert_eq!(line["state"], "1_small.json");
         assert_eq!(line["steps"][0]["observation"], "{\"title\":\"milk\"}");
         assert_eq!(line["steps"][3]["observation"], "Error: Exception: no user");
         let manifest: Value = serde_json::from_str(&files["manifest.json"]).unwrap();
@@ -510,9 +516,9 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("of gmail (which its calls read or write)"));
-        assert!(
-            files.contains_key("states/small.json") && files.contains_key("states/medium.json")
-        );
+        assert!(files.contains_key("states/1_small.json"));
+        assert!(files.contains_key("states/2_medium.json"));
+        assert_eq!(manifest["clocks"]["2_medium.json"], "2023-05-18T12:00:00Z");
         assert!(files["NOTICE.md"].contains("encrypted"));
     }
 
