@@ -428,10 +428,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         a.out.display()
     );
     for s in &sampled.shortfalls {
-        eprintln!(
-            "warning: bucket {:?} holds {} of {}",
-            s.bucket, s.available, s.wanted
-        );
+        eprintln!("warning: {}", shortfall_warning(s));
     }
     println!("{}", files.fingerprint);
     Ok(())
@@ -636,4 +633,46 @@ fn info(file: &Path, as_json: bool) -> Result<()> {
         println!("  {k:<24} {v}");
     }
     Ok(())
+}
+
+/// What a bucket left short holds: the samples taken (the available ones the per-environment
+/// cap did not hold back), of those wanted.
+fn shortfall_warning(s: &envsim_bench::sample::Shortfall) -> String {
+    let held_back = if s.capped > 0 {
+        format!(
+            " ({} more held back by the per-environment cap, --max-env-share)",
+            s.capped
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "bucket {:?} holds {} of {}{held_back}",
+        s.bucket,
+        s.available.saturating_sub(s.capped),
+        s.wanted
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shortfall_says_what_the_bucket_holds_not_what_was_available() {
+        let shortfall = |available, capped| envsim_bench::sample::Shortfall {
+            bucket: "simple_2".into(),
+            wanted: 25,
+            available,
+            capped,
+        };
+        assert_eq!(
+            shortfall_warning(&shortfall(32, 17)),
+            "bucket \"simple_2\" holds 15 of 25 (17 more held back by the per-environment cap, --max-env-share)"
+        );
+        assert_eq!(
+            shortfall_warning(&shortfall(0, 0)),
+            "bucket \"simple_2\" holds 0 of 25"
+        );
+    }
 }
