@@ -10,7 +10,7 @@ use envsim_core::extract::extract_object;
 use envsim_core::prompt::{description_prompt, Prompt, Template};
 use envsim_core::sample::{Action, Usage};
 use envsim_core::score::OUTPUT_KEYS;
-use envsim_exec::{step_seed, Call, ExecError, Executor};
+use envsim_exec::{step_seed, Call, EnvCode, ExecError, Executor};
 use serde_json::{json, Map, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -93,12 +93,26 @@ pub trait Simulator: Send + Sync {
 #[derive(Clone)]
 pub struct ExecutorSimulator {
     executor: Arc<Executor>,
+    /// Code to run when the session has only a description (a test double that reads the
+    /// description perfectly: `sim measure --no-code` with the faulty double).
+    known_code: Option<EnvCode>,
 }
 
 impl ExecutorSimulator {
     /// Over a running executor.
     pub fn new(executor: Arc<Executor>) -> Self {
-        ExecutorSimulator { executor }
+        ExecutorSimulator {
+            executor,
+            known_code: None,
+        }
+    }
+
+    /// The same executor, running `code` for sessions that have only the environment's
+    /// description. For measurements only: the session itself still has no code to escalate
+    /// to; this simulator is the one that knows it.
+    pub fn knowing(mut self, code: Option<EnvCode>) -> Self {
+        self.known_code = code;
+        self
     }
 }
 
@@ -121,7 +135,7 @@ impl Simulator for ExecutorSimulator {
         r: &'a StepRequest<'a>,
     ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
         Box::pin(async move {
-            let Some(code) = &r.env.code else {
+            let Some(code) = r.env.code.as_ref().or(self.known_code.as_ref()) else {
                 return Err(PredictError::Failed(format!(
                     "{}: the executor needs the environment's code, and this session has only its description",
                     r.env.name

@@ -477,6 +477,17 @@ async fn without_code_the_description_is_the_truth() {
         err.to_string().contains("needs the environment's code"),
         "{err}"
     );
+    // A measurement's test double that knows the code answers for a description-only
+    // session, as the executor would with the code.
+    let package = desk(dir.path());
+    let knowing = executor.knowing(Some(package.code.clone()));
+    let answer = knowing.predict(&request).await.unwrap();
+    assert_eq!(
+        answer.observation["data"]["title"],
+        json!("a"),
+        "{answer:?}"
+    );
+    assert_eq!(answer.state_after, initial());
 }
 
 #[tokio::test]

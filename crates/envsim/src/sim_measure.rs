@@ -180,7 +180,12 @@ pub fn run(a: MeasureArgs) -> Result<()> {
             for (config, mode, verify) in &configs {
                 // The simulators may run the code (the faulty double does) whatever the
                 // session is told; only escalation is withheld without code.
-                let (primary, secondary) = build_pair(&a.backends, &executor)?;
+                // Without code the faulty double still answers from the code (a perfect
+                // reader of the description, then spoiled); the session cannot escalate.
+                let (primary, secondary) = build_pair(
+                    &a.backends,
+                    &executor.clone().knowing(truth_env.code.clone()),
+                )?;
                 let t = totals
                     .get_mut(config)
                     .ok_or_else(|| anyhow::anyhow!("no totals"))?;
