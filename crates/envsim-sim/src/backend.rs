@@ -96,6 +96,8 @@ pub struct ExecutorSimulator {
     /// Code to run when the session has only a description (a test double that reads the
     /// description perfectly: `sim measure --no-code` with the faulty double).
     known_code: Option<EnvCode>,
+    /// The package's outcome rule, known with the code.
+    known_rule: Option<envsim_core::outcome::OutcomeRule>,
 }
 
 impl ExecutorSimulator {
@@ -104,15 +106,36 @@ impl ExecutorSimulator {
         ExecutorSimulator {
             executor,
             known_code: None,
+            known_rule: None,
         }
     }
 
-    /// The same executor, running `code` for sessions that have only the environment's
-    /// description. For measurements only: the session itself still has no code to escalate
-    /// to; this simulator is the one that knows it.
-    pub fn knowing(mut self, code: Option<EnvCode>) -> Self {
-        self.known_code = code;
+    /// The same executor, running the code of `truth` (and knowing its outcome rule) for
+    /// sessions that have only the environment's description. For measurements only: the
+    /// session itself still has no code to escalate to; this simulator is the one that knows
+    /// it.
+    pub fn knowing(mut self, truth: &Environment) -> Self {
+        self.known_code = truth.code.clone();
+        self.known_rule = truth.rule.clone();
         self
+    }
+
+    /// Success or failure of an observation: by the rule this simulator knows, else as the
+    /// session's environment reads it (without a rule, a guess from the answer).
+    pub fn outcome(&self, env: &Environment, observation: &Value) -> Option<bool> {
+        match &self.known_rule {
+            Some(rule) if env.rule.is_none() => {
+                if observation
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("Error: "))
+                {
+                    Some(false)
+                } else {
+                    rule.classify(observation)
+                }
+            }
+            _ => env.outcome(observation),
+        }
     }
 }
 

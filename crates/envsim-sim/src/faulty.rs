@@ -181,7 +181,7 @@ impl Simulator for FaultySimulator {
                 FaultProfile::EnvSimBench => fine_diff(r.state, &p.state_after).len(),
             };
             if rng.chance(self.profile.error_rate(delta)) {
-                let success = r.env.outcome(&p.observation);
+                let success = self.truth.outcome(r.env, &p.observation);
                 let fault = if delta > 0 {
                     let weighted: Vec<(SimFault, u32)> = SimFault::STATE_CHANGE
                         .into_iter()

@@ -479,8 +479,22 @@ async fn without_code_the_description_is_the_truth() {
     );
     // A measurement's test double that knows the code answers for a description-only
     // session, as the executor would with the code.
-    let package = desk(dir.path());
-    let knowing = executor.knowing(Some(package.code.clone()));
+    let (truth, _) = setup(dir.path()).await;
+    // A package whose failures are texts: the description-only session cannot read them, the
+    // double that knows the package can.
+    let mut truth = (*truth).clone();
+    truth.rule = Some(envsim_core::outcome::OutcomeRule::ErrorPrefix {
+        prefix: "Response status code is".into(),
+    });
+    let knowing = executor.knowing(&truth);
+    let failure = json!("Response status code is 422: no");
+    assert_eq!(
+        s.env().outcome(&failure),
+        Some(true),
+        "a guess from the text alone"
+    );
+    assert_eq!(knowing.outcome(s.env(), &failure), Some(false));
+    assert_eq!(knowing.outcome(s.env(), &json!("Error: x")), Some(false));
     let answer = knowing.predict(&request).await.unwrap();
     assert_eq!(
         answer.observation["data"]["title"],

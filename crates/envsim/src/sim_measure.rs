@@ -182,10 +182,8 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 // session is told; only escalation is withheld without code.
                 // Without code the faulty double still answers from the code (a perfect
                 // reader of the description, then spoiled); the session cannot escalate.
-                let (primary, secondary) = build_pair(
-                    &a.backends,
-                    &executor.clone().knowing(truth_env.code.clone()),
-                )?;
+                let (primary, secondary) =
+                    build_pair(&a.backends, &executor.clone().knowing(&truth_env))?;
                 let t = totals
                     .get_mut(config)
                     .ok_or_else(|| anyhow::anyhow!("no totals"))?;
