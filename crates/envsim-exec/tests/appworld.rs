@@ -38,14 +38,14 @@ fn installed() -> Option<PathBuf> {
 
 // One test in this binary: it points the executor at AppWorld's interpreter for the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn simple_note_imports_and_every_scripted_call_passes_in_the_sandbox() {
+async fn two_apps_import_and_every_scripted_call_passes_in_shared_workers() {
     let Some(python) = installed() else { return };
     std::env::set_var("ENVSIM_PYTHON", &python);
     let out = tempfile::tempdir().unwrap();
     let mut progress = Vec::new();
     let summary = appworld::import(
         &AppWorldImport {
-            apps: vec!["simple_note".into()],
+            apps: vec!["phone".into(), "simple_note".into()],
             sizes: vec!["small".into()],
             python: python.clone(),
             out: out.path().to_owned(),
@@ -55,8 +55,11 @@ async fn simple_note_imports_and_every_scripted_call_passes_in_the_sandbox() {
     .expect("the import succeeds");
     assert_eq!(summary.version.as_deref(), Some("0.1.3.post1"));
     assert_eq!(summary.missing_modules, Vec::<String>::new());
-    let env = summary.envs[0].clone();
+    let env = summary.envs[1].clone();
     assert_eq!(env.name, "appworld_simple_note");
+    let phone = summary.envs[0].clone();
+    assert_eq!(phone.name, "appworld_phone");
+    assert_eq!(phone.state_apps, vec!["phone"]);
     assert_eq!(env.tools, 17, "simple_note's agent-visible APIs");
     // Sign-up and password-reset mail goes to gmail: its tables are part of the state.
     assert_eq!(env.state_apps, vec!["gmail", "simple_note"]);
@@ -110,6 +113,13 @@ async fn simple_note_imports_and_every_scripted_call_passes_in_the_sandbox() {
         failures.len(),
         failures.join("\n")
     );
+    // Another app's package in the same workers: AppWorld keeps one world per process, the
+    // apps outside each package's state emptied before its calls, so neither sees the other's.
+    let phone_package = EnvPackage::load(&out.path().join(&phone.name)).unwrap();
+    let failures = phone_package.run_tests(&executor).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let failures = package.run_tests(&executor).await;
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 
     // The state is the tables: a note of the world, read through the API after a login.
     let notes = state
