@@ -907,12 +907,7 @@ async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
 }
 
 async fn import_bfcl(args: ImportBfclArgs) -> Result<()> {
-    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
-        bail!(
-            "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
-            args.out.display()
-        );
-    }
+    refuse_non_empty(&args.out, args.force)?;
     let python = envsim_exec::resolve_python().await?;
     let source = match args.source {
         Some(source) => source,
@@ -957,22 +952,34 @@ fn warn_missing_modules(modules: &[String]) {
     }
 }
 
-async fn import_tau2(args: ImportTau2Args) -> Result<()> {
-    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
+/// Refuses a non-empty output folder unless `force` (an import replaces package folders whole).
+fn refuse_non_empty(out: &Path, force: bool) -> Result<()> {
+    if !force && std::fs::read_dir(out).is_ok_and(|mut e| e.next().is_some()) {
         bail!(
             "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
-            args.out.display()
+            out.display()
         );
     }
-    let python = envsim_exec::resolve_python().await?;
-    let source = envsim_exec::tau2::locate(&python)?;
+    Ok(())
+}
+
+/// A spinner showing an importer's progress lines after `what`.
+fn import_spinner(what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} executing the ground truth in τ²-bench: {msg} ({elapsed})",
-        )
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} {what}: {{msg}} ({{elapsed}})"
+        ))
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
+    bar
+}
+
+async fn import_tau2(args: ImportTau2Args) -> Result<()> {
+    refuse_non_empty(&args.out, args.force)?;
+    let python = envsim_exec::resolve_python().await?;
+    let source = envsim_exec::tau2::locate(&python)?;
+    let bar = import_spinner("executing the ground truth in τ²-bench");
     let summary = envsim_exec::tau2::import(
         &envsim_exec::tau2::Tau2Import {
             domains: args.domains,
@@ -1007,21 +1014,10 @@ async fn import_tau2(args: ImportTau2Args) -> Result<()> {
 }
 
 async fn import_appworld(args: ImportAppWorldArgs) -> Result<()> {
-    if !args.force && std::fs::read_dir(&args.out).is_ok_and(|mut e| e.next().is_some()) {
-        bail!(
-            "{} is not empty: choose an empty folder, or --force to replace the packages it shares with this import (each package folder is replaced whole)",
-            args.out.display()
-        );
-    }
+    refuse_non_empty(&args.out, args.force)?;
     let python = envsim_exec::resolve_python().await?;
     let source = envsim_exec::appworld::locate(&python)?;
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} building worlds and executing sessions in AppWorld: {msg} ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
+    let bar = import_spinner("building worlds and executing sessions in AppWorld");
     let summary = envsim_exec::appworld::import(
         &envsim_exec::appworld::AppWorldImport {
             apps: args.apps,
