@@ -823,15 +823,13 @@ def verify(native, app, state_apps, apis, worlds, sessions):
                 divergences.append("%s: the state differs at %s" % (where, ", ".join(places)))
             state = theirs
             step["after"] = theirs
-        # Released: the sessions' states are large.
     return code, divergences
 
 
-def package_reply(app, apis, state_apps, worlds, sessions, code, divergences, report):
+def package_reply(app, apis, state_apps, worlds, sessions, code, divergences):
     from appworld.apps import APP_TO_DESCRIPTION
     description = APP_TO_DESCRIPTION.get(app, app)
     states = {size: {a: state[a] for a in state_apps} for size, (_, state) in worlds.items()}
-    people = {size: people for size, (people, _) in worlds.items()}
     out_sessions = []
     for session in sessions:
         before = states[session["size"]]
@@ -851,10 +849,8 @@ def package_reply(app, apis, state_apps, worlds, sessions, code, divergences, re
         "tools": [api["schema"] for api in apis],
         "openapi": openapi_document(app, apis, description),
         "states": states,
-        "people": people,
         "sessions": out_sessions,
         "divergences": divergences,
-        "build_report": report,
     }
 
 
@@ -886,12 +882,12 @@ def main():
         worlds[size] = (people, native.dump())
         reports[size] = report
         progress("world %s: %d people, %d rows" % (size, persons, sum(v[0] for v in report.values())))
-    reply = {"ok": True, "version": version, "frozen_time": FROZEN_TIME, "apps": {}}
+    reply = {"ok": True, "version": version, "build_report": reports, "apps": {}}
     rng = random.Random(WORLD_SEED)
     for app in apps:
         apis, state_apps, sessions = run_app(native, app, worlds, rng)
         code, divergences = verify(native, app, state_apps, apis, worlds, sessions)
-        reply["apps"][app] = package_reply(app, apis, state_apps, worlds, sessions, code, divergences, reports)
+        reply["apps"][app] = package_reply(app, apis, state_apps, worlds, sessions, code, divergences)
         progress("%s: %d APIs, %d steps, state apps %s, %d differences (%.0f s)" % (
             app, len(apis), sum(len(s["steps"]) for s in sessions), ",".join(state_apps), len(divergences), time.time() - started))
     sys.stdout.write(json.dumps(reply))

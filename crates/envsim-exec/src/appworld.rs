@@ -33,7 +33,9 @@
 //! form: the packages are generated on the user's machine and must not be published as they
 //! are (the notice says so).
 
-use crate::bfcl::{import_error, package_folder, pretty, run_json_helper, unimportable, Files};
+use crate::bfcl::{
+    import_error, package_folder, pretty, run_helper_source, unimportable, write_package, Files,
+};
 use crate::envscaler::ImportError;
 use crate::package::{Convention, Manifest};
 use envsim_core::outcome::OutcomeRule;
@@ -115,13 +117,15 @@ pub struct AppWorldEnv {
     pub raising_steps: usize,
 }
 
-/// The helper's reply (its `ok` and `error` are read by [`run_json_helper`]).
+/// The helper's reply (its `ok` and `error` are read by the shared helper runner).
 #[derive(Debug, Deserialize)]
 struct Reply {
     #[serde(default)]
     version: Option<String>,
     #[serde(default)]
     apps: BTreeMap<String, AppReply>,
+    /// The worlds' tables, as filled: size → "app.Model" → [made, wanted, first error or null].
+    build_report: BTreeMap<String, BTreeMap<String, TableFill>>,
 }
 
 /// One app as the helper generated and executed it.
@@ -136,8 +140,6 @@ struct AppReply {
     states: BTreeMap<String, Value>,
     sessions: Vec<SessionReply>,
     divergences: Vec<String>,
-    /// size → "app.Model" → [made, wanted, first error or null].
-    build_report: BTreeMap<String, BTreeMap<String, TableFill>>,
 }
 
 /// Rows made of a table, rows wanted, and the first refusal when fewer were made.
@@ -181,22 +183,14 @@ fn run_helper(
     options: &AppWorldImport,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Reply, ImportError> {
-    let helper_error = |message: String| import_error("appworld_import.py", "helper", message);
-    let dir =
-        tempfile::tempdir().map_err(|e| helper_error(format!("cannot make a temp dir: {e}")))?;
-    let helper = dir.path().join("appworld_import.py");
-    std::fs::write(&helper, HELPER_SOURCE)
-        .map_err(|e| helper_error(format!("cannot write the helper: {e}")))?;
     let request = json!({"apps": options.apps, "sizes": options.sizes});
-    let reply = run_json_helper(
+    run_helper_source(
         &options.python,
-        &[&helper],
-        request.to_string(),
         "appworld_import.py",
+        HELPER_SOURCE,
+        &request,
         progress,
-    )?;
-    serde_json::from_value(reply)
-        .map_err(|e| helper_error(format!("the reply does not have the expected shape: {e}")))
+    )
 }
 
 /// Rows of a state: the entries of every table (a map of maps) of every app.
@@ -427,21 +421,18 @@ pub fn import(
         packages.push((env.name.clone(), files));
         summary.envs.push(env);
     }
-    // The world is one for every app: its build report is the same in each reply.
-    if let Some(first) = reply.apps.values().next() {
-        for (size, models) in &first.build_report {
-            for (model, (made, wanted, error)) in models {
-                if made < wanted {
-                    summary.underfilled.push(format!(
-                        "{size} {model}: {made} of {wanted} rows: {}",
-                        error.as_deref().unwrap_or("no reason given")
-                    ));
-                }
+    for (size, models) in &reply.build_report {
+        for (model, (made, wanted, error)) in models {
+            if made < wanted {
+                summary.underfilled.push(format!(
+                    "{size} {model}: {made} of {wanted} rows: {}",
+                    error.as_deref().unwrap_or("no reason given")
+                ));
             }
         }
     }
     for (name, files) in &packages {
-        crate::bfcl::write_package(&options.out, name, files)?;
+        write_package(&options.out, name, files)?;
     }
     summary.missing_modules = unimportable(&options.python, BTreeSet::from(["appworld".into()]));
     Ok(summary)
@@ -464,8 +455,7 @@ mod tests {
                 "medium": {"simple_note": {"notes": {}}, "gmail": {}}
             },
             "sessions": sessions,
-            "divergences": divergences,
-            "build_report": {"small": {"simple_note.Note": [2, 2, null], "spotify.MusicPlayer": [3, 6, "HTTPException: 409: one per user"]}}
+            "divergences": divergences
         }))
         .unwrap()
     }

@@ -613,6 +613,27 @@ fn run_helper(options: &BfclImport, tasks: &[Task]) -> Result<Value, ImportError
     )
 }
 
+/// Writes the helper `source` as `file_name` into a temporary folder, runs it with `request`
+/// ([`run_json_helper`]) and reads its reply as `T`: what the τ²-bench and AppWorld importers
+/// share.
+pub(crate) fn run_helper_source<T: serde::de::DeserializeOwned>(
+    python: &Path,
+    file_name: &str,
+    source: &str,
+    request: &Value,
+    progress: &mut dyn FnMut(&str),
+) -> Result<T, ImportError> {
+    let helper_error = |message: String| import_error(file_name, "helper", message);
+    let dir =
+        tempfile::tempdir().map_err(|e| helper_error(format!("cannot make a temp dir: {e}")))?;
+    let helper = dir.path().join(file_name);
+    std::fs::write(&helper, source)
+        .map_err(|e| helper_error(format!("cannot write the helper: {e}")))?;
+    let reply = run_json_helper(python, &[&helper], request.to_string(), file_name, progress)?;
+    serde_json::from_value(reply)
+        .map_err(|e| helper_error(format!("the reply does not have the expected shape: {e}")))
+}
+
 /// Runs a stdlib helper, `python ARGS...` (the script first), with `request` on its stdin: the
 /// reply is the JSON object on its stdout, which must say `"ok": true` (else its `error` is the
 /// error). Lines on stderr that start `progress: ` go to `progress` as they come; the others

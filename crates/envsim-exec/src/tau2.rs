@@ -22,7 +22,7 @@
 //! user's instructions, for `envsim synth`).
 
 use crate::bfcl::{
-    import_error, package_folder, pretty, run_json_helper, sanitize, unimportable, write_package,
+    import_error, package_folder, pretty, run_helper_source, sanitize, unimportable, write_package,
     Files,
 };
 use crate::envscaler::ImportError;
@@ -89,7 +89,7 @@ pub struct Tau2Env {
     pub failing_steps: usize,
 }
 
-/// The helper's reply (its `ok` and `error` are read by [`run_json_helper`]).
+/// The helper's reply (its `ok` and `error` are read by the shared helper runner).
 #[derive(Debug, Deserialize)]
 struct Reply {
     #[serde(default)]
@@ -194,22 +194,14 @@ pub fn locate(python: &Path) -> Result<PathBuf, ImportError> {
 
 /// Runs the helper; its progress lines (stderr) go to `progress`.
 fn run_helper(options: &Tau2Import, progress: &mut dyn FnMut(&str)) -> Result<Reply, ImportError> {
-    let helper_error = |message: String| import_error("tau2_import.py", "helper", message);
-    let dir =
-        tempfile::tempdir().map_err(|e| helper_error(format!("cannot make a temp dir: {e}")))?;
-    let helper = dir.path().join("tau2_import.py");
-    std::fs::write(&helper, HELPER_SOURCE)
-        .map_err(|e| helper_error(format!("cannot write the helper: {e}")))?;
     let request = json!({"domains": options.domains, "split": options.split});
-    let reply = run_json_helper(
+    run_helper_source(
         &options.python,
-        &[&helper],
-        request.to_string(),
         "tau2_import.py",
+        HELPER_SOURCE,
+        &request,
         progress,
-    )?;
-    serde_json::from_value(reply)
-        .map_err(|e| helper_error(format!("the reply does not have the expected shape: {e}")))
+    )
 }
 
 /// One package's files from the helper's account of a domain; refuses a domain whose

@@ -123,19 +123,7 @@ impl ExecutorSimulator {
     /// Success or failure of an observation: by the rule this simulator knows, else as the
     /// session's environment reads it (without a rule, a guess from the answer).
     pub fn outcome(&self, env: &Environment, observation: &Value) -> Option<bool> {
-        match &self.known_rule {
-            Some(rule) if env.rule.is_none() => {
-                if observation
-                    .as_str()
-                    .is_some_and(|t| t.starts_with("Error: "))
-                {
-                    Some(false)
-                } else {
-                    rule.classify(observation)
-                }
-            }
-            _ => env.outcome(observation),
-        }
+        crate::environment::outcome_by(env.rule.as_ref().or(self.known_rule.as_ref()), observation)
     }
 }
 

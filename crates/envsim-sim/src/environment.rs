@@ -111,16 +111,22 @@ impl Environment {
     /// exception or a refused call) is a failure; else the package's rule, else read from the
     /// answer.
     pub fn outcome(&self, observation: &Value) -> Option<bool> {
-        if observation
-            .as_str()
-            .is_some_and(|t| t.starts_with("Error: "))
-        {
-            return Some(false);
-        }
-        match &self.rule {
-            Some(rule) => rule.classify(observation),
-            None => guess_outcome(observation),
-        }
+        outcome_by(self.rule.as_ref(), observation)
+    }
+}
+
+/// Success, failure or undetermined for an observation: an `Error: ` text (the executor's
+/// report) is a failure; otherwise `rule` decides, or without one a guess from the answer.
+pub fn outcome_by(rule: Option<&OutcomeRule>, observation: &Value) -> Option<bool> {
+    if observation
+        .as_str()
+        .is_some_and(|t| t.starts_with("Error: "))
+    {
+        return Some(false);
+    }
+    match rule {
+        Some(rule) => rule.classify(observation),
+        None => guess_outcome(observation),
     }
 }
 

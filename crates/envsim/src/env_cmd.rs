@@ -963,8 +963,9 @@ fn refuse_non_empty(out: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// A spinner showing an importer's progress lines after `what`.
-fn import_spinner(what: &str) -> indicatif::ProgressBar {
+/// Runs an import under a spinner that shows its progress lines after `what`; the spinner is
+/// cleared before the result comes back.
+fn with_import_spinner<T>(what: &str, import: impl FnOnce(&mut dyn FnMut(&str)) -> T) -> T {
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_style(
         indicatif::ProgressStyle::with_template(&format!(
@@ -972,28 +973,29 @@ fn import_spinner(what: &str) -> indicatif::ProgressBar {
         ))
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
-    bar
+    let result = import(&mut |line| {
+        bar.set_message(line.to_owned());
+        bar.tick();
+    });
+    bar.finish_and_clear();
+    result
 }
 
 async fn import_tau2(args: ImportTau2Args) -> Result<()> {
     refuse_non_empty(&args.out, args.force)?;
     let python = envsim_exec::resolve_python().await?;
     let source = envsim_exec::tau2::locate(&python)?;
-    let bar = import_spinner("executing the ground truth in τ²-bench");
-    let summary = envsim_exec::tau2::import(
-        &envsim_exec::tau2::Tau2Import {
-            domains: args.domains,
-            split: (!args.all_tasks).then_some(args.split),
-            python,
-            out: args.out.clone(),
-        },
-        &mut |line| {
-            bar.set_message(line.to_owned());
-            bar.tick();
-        },
-    );
-    bar.finish_and_clear();
-    let summary = summary?;
+    let summary = with_import_spinner("executing the ground truth in τ²-bench", |progress| {
+        envsim_exec::tau2::import(
+            &envsim_exec::tau2::Tau2Import {
+                domains: args.domains,
+                split: (!args.all_tasks).then_some(args.split),
+                python,
+                out: args.out.clone(),
+            },
+            progress,
+        )
+    })?;
     for env in &summary.envs {
         println!(
             "{}  {} tools ({} the user's), {} tasks, {} states, {} scripted steps ({} answered with an error by τ²-bench)",
@@ -1017,21 +1019,20 @@ async fn import_appworld(args: ImportAppWorldArgs) -> Result<()> {
     refuse_non_empty(&args.out, args.force)?;
     let python = envsim_exec::resolve_python().await?;
     let source = envsim_exec::appworld::locate(&python)?;
-    let bar = import_spinner("building worlds and executing sessions in AppWorld");
-    let summary = envsim_exec::appworld::import(
-        &envsim_exec::appworld::AppWorldImport {
-            apps: args.apps,
-            sizes: args.sizes,
-            python,
-            out: args.out.clone(),
+    let summary = with_import_spinner(
+        "building worlds and executing sessions in AppWorld",
+        |progress| {
+            envsim_exec::appworld::import(
+                &envsim_exec::appworld::AppWorldImport {
+                    apps: args.apps,
+                    sizes: args.sizes,
+                    python,
+                    out: args.out.clone(),
+                },
+                progress,
+            )
         },
-        &mut |line| {
-            bar.set_message(line.to_owned());
-            bar.tick();
-        },
-    );
-    bar.finish_and_clear();
-    let summary = summary?;
+    )?;
     for env in &summary.envs {
         let rows: Vec<String> = env
             .rows
