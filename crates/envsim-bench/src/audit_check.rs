@@ -8,7 +8,7 @@ use crate::collect::{Outcome, TransitionRecord};
 use crate::spec_checks::SpecChecks;
 use envsim_core::audit::observed::{audit_calls, guess_outcome, CallTrajectory};
 use envsim_core::audit::{
-    audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultPlan, ViolationKind,
+    audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultLabel, FaultPlan, ViolationKind,
 };
 use envsim_core::outcome::OutcomeRule;
 use envsim_core::rng::Rng;
@@ -102,6 +102,25 @@ pub struct FaultCounts {
     pub planted: usize,
     /// Of those, found at the planted step by one of the kinds that find it.
     pub found: usize,
+}
+
+/// One planted fault and what the audit made of it ([`Validation::planted`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlantedFault {
+    /// The input form it was audited in.
+    pub form: InputForm,
+    /// The environment.
+    pub env: String,
+    /// The trajectory, step, kind and resource of the fault.
+    #[serde(flatten)]
+    pub label: FaultLabel,
+    /// Found at its step by a check that finds its kind.
+    pub found: bool,
+    /// Every flag raised on the faulty trajectory: (step, kind).
+    pub flags: Vec<(usize, &'static str)>,
+    /// The tool of the planted step and its observation with the fault in it.
+    pub tool: String,
+    pub observation: Value,
 }
 
 /// Counts of one violation kind.
@@ -206,6 +225,14 @@ pub struct Validation {
     /// Which fault kind comes next.
     #[serde(skip)]
     plan: FaultPlan,
+    /// The environment being added and its generator: a later [`Validation::add`] of the same
+    /// environment continues it, so trajectories added in chunks get the faults they would get
+    /// added at once.
+    #[serde(skip)]
+    current: Option<(String, Rng)>,
+    /// Every planted fault, in order.
+    #[serde(skip)]
+    planted: Vec<PlantedFault>,
 }
 
 impl Validation {
@@ -220,7 +247,8 @@ impl Validation {
     /// Plants one fault in a `rate` share of an environment's trajectories (kinds in turn
     /// across environments, [`FaultPlan`]), audits every trajectory with what the form knows
     /// of the environment (`known`), and adds the scores against the labels. Environments are
-    /// added one at a time, so memory holds one environment's trajectories.
+    /// added one at a time, and an environment's trajectories may come in chunks (consecutive
+    /// calls with the same `env`; the result is that of one call), so memory holds a chunk.
     pub fn add(
         &mut self,
         env: &str,
@@ -250,8 +278,14 @@ impl Validation {
                 }
             }
         }
-        self.environments += 1;
-        let mut rng = Rng::derive(seed, env);
+        let (_, rng) = match &mut self.current {
+            Some(current) if current.0 == env => current,
+            slot => {
+                self.environments += 1;
+                slot.insert((env.to_owned(), Rng::derive(seed, env)))
+            }
+        };
+        let mut rng = rng.clone();
         let fx = match (self.form, known.spec) {
             (InputForm::OpenApi, Some(spec)) => Effects::default().with_annotations(&spec.effects),
             _ => known.effects.clone(),
@@ -260,7 +294,13 @@ impl Validation {
             let (report, flags, label) = match self.form {
                 InputForm::States => {
                     let (report, label) = match self.plan.plant(t, rate, &mut rng) {
-                        Some((faulty, label)) => (audit(&faulty, &fx), Some(label)),
+                        Some((faulty, label)) => {
+                            let at = faulty
+                                .steps
+                                .get(label.step)
+                                .map(|step| (step.tool.clone(), step.observation.clone()));
+                            (audit(&faulty, &fx), Some((label, at)))
+                        }
                         None => (audit(t, &fx), None),
                     };
                     (report, Vec::new(), label)
@@ -268,7 +308,13 @@ impl Validation {
                 InputForm::Calls | InputForm::CallsInitial | InputForm::OpenApi => {
                     let (mut calls, label) =
                         match self.plan.plant_calls(t, rate, known.rule, &mut rng) {
-                            Some((faulty, label)) => (faulty, Some(label)),
+                            Some((faulty, label)) => {
+                                let at = faulty
+                                    .steps
+                                    .get(label.step)
+                                    .map(|step| (step.tool.clone(), step.observation.clone()));
+                                (faulty, Some((label, at)))
+                            }
                             None => (CallTrajectory::from(t), None),
                         };
                     let mut flags = Vec::new();
@@ -314,6 +360,10 @@ impl Validation {
                     .iter()
                     .map(|x| (x.step, x.conflicting_step, x.kind.name())),
             );
+            let (label, at) = match label {
+                Some((label, at)) => (Some(label), at),
+                None => (None, None),
+            };
             let label = label.as_ref();
             self.trajectories += 1;
             self.steps += report.steps;
@@ -339,15 +389,26 @@ impl Validation {
                 Some(label) => {
                     self.scs_sums.2 += 1;
                     self.scs_sums.1 += report.scs();
+                    // Found at its step, or by a later step that names it as the step it
+                    // conflicts with (a retried call exposing a flip).
+                    let found = flags.iter().any(|(step, conflicting, kind)| {
+                        (*step == label.step || *conflicting == Some(label.step))
+                            && finds(label.kind, kind)
+                    });
                     if let Some(f) = self.faults.get_mut(label.kind.name()) {
                         f.planted += 1;
-                        // Found at its step, or by a later step that names it as the step it
-                        // conflicts with (a retried call exposing a flip).
-                        f.found += usize::from(flags.iter().any(|(step, conflicting, kind)| {
-                            (*step == label.step || *conflicting == Some(label.step))
-                                && finds(label.kind, kind)
-                        }));
+                        f.found += usize::from(found);
                     }
+                    let (tool, observation) = at.unwrap_or_default();
+                    self.planted.push(PlantedFault {
+                        form: self.form,
+                        env: env.to_owned(),
+                        label: label.clone(),
+                        found,
+                        flags: flags.iter().map(|(step, _, kind)| (*step, *kind)).collect(),
+                        tool,
+                        observation,
+                    });
                     for (step, _, kind) in &flags {
                         if let Some(c) = self.checks.get_mut(*kind) {
                             if *step >= label.step {
@@ -362,6 +423,14 @@ impl Validation {
         }
         self.mean_scs_clean = self.scs_sums.0 / self.clean.max(1) as f64;
         self.mean_scs_faulty = self.scs_sums.1 / self.scs_sums.2.max(1) as f64;
+        if let Some(current) = &mut self.current {
+            current.1 = rng;
+        }
+    }
+
+    /// Every fault planted so far, in order, with whether it was found.
+    pub fn planted(&self) -> &[PlantedFault] {
+        &self.planted
     }
 
     /// Markdown tables: recall per fault kind, precision and clean-trajectory flag rate per
@@ -418,5 +487,91 @@ impl Validation {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envsim_core::audit::AuditStep;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// A desk of tickets: `n` runs that create a ticket, read it back and close it.
+    fn runs(n: usize) -> Vec<AuditTrajectory> {
+        (0..n)
+            .map(|i| {
+                let id = format!("T{i}");
+                let open = json!({"tickets": {&id: {"status": "open", "title": format!("t{i}")}}});
+                let closed =
+                    json!({"tickets": {&id: {"status": "closed", "title": format!("t{i}")}}});
+                let step = |tool: &str, args: Value, obs: Value, after: &Value| AuditStep {
+                    tool: tool.into(),
+                    arguments: args.as_object().cloned().unwrap_or_default(),
+                    observation: obs,
+                    success: Some(true),
+                    state_after: Arc::new(after.clone()),
+                };
+                AuditTrajectory {
+                    id: format!("run {i}"),
+                    initial_state: Arc::new(json!({"tickets": {}})),
+                    steps: vec![
+                        step(
+                            "create_ticket",
+                            json!({"title": format!("t{i}")}),
+                            json!({"success": true, "ticket_id": &id}),
+                            &open,
+                        ),
+                        step(
+                            "get_ticket",
+                            json!({"ticket_id": &id}),
+                            json!({"success": true, "status": "open", "title": format!("t{i}")}),
+                            &open,
+                        ),
+                        step(
+                            "close_ticket",
+                            json!({"ticket_id": &id}),
+                            json!({"success": true}),
+                            &closed,
+                        ),
+                        step(
+                            "get_ticket",
+                            json!({"ticket_id": &id}),
+                            json!({"success": true, "status": "closed", "title": format!("t{i}")}),
+                            &closed,
+                        ),
+                    ],
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_environment_added_in_chunks_scores_as_added_at_once() {
+        let all = runs(12);
+        let effects = Effects::learn(&all);
+        let rule = OutcomeRule::success_key();
+        let known = Known {
+            effects: &effects,
+            rule: &rule,
+            spec: None,
+        };
+        for form in [InputForm::States, InputForm::Calls] {
+            let mut whole = Validation::new(form);
+            whole.add("desk", &all, &known, 0.5, 7);
+            let mut chunked = Validation::new(form);
+            for chunk in all.chunks(5) {
+                chunked.add("desk", chunk, &known, 0.5, 7);
+            }
+            assert_eq!(chunked.environments, 1);
+            assert!(whole.trajectories == 12 && whole.clean < 12, "{whole:?}");
+            assert_eq!(
+                serde_json::to_value(&chunked).unwrap(),
+                serde_json::to_value(&whole).unwrap()
+            );
+            // A second environment starts its own generator.
+            chunked.add("other", &all[..2], &known, 0.5, 7);
+            assert_eq!(chunked.environments, 2);
+        }
     }
 }

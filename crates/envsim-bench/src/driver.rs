@@ -196,6 +196,22 @@ fn schema_type(schema: &Value) -> &str {
     }
 }
 
+/// The schema a value is drawn from: for a union (`anyOf`/`oneOf` without a `type` of its
+/// own, as pydantic writes `list[Passenger | dict]`), its first variant that is not `null`, so
+/// that a passenger is drawn as the object it declares rather than as a string.
+fn concrete(schema: &Value) -> &Value {
+    if schema.get("type").is_some() {
+        return schema;
+    }
+    let variants = ["anyOf", "oneOf", "allOf"]
+        .iter()
+        .find_map(|key| schema.get(*key).and_then(Value::as_array));
+    match variants.and_then(|v| v.iter().find(|s| s.get("type").is_none_or(|t| t != "null"))) {
+        Some(variant) => concrete(variant),
+        None => schema,
+    }
+}
+
 fn valid_value(
     name: &str,
     schema: &Value,
@@ -203,6 +219,7 @@ fn valid_value(
     rng: &mut Rng,
     depth: usize,
 ) -> Value {
+    let schema = concrete(schema);
     if let Some(Value::Array(choices)) = schema.get("enum") {
         if let Some(choice) = rng.pick(choices) {
             return choice.clone();
@@ -277,6 +294,7 @@ fn valid_value(
 }
 
 fn invalid_value(name: &str, schema: &Value, rng: &mut Rng) -> Value {
+    let schema = concrete(schema);
     if schema.get("enum").is_some() {
         return Value::String("not-a-valid-choice".into());
     }
@@ -343,5 +361,31 @@ mod tests {
             corrupted >= 45,
             "almost every invalid call differs: {corrupted}"
         );
+    }
+
+    #[test]
+    fn a_union_is_drawn_as_its_first_non_null_variant() {
+        let spec = ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "fly",
+            "parameters": {"type": "object", "properties": {
+                "passengers": {"type": "array", "items": {"anyOf": [
+                    {"type": "object", "properties": {"first_name": {"type": "string"}, "dob": {"type": "string"}},
+                     "required": ["first_name", "dob"]},
+                    {"type": "object", "additionalProperties": true}]}},
+                "seats": {"anyOf": [{"type": "null"}, {"type": "integer"}]}},
+            "required": ["passengers", "seats"]}}}))
+        .unwrap();
+        let index = StateIndex::new(&json!({}));
+        for seed in 0..20 {
+            let args = arguments(&spec, &index, &mut Rng::new(seed), Intent::Valid);
+            let passengers = args["passengers"].as_array().unwrap();
+            assert!(!passengers.is_empty());
+            for p in passengers {
+                assert!(
+                    p["first_name"].is_string() && p["dob"].is_string(),
+                    "{args:?}"
+                );
+            }
+            assert!(args["seats"].is_i64(), "{args:?}");
+        }
     }
 }

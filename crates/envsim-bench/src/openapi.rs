@@ -275,16 +275,21 @@ fn custom(segments: &mut [String], tool: &str) {
 /// numbers as `number`, `required` only where enough objects were seen.
 fn response_schema(learner: &SchemaLearner) -> Value {
     let mut schema = learner.schema_with(REQUIRED_EVIDENCE);
-    widen_integers(&mut schema);
+    widen(&mut schema);
     schema
 }
 
-/// `integer` → `number` everywhere in a learned schema (a count seen whole may be fractional
-/// next time; the description should not promise more than it knows).
-fn widen_integers(schema: &mut Value) {
+/// Widens a learned schema where the walks' answers say less than its types would promise:
+/// `integer` → `number` (a count seen whole may be fractional next time), and a field only
+/// ever seen `null` gets no type at all (τ²'s `status` of a reservation nobody cancelled, a
+/// `return_items` of an order nobody returned: null says nothing of what the field holds).
+fn widen(schema: &mut Value) {
     let Value::Object(map) = schema else {
         return;
     };
+    if map.get("type").is_some_and(|t| t == "null") {
+        map.remove("type");
+    }
     match map.get_mut("type") {
         Some(Value::String(s)) if s == "integer" => *s = "number".to_owned(),
         Some(Value::Array(types)) => {
@@ -298,11 +303,11 @@ fn widen_integers(schema: &mut Value) {
         _ => {}
     }
     if let Some(Value::Object(properties)) = map.get_mut("properties") {
-        properties.values_mut().for_each(widen_integers);
+        properties.values_mut().for_each(widen);
     }
     for key in ["items", "additionalProperties"] {
         if let Some(sub) = map.get_mut(key) {
-            widen_integers(sub);
+            widen(sub);
         }
     }
 }
@@ -834,5 +839,32 @@ mod tests {
         )];
         let doc = describe(&manifest(tools), &runs, &Effects::learn(&runs));
         assert!(doc["paths"].get("/cards").is_some(), "{doc}");
+    }
+
+    #[test]
+    fn a_field_only_seen_null_is_left_untyped_and_integers_widen() {
+        let mut learner = envsim_core::schema_learn::SchemaLearner::default();
+        for n in 0..3 {
+            learner.add(&json!({"status": null, "n": n, "items": [{"note": null, "k": 1}]}));
+        }
+        let schema = response_schema(&learner);
+        let props = &schema["properties"];
+        assert_eq!(props["status"], json!({}), "{schema}");
+        assert_eq!(props["n"]["type"], "number", "{schema}");
+        assert_eq!(
+            props["items"]["items"]["properties"]["note"],
+            json!({}),
+            "{schema}"
+        );
+        // Null beside another type stays as learned.
+        let mut mixed = envsim_core::schema_learn::SchemaLearner::default();
+        mixed.add(&json!({"status": null}));
+        mixed.add(&json!({"status": "cancelled"}));
+        let schema = response_schema(&mixed);
+        assert_eq!(
+            schema["properties"]["status"]["type"],
+            json!(["null", "string"]),
+            "{schema}"
+        );
     }
 }

@@ -97,6 +97,23 @@ impl Answer {
         }
     }
 
+    /// The answer's outcome by `classify` (an outcome rule, or a guess), read on the value and,
+    /// for a value embedded in text, on the whole text as well: a failure either reading finds
+    /// is a failure (AppWorld's `Response status code is 422:\n{"message": ...}` fails by its
+    /// prefix although the embedded object alone looks like an answer), else what either
+    /// decides.
+    pub fn outcome(&self, classify: impl Fn(&Value) -> Option<bool>) -> Option<bool> {
+        let on_value = classify(&self.value);
+        let on_text = self
+            .text
+            .as_ref()
+            .and_then(|text| classify(&Value::String(text.clone())));
+        match (on_value, on_text) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (value, text) => value.or(text),
+        }
+    }
+
     /// No answer.
     pub fn empty() -> Answer {
         Answer {
@@ -409,5 +426,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_embedded_answer_fails_by_its_text_or_its_value() {
+        let prefix = crate::outcome::OutcomeRule::ErrorPrefix {
+            prefix: "Response status code is".into(),
+        };
+        let refused = read_answer_text(
+            "Response status code is 409:\n{\"message\": \"The product with id 408 does not exist.\"}",
+        );
+        assert_eq!(refused.form, AnswerForm::Embedded);
+        assert_eq!(refused.outcome(|v| prefix.classify(v)), Some(false));
+        let fine = read_answer_text("Result: {\"id\": 3, \"title\": \"milk\"}");
+        assert_eq!(fine.outcome(|v| prefix.classify(v)), Some(true));
+        // A rule on the value still decides an embedded value.
+        let key = crate::outcome::OutcomeRule::success_key();
+        let failed = read_answer_text("Tool said: {'success': False, 'error': 'no such note'}");
+        assert_eq!(failed.outcome(|v| key.classify(v)), Some(false));
+        let done = read_answer_text("Tool said: {'success': True, 'data': 1}");
+        assert_eq!(done.outcome(|v| key.classify(v)), Some(true));
+        // Neither reading decides: undetermined.
+        assert_eq!(read_answer_text("ok").outcome(|v| key.classify(v)), None);
     }
 }

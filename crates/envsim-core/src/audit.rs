@@ -974,6 +974,122 @@ mod tests {
     }
 
     #[test]
+    fn never_creates_or_deletes_is_claimed_only_on_evidence() {
+        // `clear_cart` walked on empty carts, `ping_cart` once: neither says what it does to
+        // entries; `rename_cart` succeeded three times with an entry present and kept it.
+        let empty = json!({"carts": {"C1": {"name": "a"}}, "entries": {}});
+        let full = json!({"carts": {"C1": {"name": "a"}}, "entries": {"E1": {"cart": "C1"}}});
+        let renamed = json!({"carts": {"C1": {"name": "b"}}, "entries": {"E1": {"cart": "C1"}}});
+        let walk = |steps: Vec<AuditStep>, initial: &Value| AuditTrajectory {
+            id: "w".into(),
+            initial_state: initial.clone().into(),
+            steps,
+        };
+        let ok = json!({"success": true});
+        let walks: Vec<AuditTrajectory> = (0..3)
+            .map(|_| {
+                walk(
+                    vec![step(
+                        "clear_cart",
+                        json!({}),
+                        ok.clone(),
+                        true,
+                        empty.clone(),
+                    )],
+                    &empty,
+                )
+            })
+            .chain((0..3).map(|_| {
+                walk(
+                    vec![step(
+                        "rename_cart",
+                        json!({"name": "b"}),
+                        ok.clone(),
+                        true,
+                        renamed.clone(),
+                    )],
+                    &full,
+                )
+            }))
+            .chain(std::iter::once(walk(
+                vec![step(
+                    "ping_cart",
+                    json!({}),
+                    ok.clone(),
+                    true,
+                    empty.clone(),
+                )],
+                &empty,
+            )))
+            .collect();
+        let effects = Effects::learn(&walks);
+        let cleared = walk(
+            vec![step(
+                "clear_cart",
+                json!({}),
+                ok.clone(),
+                true,
+                empty.clone(),
+            )],
+            &full,
+        );
+        assert_eq!(audit(&cleared, &effects).violations, []);
+        let pinged = walk(
+            vec![step("ping_cart", json!({}), ok.clone(), true, full.clone())],
+            &empty,
+        );
+        assert_eq!(audit(&pinged, &effects).violations, []);
+        // Evidence holds: a rename that deletes the entry, or creates one, is flagged.
+        let lost = walk(
+            vec![step(
+                "rename_cart",
+                json!({"name": "b"}),
+                ok.clone(),
+                true,
+                json!({"carts": {"C1": {"name": "b"}}, "entries": {}}),
+            )],
+            &full,
+        );
+        let kinds: Vec<ViolationKind> = audit(&lost, &effects)
+            .violations
+            .iter()
+            .map(|v| v.kind)
+            .collect();
+        assert_eq!(kinds, [ViolationKind::VanishedWithoutDelete]);
+        let extra = walk(
+            vec![step(
+                "rename_cart",
+                json!({"name": "b"}),
+                ok,
+                true,
+                json!({"carts": {"C1": {"name": "b"}}, "entries": {"E1": {"cart": "C1"}, "E2": {"cart": "C1"}}}),
+            )],
+            &full,
+        );
+        let kinds: Vec<ViolationKind> = audit(&extra, &effects)
+            .violations
+            .iter()
+            .map(|v| v.kind)
+            .collect();
+        assert!(
+            kinds.contains(&ViolationKind::AppearedWithoutCreate),
+            "{kinds:?}"
+        );
+    }
+
+    #[test]
+    fn a_guess_claims_only_what_the_name_says() {
+        let send = ToolEffects::guess("send_reset_code");
+        assert!(send.may_create("emails") && send.may_delete("emails"));
+        let get = ToolEffects::guess("get_ticket");
+        assert!(!get.may_create("tickets") && !get.may_delete("tickets"));
+        let create = ToolEffects::guess("create_ticket");
+        assert!(create.may_create("tickets") && !create.may_delete("tickets"));
+        let delete = ToolEffects::guess("delete_ticket");
+        assert!(delete.may_delete("tickets") && !delete.may_create("tickets"));
+    }
+
+    #[test]
     fn each_fault_is_found_with_its_kind_step_and_conflict() {
         let effects = Effects::learn(&[clean(), clean(), clean()]);
         let kinds = |t: &AuditTrajectory| -> Vec<(usize, ViolationKind, Option<usize>)> {

@@ -4,7 +4,7 @@
 //! and release, which general-purpose generators do not promise; this one is fixed forever.
 
 /// SplitMix64 generator.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rng(u64);
 
 impl Rng {

@@ -576,7 +576,12 @@ class Exerciser:
             return round(rng.uniform(low, low + 99), 2)
         if kind == "boolean":
             return rng.random() < 0.5
-        if kind == "list":
+        if kind.startswith("list"):
+            # AppWorld writes `list[string]`, `list[number]`.
+            if "email" in name:
+                return sorted({rng.choice(self.people)["email"] for _ in range(rng.randint(1, 2))})
+            if "number" in kind or "integer" in kind:
+                return [round(rng.uniform(1, 100), 2) for _ in range(rng.randint(1, 2))]
             return [self.fake.word() for _ in range(rng.randint(1, 2))]
         if kind == "dict":
             return {}

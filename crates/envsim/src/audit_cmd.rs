@@ -185,6 +185,11 @@ struct ValidateArgs {
     /// the truth. Effects are still learned from seeded walks.
     #[arg(long, value_name = "FILE")]
     workflows: Option<PathBuf>,
+    /// Write every planted fault here as JSON Lines, per input form: its trajectory, step,
+    /// kind and resource, whether it was found, every flag raised on its trajectory, and the
+    /// planted step's tool and faulty observation (to read what was missed and why).
+    #[arg(long, value_name = "FILE")]
+    faults: Option<PathBuf>,
 }
 
 pub fn run(args: AuditArgs) -> Result<()> {
@@ -1230,15 +1235,10 @@ impl Known {
         }
     }
 
-    /// [`Known::classify`] of an answer: its value, else, for a value embedded in text, the
-    /// whole text (a rule written for the text, such as an error prefix, reads it there).
+    /// [`Known::classify`] of an answer, on its value and on the whole text of an embedded
+    /// one (a rule written for the text, such as an error prefix, reads it there).
     fn classify_answer(&self, answer: &Answer) -> Option<bool> {
-        self.classify(&answer.value).or_else(|| {
-            answer
-                .text
-                .as_ref()
-                .and_then(|text| self.classify(&Value::String(text.clone())))
-        })
+        answer.outcome(|value| self.classify(value))
     }
 }
 
@@ -1511,48 +1511,60 @@ fn print_counts(summary: &Value) {
     }
 }
 
+/// Workflows replayed at a time by [`replay_workflows`]: a replayed run holds each state it
+/// changed whole (τ²'s airline database is 3 MB as JSON), so memory holds a chunk of runs, not
+/// the file.
+const WORKFLOW_CHUNK: usize = 8;
+
 /// The workflows of one package replayed through the executor from their initial states: the
-/// trajectories, with their states, that the faults are planted in.
+/// trajectories, with their states, that the faults are planted in, handed to `each` a chunk
+/// at a time, in order.
 fn replay_workflows(
     package: &envsim_exec::package::EnvPackage,
     runs: &[envsim_bench::trajectories::RecordedRun],
     source: &str,
     a: &ValidateArgs,
-) -> Result<Vec<AuditTrajectory>> {
+    mut each: impl FnMut(Vec<AuditTrajectory>),
+) -> Result<()> {
     let runtime = crate::env_cmd::exec_runtime()?;
-    let replayed = runtime.block_on(async {
+    runtime.block_on(async {
         let executor = std::sync::Arc::new(
             envsim_exec::Executor::new(a.workers, crate::env_cmd::exec_limits()?).await?,
         );
-        crate::replay_cmd::replay_runs(
-            executor,
-            std::slice::from_ref(package),
-            runs,
-            source,
-            crate::replay_cmd::ReplayChoice {
-                env: Some(&package.manifest.name),
-                state: None,
-                seed: a.seed,
-                workers: a.workers,
-                clock: None,
-                clock_step: None,
-            },
-        )
-        .await
-    })?;
-    Ok(replayed
-        .iter()
-        .filter(|run| !run.steps.is_empty())
-        .map(|run| {
-            let steps: Vec<&envsim_bench::collect::TransitionRecord> =
-                run.steps.iter().map(|s| &s.transition).collect();
-            envsim_bench::audit_check::trajectory_from(
-                format!("{}/{}", run.env, run.task_id),
-                std::sync::Arc::clone(&run.initial_state),
-                &steps,
+        for chunk in runs.chunks(WORKFLOW_CHUNK) {
+            let replayed = crate::replay_cmd::replay_runs(
+                std::sync::Arc::clone(&executor),
+                std::slice::from_ref(package),
+                chunk,
+                source,
+                crate::replay_cmd::ReplayChoice {
+                    env: Some(&package.manifest.name),
+                    state: None,
+                    seed: a.seed,
+                    workers: a.workers,
+                    clock: None,
+                    clock_step: None,
+                },
             )
-        })
-        .collect())
+            .await?;
+            each(
+                replayed
+                    .iter()
+                    .filter(|run| !run.steps.is_empty())
+                    .map(|run| {
+                        let steps: Vec<&envsim_bench::collect::TransitionRecord> =
+                            run.steps.iter().map(|s| &s.transition).collect();
+                        envsim_bench::audit_check::trajectory_from(
+                            format!("{}/{}", run.env, run.task_id),
+                            std::sync::Arc::clone(&run.initial_state),
+                            &steps,
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        anyhow::Ok(())
+    })
 }
 
 fn validate_cmd(a: ValidateArgs) -> Result<()> {
@@ -1591,7 +1603,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
         None => None,
     };
     // One environment at a time: a trajectory holds every changed state whole, so memory holds
-    // one environment's walks. Seeded walks of environments with states past the large-state
+    // one environment's walks (or a chunk of its workflows). Seeded walks of environments with states past the large-state
     // size (database dumps of megabytes) are left out: most of their steps change the state, and
     // their walks would not fit whole. Workflows the user gives are audited whatever the size
     // (agent workflows read more than they write, and runs from one database share it).
@@ -1636,23 +1648,41 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             rule: &rule,
             spec: Some(&spec),
         };
-        let audited: BTreeMap<String, Vec<AuditTrajectory>> = match &workflows {
-            Some((source, by_env)) => BTreeMap::from([(
-                name.clone(),
-                replay_workflows(&package, &by_env[&name], source, &a)?,
-            )]),
-            None => trajectories_from_walks(&crate::bench_cmd::walk_transitions(
-                vec![package],
-                &walk(a.walks),
-                a.seed,
-            )?),
-        };
-        for (env, runs) in audited {
+        let mut add = |env: &str, runs: &[AuditTrajectory]| {
             for result in &mut results {
-                result.add(&env, &runs, &known, a.rate, a.seed);
+                result.add(env, runs, &known, a.rate, a.seed);
+            }
+        };
+        match &workflows {
+            Some((source, by_env)) => {
+                replay_workflows(&package, &by_env[&name], source, &a, |runs| {
+                    add(&name, &runs)
+                })?;
+            }
+            None => {
+                let walked = trajectories_from_walks(&crate::bench_cmd::walk_transitions(
+                    vec![package],
+                    &walk(a.walks),
+                    a.seed,
+                )?);
+                for (env, runs) in walked {
+                    add(&env, &runs);
+                }
             }
         }
         eprintln!("{name}: {} trajectories so far", results[0].trajectories);
+    }
+    if let Some(path) = &a.faults {
+        let file = envsim_fs::AtomicFile::create(path)?;
+        let mut out = std::io::BufWriter::new(file.as_file());
+        for fault in results.iter().flat_map(|r| r.planted()) {
+            serde_json::to_writer(&mut out, fault)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        drop(out);
+        file.commit()?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&results)?);

@@ -267,6 +267,7 @@ fn totals(v: &Value) -> (Value, Value, Value) {
 fn validation_on_executed_walks_gives_the_pinned_counts() {
     let dir = tempfile::tempdir().unwrap();
     write_desk(dir.path());
+    let faults_file = dir.path().join("faults.jsonl");
     let out = envsim(
         dir.path(),
         &[
@@ -278,10 +279,43 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             "--steps",
             "8",
             "--json",
+            "--faults",
+            faults_file.to_str().unwrap(),
         ],
     );
     succeeded(&out);
     let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `--faults` lists every planted fault of every form, found as the counts say.
+    let planted: Vec<Value> = std::fs::read_to_string(&faults_file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for form in forms.as_array().unwrap() {
+        let mine: Vec<&Value> = planted
+            .iter()
+            .filter(|f| f["form"] == form["form"])
+            .collect();
+        let (p, f) = form["faults"]
+            .as_object()
+            .unwrap()
+            .values()
+            .fold((0, 0), |(p, f), c| {
+                (
+                    p + c["planted"].as_u64().unwrap(),
+                    f + c["found"].as_u64().unwrap(),
+                )
+            });
+        assert_eq!(mine.len() as u64, p, "{}", form["form"]);
+        assert_eq!(mine.iter().filter(|x| x["found"] == true).count() as u64, f);
+        for x in &mine {
+            assert!(
+                x["trajectory"].is_string() && x["step"].is_u64() && x["tool"].is_string(),
+                "{x}"
+            );
+            assert_eq!(x["env"], "desk");
+        }
+    }
     let v = &forms[0];
     assert_eq!(v["form"], "states");
     // Seeded walks and seeded faults: the same numbers on every machine.

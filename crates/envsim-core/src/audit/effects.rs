@@ -67,6 +67,16 @@ pub struct ToolEffects {
     pub deletes_named_only: bool,
     /// The most resources it created in one call.
     pub max_created: usize,
+    /// Whether `creates` is all it creates. Learned effects claim that only after enough
+    /// successes ([`MIN_EVIDENCE`]): a tool the walks rarely got right (AppWorld's
+    /// `send_password_reset_code`, which mails a code only for an account that exists) may
+    /// create what they never saw it create.
+    pub creates_known: bool,
+    /// `None`: `deletes` is all it deletes. `Some(kept)`: it may delete any type but `kept`,
+    /// the types the walks saw present and untouched under at least [`MIN_EVIDENCE`] of its
+    /// successes (a `clear_cart` walked only on empty carts is no evidence that it keeps
+    /// cart entries).
+    pub keeps: Option<BTreeSet<String>>,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -85,7 +95,7 @@ const READ_WORDS: &[&str] = &[
 impl ToolEffects {
     /// The documented guess from a tool's name: its first word (`create_ticket` → creates any
     /// type; `delete_*`/`remove_*` → deletes any type; `get_*`/`list_*`/… → read-only);
-    /// anything else may change the state but is not assumed to create or delete.
+    /// anything else may change the state, and what it may create or delete is not known.
     pub fn guess(tool: &str) -> ToolEffects {
         let first = tool
             .split(|c: char| c == '_' || c == '-' || c.is_uppercase())
@@ -95,14 +105,21 @@ impl ToolEffects {
         let any = || BTreeSet::from(["*".to_owned()]);
         let creates = CREATE_WORDS.contains(&first.as_str());
         let deletes = DELETE_WORDS.contains(&first.as_str());
+        let read_only = READ_WORDS.contains(&first.as_str());
         ToolEffects {
             creates: if creates { any() } else { BTreeSet::new() },
             deletes: if deletes { any() } else { BTreeSet::new() },
-            read_only: READ_WORDS.contains(&first.as_str()),
+            read_only,
             success_changes: creates || deletes,
             failure_keeps: true,
             deletes_named_only: false,
             max_created: usize::MAX,
+            // A name that neither creates, deletes nor reads says nothing of what it makes or
+            // removes (`send_password_reset_code` mails a code); one that reads, creates or
+            // deletes is
+            // taken at its word.
+            creates_known: read_only || creates || deletes,
+            keeps: (!read_only && !creates && !deletes).then(BTreeSet::new),
             source: EffectSource::Guessed,
         }
     }
@@ -134,16 +151,20 @@ impl ToolEffects {
             max_created: creates.len(),
             creates,
             deletes,
+            creates_known: true,
+            keeps: None,
             source: EffectSource::Annotated,
         }
     }
 
     pub(crate) fn may_create(&self, kind: &str) -> bool {
-        self.creates.contains("*") || self.creates.contains(kind)
+        !self.creates_known || self.creates.contains("*") || self.creates.contains(kind)
     }
 
     pub(crate) fn may_delete(&self, kind: &str) -> bool {
-        self.deletes.contains("*") || self.deletes.contains(kind)
+        self.deletes.contains("*")
+            || self.deletes.contains(kind)
+            || self.keeps.as_ref().is_some_and(|kept| !kept.contains(kind))
     }
 }
 
@@ -322,6 +343,8 @@ impl Effects {
             successes: usize,
             failures: usize,
             deleted: usize,
+            /// Per type, the successes that found it present and deleted none of it.
+            kept: BTreeMap<String, usize>,
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
         let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
@@ -350,16 +373,29 @@ impl Effects {
                     }
                     None => {}
                 }
-                if changed {
-                    let (a, b) = (resources(before), resources(&step.state_after));
+                let mut deleted_kinds: BTreeSet<&str> = BTreeSet::new();
+                let before_resources =
+                    (changed || step.success == Some(true)).then(|| resources(before));
+                if let (true, Some(a)) = (changed, &before_resources) {
+                    let b = resources(&step.state_after);
                     let created: Vec<&ResourceKey> =
                         b.keys().filter(|k| !a.contains_key(*k)).collect();
                     s.max_created = s.max_created.max(created.len());
                     s.creates.extend(created.into_iter().map(|k| k.0.clone()));
                     for key in a.keys().filter(|k| !b.contains_key(*k)) {
                         s.deletes.insert(key.0.clone());
+                        deleted_kinds.insert(key.0.as_ref());
                         s.deleted += 1;
                         s.unnamed_delete |= !names(&step.arguments, key);
+                    }
+                }
+                if step.success == Some(true) {
+                    let present: BTreeSet<&str> = before_resources
+                        .as_ref()
+                        .map(|a| a.keys().map(|k| k.0.as_ref()).collect())
+                        .unwrap_or_default();
+                    for kind in present.difference(&deleted_kinds) {
+                        *s.kept.entry((*kind).to_owned()).or_default() += 1;
                     }
                 }
                 before = &step.state_after;
@@ -378,7 +414,19 @@ impl Effects {
                     creates.extend(guess.creates.iter().cloned());
                     let mut deletes = s.deletes;
                     deletes.extend(guess.deletes.iter().cloned());
+                    // A claim about what it never creates or deletes needs successes too; a
+                    // tool its name says only reads is taken at its word.
+                    let creates_known = s.successes >= MIN_EVIDENCE || guess.read_only;
+                    let keeps = (!guess.read_only).then(|| {
+                        s.kept
+                            .iter()
+                            .filter(|(_, n)| **n >= MIN_EVIDENCE)
+                            .map(|(kind, _)| kind.clone())
+                            .collect()
+                    });
                     let effects = ToolEffects {
+                        creates_known,
+                        keeps,
                         creates,
                         deletes,
                         read_only: if s.successes > 0 {
@@ -389,10 +437,12 @@ impl Effects {
                         success_changes: s.successes >= MIN_EVIDENCE && !s.success_unchanged,
                         failure_keeps: s.failures >= MIN_EVIDENCE && !s.failure_changed,
                         deletes_named_only: s.deleted > 0 && !s.unnamed_delete,
-                        max_created: if s.max_created > 0 || !guess.creates.contains("*") {
-                            s.max_created
-                        } else {
+                        max_created: if !creates_known
+                            || (s.max_created == 0 && guess.creates.contains("*"))
+                        {
                             usize::MAX
+                        } else {
+                            s.max_created
                         },
                         source: EffectSource::Observed,
                     };
