@@ -640,7 +640,8 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
             let created = added.iter().filter(|key| !key.0.contains('*')).count();
             for key in added.iter().copied().filter(|key| !key.0.contains('*')) {
                 checked += 1;
-                if fx.may_create(&key.0) && created > fx.max_created {
+                let may_create = fx.may_create(&key.0, key.1, &step.arguments);
+                if may_create && created > fx.max_created {
                     violation(
                         ViolationKind::AppearedWithoutCreate,
                         Some(label_of(&key.0, key.1)),
@@ -651,7 +652,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                             step.tool, fx.max_created
                         ),
                     );
-                } else if !fx.may_create(&key.0) {
+                } else if !may_create {
                     let earlier = removed_at.get(key).copied();
                     let why = match earlier {
                         Some(j) => format!("{} reappears after step {j} removed it, under {} which never creates {}", label_of(&key.0, key.1), step.tool, key.0),
@@ -673,7 +674,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
                 }
                 checked += 1;
                 let resource = label_of(&key.0, key.1);
-                let why = if !fx.may_delete(&key.0) {
+                let why = if !fx.may_delete(&key.0, key.1, &step.arguments) {
                     Some(format!(
                         "{resource} vanishes under {} which never deletes {}",
                         step.tool, key.0
@@ -975,8 +976,8 @@ mod tests {
 
     #[test]
     fn never_creates_or_deletes_is_claimed_only_on_evidence() {
-        // `clear_cart` walked on empty carts, `ping_cart` once: neither says what it does to
-        // entries; `rename_cart` succeeded three times with an entry present and kept it.
+        // `clear_cart` walked on empty carts, `ping_cart` never succeeding: neither says what
+        // it does to entries; `rename_cart` succeeded with an entry present and kept it.
         let empty = json!({"carts": {"C1": {"name": "a"}}, "entries": {}});
         let full = json!({"carts": {"C1": {"name": "a"}}, "entries": {"E1": {"cart": "C1"}}});
         let renamed = json!({"carts": {"C1": {"name": "b"}}, "entries": {"E1": {"cart": "C1"}}});
@@ -1015,8 +1016,8 @@ mod tests {
                 vec![step(
                     "ping_cart",
                     json!({}),
-                    ok.clone(),
-                    true,
+                    json!({"success": false}),
+                    false,
                     empty.clone(),
                 )],
                 &empty,
@@ -1078,15 +1079,76 @@ mod tests {
     }
 
     #[test]
+    fn what_the_code_cannot_reach_is_never_made_or_removed() {
+        let code = "class Desk:\n    def scan_ticket(self, ticket_id):\n        t = self.tickets[ticket_id]\n        t['scanned'] = True\n        return {'success': True}\n    def sweep(self):\n        for k in list(self.tickets):\n            del self.tickets[k]\n        return {'success': True}\n";
+        // No walk ever got either tool right: only the code bounds them.
+        let effects = Effects::default().with_code(
+            code,
+            crate::slice::Convention::Class,
+            ["scan_ticket", "sweep"],
+        );
+        let before = json!({"tickets": {"T1": {"scanned": false}}});
+        let ok = json!({"success": true});
+        let one = |tool: &str, args: Value, after: Value| AuditTrajectory {
+            id: "t".into(),
+            initial_state: before.clone().into(),
+            steps: vec![step(tool, args, ok.clone(), true, after)],
+        };
+        let kinds = |t: &AuditTrajectory| -> Vec<ViolationKind> {
+            audit(t, &effects)
+                .violations
+                .iter()
+                .map(|v| v.kind)
+                .collect()
+        };
+        // A phantom under a call that names T1.
+        let phantom = one(
+            "scan_ticket",
+            json!({"ticket_id": "T1"}),
+            json!({"tickets": {"T1": {"scanned": true}, "PHANTOM-1": {"scanned": false}}}),
+        );
+        assert_eq!(kinds(&phantom), [ViolationKind::AppearedWithoutCreate]);
+        // The entry its argument names may come and go.
+        let named = one(
+            "scan_ticket",
+            json!({"ticket_id": "T2"}),
+            json!({"tickets": {"T1": {"scanned": false}, "T2": {"scanned": true}}}),
+        );
+        assert_eq!(kinds(&named), []);
+        // Code that iterates the table may remove any entry.
+        let swept = one("sweep", json!({}), json!({"tickets": {}}));
+        assert_eq!(kinds(&swept), []);
+        // A tool the slicer cannot bound (no such method) stays open.
+        let unknown = one(
+            "other",
+            json!({}),
+            json!({"tickets": {"T1": {"scanned": false}, "T9": {}}}),
+        );
+        assert_eq!(kinds(&unknown), []);
+    }
+
+    #[test]
     fn a_guess_claims_only_what_the_name_says() {
         let send = ToolEffects::guess("send_reset_code");
-        assert!(send.may_create("emails") && send.may_delete("emails"));
+        assert!(
+            send.may_create("emails", "X1", &Map::new())
+                && send.may_delete("emails", "X1", &Map::new())
+        );
         let get = ToolEffects::guess("get_ticket");
-        assert!(!get.may_create("tickets") && !get.may_delete("tickets"));
+        assert!(
+            !get.may_create("tickets", "X1", &Map::new())
+                && !get.may_delete("tickets", "X1", &Map::new())
+        );
         let create = ToolEffects::guess("create_ticket");
-        assert!(create.may_create("tickets") && !create.may_delete("tickets"));
+        assert!(
+            create.may_create("tickets", "X1", &Map::new())
+                && !create.may_delete("tickets", "X1", &Map::new())
+        );
         let delete = ToolEffects::guess("delete_ticket");
-        assert!(delete.may_delete("tickets") && !delete.may_create("tickets"));
+        assert!(
+            delete.may_delete("tickets", "X1", &Map::new())
+                && !delete.may_create("tickets", "X1", &Map::new())
+        );
     }
 
     #[test]

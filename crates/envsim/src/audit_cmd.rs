@@ -214,8 +214,8 @@ pub(crate) fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::be
     }
 }
 
-/// What `package`'s tools do: learned from `walk` walks with `seed`, and for tools those
-/// never show, what its manifest declares.
+/// What `package`'s tools do: learned from `walk` walks with `seed`, for tools those never
+/// show what its manifest declares, and bounded by what each tool's code can reach.
 pub(crate) fn learn(
     package: &envsim_exec::package::EnvPackage,
     walk: &crate::bench_cmd::WalkArgs,
@@ -235,7 +235,14 @@ pub(crate) fn learn_runs(
         .into_values()
         .next()
         .unwrap_or_default();
-    let effects = Effects::learn(&runs).with_annotations(&package.manifest.effects);
+    let tools = package.manifest.tool_names();
+    let effects = Effects::learn(&runs)
+        .with_annotations(&package.manifest.effects)
+        .with_code(
+            &package.code.code,
+            package.code.convention,
+            tools.iter().map(String::as_str),
+        );
     Ok((runs, effects))
 }
 

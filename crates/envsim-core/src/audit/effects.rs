@@ -4,6 +4,7 @@
 //! ([`ResponseShape`]); and, through [`super::implied`], what each tool's successes write.
 
 use super::{implied, resources, AuditTrajectory, ResourceKey};
+use crate::slice::{AttrUse, CodeSlice, KeyPart};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,18 +68,97 @@ pub struct ToolEffects {
     pub deletes_named_only: bool,
     /// The most resources it created in one call.
     pub max_created: usize,
-    /// Whether `creates` is all it creates. Learned effects claim that only after enough
-    /// successes ([`MIN_EVIDENCE`]): a tool the walks rarely got right (AppWorld's
+    /// Whether `creates` is all it creates. Learned effects claim that only after a success
+    /// ([`NEVER_EVIDENCE`]): a tool the walks never got right (AppWorld's
     /// `send_password_reset_code`, which mails a code only for an account that exists) may
     /// create what they never saw it create.
     pub creates_known: bool,
     /// `None`: `deletes` is all it deletes. `Some(kept)`: it may delete any type but `kept`,
-    /// the types the walks saw present and untouched under at least [`MIN_EVIDENCE`] of its
+    /// the types the walks saw present and untouched under at least [`NEVER_EVIDENCE`] of its
     /// successes (a `clear_cart` walked only on empty carts is no evidence that it keeps
     /// cart entries).
     pub keeps: Option<BTreeSet<String>>,
+    /// What its code can reach, where the code was read ([`Effects::with_code`]): bounds
+    /// what a guess or missing evidence leaves open (a `scan_ticket` whose code touches
+    /// `tickets` only at `self.tickets[ticket_id]` cannot make a ticket its arguments do not
+    /// name).
+    pub reach: Option<CodeReach>,
     /// Where this came from.
     pub source: EffectSource,
+}
+
+/// What one tool's code can touch, read from the code itself ([`crate::slice`]): the tables
+/// (top-level state keys) it names, and for each the entries it can address.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CodeReach {
+    /// Per table: `None`, any entry; `Some(keys)`, only entries keyed by one of these keys
+    /// computed from the call's arguments.
+    tables: BTreeMap<String, Option<BTreeSet<Vec<KeyPart>>>>,
+}
+
+impl CodeReach {
+    /// The reach of a code slice; `None` when the slicer could not bound it (a fallback to the
+    /// whole code, or a database used other than by table).
+    pub fn of(code: &CodeSlice) -> Option<CodeReach> {
+        if code.fallback.is_some() || code.database_whole.is_some() {
+            return None;
+        }
+        let tables = code
+            .attributes
+            .iter()
+            .map(|(table, used)| {
+                let keys = match used {
+                    AttrUse::Whole => None,
+                    AttrUse::Keys(parameters) => Some(
+                        parameters
+                            .iter()
+                            .map(|p| vec![KeyPart::Arg(p.clone())])
+                            .collect(),
+                    ),
+                    AttrUse::Entries(keys) => Some(keys.clone()),
+                };
+                (table.clone(), keys)
+            })
+            .collect();
+        Some(CodeReach { tables })
+    }
+
+    /// Whether the code can make or remove the top-level resource `kind`/`id` on a call with
+    /// `arguments`: its table is one the code names, and it is any entry there or one keyed by
+    /// what the arguments compute (a key whose argument is missing counts as reachable).
+    pub fn can_touch(&self, kind: &str, id: &str, arguments: &Map<String, Value>) -> bool {
+        let table = kind.split('/').next().unwrap_or(kind);
+        match self.tables.get(table) {
+            None => false,
+            Some(None) => true,
+            Some(Some(keys)) => keys
+                .iter()
+                .any(|parts| key_of(parts, arguments).is_none_or(|key| key == id)),
+        }
+    }
+}
+
+/// The key `parts` compute from `arguments` (`None`: an argument it needs is missing or not
+/// text or a whole number).
+fn key_of(parts: &[KeyPart], arguments: &Map<String, Value>) -> Option<String> {
+    let text = |name: &str| -> Option<String> {
+        match arguments.get(name)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    let mut key = String::new();
+    for part in parts {
+        match part {
+            KeyPart::Text(t) => key.push_str(t),
+            KeyPart::Arg(p) => key.push_str(&text(p)?),
+            KeyPart::Lower(p) => key.push_str(&text(p)?.to_ascii_lowercase()),
+            KeyPart::Upper(p) => key.push_str(&text(p)?.to_ascii_uppercase()),
+            KeyPart::Strip(p) => key.push_str(text(p)?.trim()),
+        }
+    }
+    Some(key)
 }
 
 /// Name prefixes of tools that create, delete or only read.
@@ -120,6 +200,7 @@ impl ToolEffects {
             // taken at its word.
             creates_known: read_only || creates || deletes,
             keeps: (!read_only && !creates && !deletes).then(BTreeSet::new),
+            reach: None,
             source: EffectSource::Guessed,
         }
     }
@@ -153,23 +234,45 @@ impl ToolEffects {
             deletes,
             creates_known: true,
             keeps: None,
+            reach: None,
             source: EffectSource::Annotated,
         }
     }
 
-    pub(crate) fn may_create(&self, kind: &str) -> bool {
-        !self.creates_known || self.creates.contains("*") || self.creates.contains(kind)
+    /// Whether a call with `arguments` may create the top-level resource `kind`/`id`: a type
+    /// it was seen (or declared) to create; else, where a guess or missing evidence leaves it
+    /// open, what its code can reach.
+    pub(crate) fn may_create(&self, kind: &str, id: &str, arguments: &Map<String, Value>) -> bool {
+        if self.creates.contains(kind) {
+            return true;
+        }
+        (!self.creates_known || self.creates.contains("*")) && self.reaches(kind, id, arguments)
     }
 
-    pub(crate) fn may_delete(&self, kind: &str) -> bool {
-        self.deletes.contains("*")
-            || self.deletes.contains(kind)
-            || self.keeps.as_ref().is_some_and(|kept| !kept.contains(kind))
+    /// [`ToolEffects::may_create`] for deleting.
+    pub(crate) fn may_delete(&self, kind: &str, id: &str, arguments: &Map<String, Value>) -> bool {
+        if self.deletes.contains(kind) {
+            return true;
+        }
+        (self.deletes.contains("*") || self.keeps.as_ref().is_some_and(|kept| !kept.contains(kind)))
+            && self.reaches(kind, id, arguments)
+    }
+
+    fn reaches(&self, kind: &str, id: &str, arguments: &Map<String, Value>) -> bool {
+        self.reach
+            .as_ref()
+            .is_none_or(|reach| reach.can_touch(kind, id, arguments))
     }
 }
 
 /// Calls a learned rule about all successes (or all failures) of a tool needs.
 pub(crate) const MIN_EVIDENCE: usize = 3;
+
+/// Successes a learned claim of what a tool never creates, or never deletes of a type present,
+/// needs. One: a tool that creates or deletes does so on its successes (AppWorld's
+/// `send_password_reset_code` mails a code on every success), so a single success that made
+/// nothing is evidence, while none is not.
+pub(crate) const NEVER_EVIDENCE: usize = 1;
 
 /// What every tool may do.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -179,6 +282,8 @@ pub struct Effects {
     shapes: BTreeMap<String, ResponseShape>,
     /// What each tool's successes do to the fields of what they name, and its guards.
     writes: BTreeMap<String, implied::Writes>,
+    /// What each tool's code can reach, where the code was read.
+    reach: BTreeMap<String, CodeReach>,
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
@@ -403,6 +508,7 @@ impl Effects {
         }
         Effects {
             shapes,
+            reach: BTreeMap::new(),
             writes: implied::learn_writes(trajectories),
             tools: seen
                 .into_iter()
@@ -416,17 +522,18 @@ impl Effects {
                     deletes.extend(guess.deletes.iter().cloned());
                     // A claim about what it never creates or deletes needs successes too; a
                     // tool its name says only reads is taken at its word.
-                    let creates_known = s.successes >= MIN_EVIDENCE || guess.read_only;
+                    let creates_known = s.successes >= NEVER_EVIDENCE || guess.read_only;
                     let keeps = (!guess.read_only).then(|| {
                         s.kept
                             .iter()
-                            .filter(|(_, n)| **n >= MIN_EVIDENCE)
+                            .filter(|(_, n)| **n >= NEVER_EVIDENCE)
                             .map(|(kind, _)| kind.clone())
                             .collect()
                     });
                     let effects = ToolEffects {
                         creates_known,
                         keeps,
+                        reach: None,
                         creates,
                         deletes,
                         read_only: if s.successes > 0 {
@@ -461,10 +568,30 @@ impl Effects {
 
     /// The effects of `tool`: learned, else declared, else guessed from its name.
     pub fn of(&self, tool: &str) -> ToolEffects {
-        self.tools
+        let mut effects = self
+            .tools
             .get(tool)
             .cloned()
-            .unwrap_or_else(|| ToolEffects::guess(tool))
+            .unwrap_or_else(|| ToolEffects::guess(tool));
+        effects.reach = self.reach.get(tool).cloned();
+        effects
+    }
+
+    /// Adds what each of `tools` can reach in `code` (the environment's source, read in
+    /// `convention` by [`crate::slice`]); a tool the slicer cannot bound stays unbounded.
+    pub fn with_code<'a>(
+        mut self,
+        code: &str,
+        convention: crate::slice::Convention,
+        tools: impl IntoIterator<Item = &'a str>,
+    ) -> Effects {
+        for tool in tools {
+            let slice = crate::slice::slice_code_as(code, tool, convention);
+            if let Some(reach) = CodeReach::of(&slice) {
+                self.reach.insert(tool.to_owned(), reach);
+            }
+        }
+        self
     }
 
     /// What a successful call of `tool` does to fields: learned, else declared (the argument
