@@ -92,12 +92,29 @@ impl Default for Limits {
 /// The environment variable that raises (or lowers) the reply cap, in MiB.
 pub const REPLY_CAP_VAR: &str = "ENVSIM_REPLY_CAP_MB";
 
+/// The environment variable that sets the wall-clock limit of one call, in seconds (a worker's
+/// first AppWorld call imports AppWorld and builds its world: seconds of work that a loaded
+/// machine can stretch past the default 10).
+pub const CALL_WALL_VAR: &str = "ENVSIM_CALL_WALL_S";
+
 impl Limits {
-    /// The defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB` when set (a state of
-    /// 20 MB needs a cap above the default 16 MiB: each reply carries the state after).
+    /// The defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB` and the wall-clock limit
+    /// from `ENVSIM_CALL_WALL_S` when set (a state of 20 MB needs a cap above the default
+    /// 16 MiB: each reply carries the state after).
     pub fn from_env() -> Result<Limits, String> {
+        Limits::from_vars(
+            std::env::var(REPLY_CAP_VAR).ok().as_deref(),
+            std::env::var(CALL_WALL_VAR).ok().as_deref(),
+        )
+    }
+
+    /// [`Limits::from_env`] on the variables' values.
+    pub fn from_vars(
+        reply_cap_mb: Option<&str>,
+        call_wall_s: Option<&str>,
+    ) -> Result<Limits, String> {
         let mut limits = Limits::default();
-        if let Ok(text) = std::env::var(REPLY_CAP_VAR) {
+        if let Some(text) = reply_cap_mb {
             let mb: usize = text
                 .trim()
                 .parse()
@@ -109,6 +126,21 @@ impl Limits {
                     )
                 })?;
             limits.output_bytes = mb << 20;
+        }
+        if let Some(text) = call_wall_s {
+            let seconds: u64 = text
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&s| (1..=3600).contains(&s))
+                .ok_or_else(|| {
+                    format!(
+                        "{CALL_WALL_VAR}={text:?}: expected a whole number of seconds from 1 to 3600"
+                    )
+                })?;
+            limits.wall = Duration::from_secs(seconds);
+            // The CPU limit follows: a call may use the time it is given.
+            limits.cpu_seconds = limits.cpu_seconds.max(seconds);
         }
         Ok(limits)
     }
@@ -747,6 +779,34 @@ pub async fn resolve_python() -> Result<PathBuf, ExecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_from_the_variables() {
+        let defaults = Limits::from_vars(None, None).unwrap();
+        assert_eq!(
+            (defaults.wall, defaults.cpu_seconds),
+            (Duration::from_secs(10), 10)
+        );
+        let raised = Limits::from_vars(Some("64"), Some("45")).unwrap();
+        assert_eq!(raised.output_bytes, 64 << 20);
+        assert_eq!(
+            (raised.wall, raised.cpu_seconds),
+            (Duration::from_secs(45), 45)
+        );
+        // A shorter wall clock keeps the CPU budget (the wall clock stops the call first).
+        let short = Limits::from_vars(None, Some(" 3 ")).unwrap();
+        assert_eq!(
+            (short.wall, short.cpu_seconds),
+            (Duration::from_secs(3), 10)
+        );
+        for bad in ["0", "3601", "ten", "-5", ""] {
+            let e = Limits::from_vars(None, Some(bad)).unwrap_err();
+            assert!(e.starts_with("ENVSIM_CALL_WALL_S="), "{e}");
+        }
+        assert!(Limits::from_vars(Some("0"), None)
+            .unwrap_err()
+            .starts_with("ENVSIM_REPLY_CAP_MB="));
+    }
     use serde_json::json;
 
     fn args(v: Value) -> Map<String, Value> {
