@@ -33,6 +33,7 @@ mod drift;
 mod effects;
 pub mod implied;
 mod inject;
+mod nested;
 pub mod nouns;
 pub mod observed;
 mod timeline;
@@ -1041,37 +1042,31 @@ mod tests {
         );
         assert_eq!(audit(&pinged, &effects).violations, []);
         // Evidence holds: a rename that deletes the entry, or creates one, is flagged.
-        let lost = walk(
-            vec![step(
-                "rename_cart",
-                json!({"name": "b"}),
-                ok.clone(),
-                true,
-                json!({"carts": {"C1": {"name": "b"}}, "entries": {}}),
-            )],
-            &full,
+        // The kinds flagged on a rename from `full` that leaves `after`.
+        let renamed_to = |after: Value| -> Vec<ViolationKind> {
+            let t = walk(
+                vec![step(
+                    "rename_cart",
+                    json!({"name": "b"}),
+                    ok.clone(),
+                    true,
+                    after,
+                )],
+                &full,
+            );
+            audit(&t, &effects)
+                .violations
+                .iter()
+                .map(|v| v.kind)
+                .collect()
+        };
+        assert_eq!(
+            renamed_to(json!({"carts": {"C1": {"name": "b"}}, "entries": {}})),
+            [ViolationKind::VanishedWithoutDelete]
         );
-        let kinds: Vec<ViolationKind> = audit(&lost, &effects)
-            .violations
-            .iter()
-            .map(|v| v.kind)
-            .collect();
-        assert_eq!(kinds, [ViolationKind::VanishedWithoutDelete]);
-        let extra = walk(
-            vec![step(
-                "rename_cart",
-                json!({"name": "b"}),
-                ok,
-                true,
-                json!({"carts": {"C1": {"name": "b"}}, "entries": {"E1": {"cart": "C1"}, "E2": {"cart": "C1"}}}),
-            )],
-            &full,
+        let kinds = renamed_to(
+            json!({"carts": {"C1": {"name": "b"}}, "entries": {"E1": {"cart": "C1"}, "E2": {"cart": "C1"}}}),
         );
-        let kinds: Vec<ViolationKind> = audit(&extra, &effects)
-            .violations
-            .iter()
-            .map(|v| v.kind)
-            .collect();
         assert!(
             kinds.contains(&ViolationKind::AppearedWithoutCreate),
             "{kinds:?}"

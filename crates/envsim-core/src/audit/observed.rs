@@ -27,7 +27,8 @@
 //! - `stale_read`: a record returns a field with a value other than the one last returned or
 //!   written for it, with no change of unknown reach between;
 //! - `list_inconsistent`: the same listing, repeated with no change between, returns other
-//!   ids; an unfiltered listing misses a resource created since a complete listing;
+//!   ids; an unfiltered listing misses a resource created since a complete listing; a record's
+//!   list (an order's `items`) lacks an entry a later call names with it ([`super::nested`]);
 //! - `contradictory_repeat`: the same call, repeated with no successful change between, gets
 //!   another outcome or another answer.
 
@@ -955,6 +956,11 @@ pub fn audit_calls(
             calls.insert(signature, (k, step.success, step.observation.clone()));
         }
     }
+    // Entries of the lists records hold, named by later calls.
+    let (nested_checked, nested) = super::nested::nested_list_checks(trajectory, effects, initial);
+    checked += nested_checked;
+    violations.extend(nested);
+    violations.sort_by_key(|v| v.step);
     TrajectoryAudit {
         trajectory: trajectory.id.clone(),
         steps: trajectory.steps.len(),

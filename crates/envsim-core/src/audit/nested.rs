@@ -1,0 +1,477 @@
+//! The lists a record holds (an order's `items`, a user's `reservations`), read against later
+//! calls: a successful call that names the record and an entry its last answer did not list
+//! shows that the answer omitted the entry. τ²-bench's answers keep such lists inside one
+//! record rather than as listings of their own, so the listing checks of
+//! [`super::observed`] never see them.
+//!
+//! An entry is typed by the singular of its list's field (`items` → `item`) and named by
+//! `<noun>_id` or `<noun>_number` in an object (`{"item_id": "7363354090"}`), or is the
+//! string itself in a list of strings (`"reservations": ["ZFA04Y"]`). A later call names the
+//! record with `<record noun>_id` and an entry with `<noun>_id`, `<noun>_ids`, `<noun>_number`
+//! or `<noun>_numbers` (a string, an integer or a list of them). Tools that may create (by
+//! their effects or their name: `add_item_to_order`) are not held to the list, since they may
+//! be what adds the entry; a change that names the record, or one whose reach is unknown,
+//! forgets what was listed.
+//!
+//! With the initial state known, an answer's reference to a collection of that state
+//! (`"payment_method_id": "gift_card_7"` where the state has `payment_methods`, at any depth)
+//! must name one of its entries, or an id an earlier step or the call itself showed: a
+//! simulator that copies a record under a new id (`gift_card_7-2`) invents what it refers to.
+
+use super::implied::id_text;
+use super::nouns::{singular, tool_noun, words};
+use super::observed::CallTrajectory;
+use super::{EffectSource, Effects, ToolEffects, Violation, ViolationKind};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// A record known from an answer: (its noun, its id).
+type Record = (String, String);
+
+/// What a record's answer listed: the step, and per entry noun the entries.
+type Listed = (usize, BTreeMap<String, BTreeSet<String>>);
+
+/// The checks of the module doc on one trajectory: the constraints checked and the
+/// violations (`list_inconsistent`, at the later call, naming the answer's step as the one it
+/// conflicts with).
+pub(crate) fn nested_list_checks(
+    trajectory: &CallTrajectory,
+    effects: &Effects,
+    initial: Option<&Value>,
+) -> (usize, Vec<Violation>) {
+    let mut checked = 0;
+    let mut violations = Vec::new();
+    let mut shown: HashMap<Record, Listed> = HashMap::new();
+    let known = initial.map(known_ids).unwrap_or_default();
+    // Every id-like value the trajectory has shown so far.
+    let mut seen: HashSet<String> = HashSet::new();
+    for (k, step) in trajectory.steps.iter().enumerate() {
+        let fx = effects.of(&step.tool);
+        let named = records_named(&step.arguments);
+        scalars(&Value::Object(step.arguments.clone()), &mut seen);
+        if step.success == Some(true) && fx.read_only && !known.is_empty() {
+            let mut refs = Vec::new();
+            references(&step.observation, &known, 0, &mut refs);
+            for (field, noun, id) in refs {
+                checked += 1;
+                if !known[&noun].contains(&id) && !seen.contains(&id) {
+                    violations.push(Violation {
+                        trajectory: trajectory.id.clone(),
+                        step: k,
+                        kind: ViolationKind::PhantomId,
+                        tool: step.tool.clone(),
+                        resource: Some(format!("{noun}/{id}")),
+                        field: Some(field.clone()),
+                        conflicting_step: None,
+                        guessed: fx.source == EffectSource::Guessed,
+                        effects: fx.source,
+                        explanation: format!(
+                            "{} answers {field} = {id:?}, which no {noun} of the initial state holds and no earlier step showed",
+                            step.tool
+                        ),
+                    });
+                }
+            }
+        }
+        scalars(&step.observation, &mut seen);
+        if step.success == Some(true) && !may_create(&fx, &step.tool) {
+            for record in &named {
+                let Some((j, lists)) = shown.get(record) else {
+                    continue;
+                };
+                for (noun, ids) in entries_named(&step.arguments) {
+                    let Some(listed) = lists.get(&noun) else {
+                        continue;
+                    };
+                    for id in ids {
+                        checked += 1;
+                        if !listed.contains(&id) {
+                            violations.push(Violation {
+                                trajectory: trajectory.id.clone(),
+                                step: k,
+                                kind: ViolationKind::ListInconsistent,
+                                tool: step.tool.clone(),
+                                resource: Some(format!("{}/{}", record.0, record.1)),
+                                field: Some(noun.clone()),
+                                conflicting_step: Some(*j),
+                                guessed: fx.source == EffectSource::Guessed,
+                                effects: fx.source,
+                                explanation: format!(
+                                    "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
+                                    step.tool, record.0, record.1, record.0, record.1
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if step.success != Some(false) && !fx.read_only {
+            if named.is_empty() {
+                shown.clear();
+            } else {
+                for record in &named {
+                    shown.remove(record);
+                }
+            }
+        }
+        if step.success == Some(true) && fx.read_only {
+            if let Some((record, lists)) = record_lists(&step.tool, &step.observation) {
+                shown.insert(record, (k, lists));
+            }
+        }
+    }
+    (checked, violations)
+}
+
+/// The ids of every collection of a state (an object of objects, at any depth), by the
+/// singular of the collection's name (`payment_methods` → `payment_method`).
+fn known_ids(state: &Value) -> HashMap<String, HashSet<String>> {
+    fn walk(name: &str, value: &Value, depth: usize, out: &mut HashMap<String, HashSet<String>>) {
+        let Value::Object(map) = value else {
+            return;
+        };
+        if depth > 6 {
+            return;
+        }
+        if !name.is_empty() && !map.is_empty() && map.values().all(Value::is_object) {
+            out.entry(singular(name))
+                .or_default()
+                .extend(map.keys().cloned());
+            for entry in map.values() {
+                walk("", entry, depth + 1, out);
+            }
+            return;
+        }
+        for (key, child) in map {
+            walk(key, child, depth + 1, out);
+        }
+    }
+    let mut out = HashMap::new();
+    walk("", state, 0, &mut out);
+    out
+}
+
+/// Every string and whole number of a value, as ids are compared.
+fn scalars(value: &Value, out: &mut HashSet<String>) {
+    match value {
+        Value::Object(map) => map.values().for_each(|v| scalars(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| scalars(v, out)),
+        other => {
+            if let Some(id) = id_text(other) {
+                out.insert(id);
+            }
+        }
+    }
+}
+
+/// The references of an answer to known collections: (field, noun, id) for each
+/// `<noun>_id` field, at any depth, whose noun is a collection of the known state.
+fn references(
+    value: &Value,
+    known: &HashMap<String, HashSet<String>>,
+    depth: usize,
+    out: &mut Vec<(String, String, String)>,
+) {
+    if depth > 6 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (field, child) in map {
+                if let (Some(noun), Some(id)) = (id_noun_of(field, &["id"]), id_text(child)) {
+                    if known.contains_key(&noun) {
+                        out.push((field.clone(), noun, id));
+                    }
+                }
+                references(child, known, depth + 1, out);
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| references(item, known, depth + 1, out)),
+        _ => {}
+    }
+}
+
+/// Whether a tool may add entries: its effects create something, or its name says it
+/// creates.
+fn may_create(fx: &ToolEffects, tool: &str) -> bool {
+    !fx.creates.is_empty() || !ToolEffects::guess(tool).creates.is_empty()
+}
+
+/// The records a call's arguments name: `<noun>_id` with a string or integer.
+fn records_named(arguments: &Map<String, Value>) -> Vec<Record> {
+    arguments
+        .iter()
+        .filter_map(|(name, value)| {
+            let noun = id_noun_of(name, &["id"])?;
+            Some((noun, id_text(value)?))
+        })
+        .collect()
+}
+
+/// The entries a call's arguments name, by noun: `<noun>_id(s)`, `<noun>_number(s)`.
+fn entries_named(arguments: &Map<String, Value>) -> Vec<(String, Vec<String>)> {
+    arguments
+        .iter()
+        .filter_map(|(name, value)| {
+            let noun = id_noun_of(name, &["id", "ids", "number", "numbers"])?;
+            let ids: Vec<String> = match value {
+                Value::Array(items) => items.iter().filter_map(id_text).collect(),
+                other => vec![id_text(other)?],
+            };
+            Some((noun, ids))
+        })
+        .collect()
+}
+
+/// The noun of a key whose last word is one of `last` (`item_ids` → `item`); `None` for a
+/// bare `id` or another key.
+fn id_noun_of(key: &str, last: &[&str]) -> Option<String> {
+    let w = words(key);
+    let (end, stem) = w.split_last()?;
+    if stem.is_empty() || !last.contains(&end.as_str()) {
+        return None;
+    }
+    let mut stem = stem.to_vec();
+    if let Some(noun) = stem.last_mut() {
+        *noun = singular(noun);
+    }
+    Some(stem.join("_"))
+}
+
+/// The record an answer is (an object with the tool's `<noun>_id`), with the entries of each
+/// of its lists whose entries are named (module doc).
+fn record_lists(
+    tool: &str,
+    observation: &Value,
+) -> Option<(Record, BTreeMap<String, BTreeSet<String>>)> {
+    let map = observation.as_object()?;
+    let noun = tool_noun(tool);
+    let id = id_text(map.get(&format!("{noun}_id"))?)?;
+    let mut lists = BTreeMap::new();
+    for (field, value) in map {
+        let Value::Array(items) = value else {
+            continue;
+        };
+        let entry = singular(field);
+        if entry == *field {
+            continue;
+        }
+        let ids: Option<BTreeSet<String>> = items
+            .iter()
+            .map(|item| match item {
+                Value::Object(fields) => ["id", "number"]
+                    .iter()
+                    .find_map(|suffix| fields.get(&format!("{entry}_{suffix}")))
+                    .and_then(id_text),
+                Value::String(_) => id_text(item),
+                _ => None,
+            })
+            .collect();
+        if let Some(ids) = ids {
+            lists.insert(entry, ids);
+        }
+    }
+    (!lists.is_empty()).then_some(((noun, id), lists))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::observed::CallStep;
+    use serde_json::json;
+
+    fn call(tool: &str, arguments: Value, observation: Value) -> CallStep {
+        CallStep {
+            tool: tool.into(),
+            arguments: arguments.as_object().cloned().unwrap_or_default(),
+            observation,
+            success: Some(true),
+        }
+    }
+
+    fn order(items: &[&str]) -> Value {
+        json!({"order_id": "#W1", "status": "delivered",
+               "items": items.iter().map(|i| json!({"item_id": i, "price": 10})).collect::<Vec<_>>(),
+               "payment_history": [{"payment_method_id": "card_1", "amount": 20}]})
+    }
+
+    /// `get_order_details` of order #W1 listing `items`.
+    fn read_order(items: &[&str]) -> CallStep {
+        call(
+            "get_order_details",
+            json!({"order_id": "#W1"}),
+            order(items),
+        )
+    }
+
+    /// A flag as the tests compare it: (step, conflicting step, resource).
+    type Flag = (usize, Option<usize>, Option<String>);
+
+    fn checks(steps: Vec<CallStep>) -> (usize, Vec<Flag>) {
+        let t = CallTrajectory {
+            id: "t".into(),
+            steps,
+        };
+        let (checked, violations) = nested_list_checks(&t, &Effects::default(), None);
+        (
+            checked,
+            violations
+                .iter()
+                .map(|v| (v.step, v.conflicting_step, v.resource.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn an_entry_named_later_was_omitted_from_the_list() {
+        let returned = json!({"order_id": "#W1", "status": "return requested"});
+        // The answer of step 0 lists one of the two items that step 1 returns.
+        let (checked, found) = checks(vec![
+            read_order(&["A"]),
+            call(
+                "return_delivered_order_items",
+                json!({"order_id": "#W1", "item_ids": ["A", "B"], "payment_method_id": "card_1"}),
+                returned.clone(),
+            ),
+        ]);
+        assert_eq!(checked, 2);
+        assert_eq!(found, [(1, Some(0), Some("order/#W1".to_owned()))]);
+        // Both listed: nothing to flag; `new_item_ids` name other things.
+        let (_, found) = checks(vec![
+            read_order(&["A", "B"]),
+            call(
+                "exchange_delivered_order_items",
+                json!({"order_id": "#W1", "item_ids": ["A"], "new_item_ids": ["Z"]}),
+                returned.clone(),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // A change of the order between may have added the item.
+        let (_, found) = checks(vec![
+            read_order(&["A"]),
+            call(
+                "modify_pending_order_items",
+                json!({"order_id": "#W1", "item_ids": ["A"], "new_item_ids": ["B"]}),
+                returned.clone(),
+            ),
+            call(
+                "return_delivered_order_items",
+                json!({"order_id": "#W1", "item_ids": ["B"]}),
+                returned.clone(),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // A tool that adds is not held to the list.
+        let (checked, found) = checks(vec![
+            read_order(&["A"]),
+            call(
+                "add_item_to_order",
+                json!({"order_id": "#W1", "item_id": "B"}),
+                returned.clone(),
+            ),
+        ]);
+        assert_eq!((checked, found), (0, vec![]));
+        // A failed call says nothing.
+        let mut failed = call(
+            "return_delivered_order_items",
+            json!({"order_id": "#W1", "item_ids": ["B"]}),
+            json!("Error: item not found"),
+        );
+        failed.success = Some(false);
+        let (_, found) = checks(vec![read_order(&["A"]), failed]);
+        assert_eq!(found, []);
+    }
+
+    #[test]
+    fn lists_of_ids_and_numbered_entries_are_read() {
+        let user = json!({"user_id": "u1", "reservations": ["R1", "R2"]});
+        let (checked, found) = checks(vec![
+            call("get_user_details", json!({"user_id": "u1"}), user),
+            call(
+                "send_certificate",
+                json!({"user_id": "u1", "reservation_id": "R3"}),
+                json!("sent"),
+            ),
+        ]);
+        assert_eq!((checked, found.len()), (1, 1));
+        let reservation = json!({"reservation_id": "Z1", "flights": [{"flight_number": "HAT1"}]});
+        let (_, found) = checks(vec![
+            call(
+                "get_reservation_details",
+                json!({"reservation_id": "Z1"}),
+                reservation,
+            ),
+            call(
+                "get_flight_status",
+                json!({"reservation_id": "Z1", "flight_number": "HAT9"}),
+                json!("on time"),
+            ),
+        ]);
+        assert_eq!(found.len(), 1);
+        // Keys that are not ids: `id_noun_of`.
+        assert_eq!(id_noun_of("item_ids", &["ids"]).as_deref(), Some("item"));
+        assert_eq!(
+            id_noun_of("new_item_ids", &["ids"]).as_deref(),
+            Some("new_item")
+        );
+        assert_eq!(id_noun_of("id", &["id"]), None);
+        assert_eq!(id_noun_of("reservations", &["id"]), None);
+    }
+
+    #[test]
+    fn a_reference_the_initial_state_never_held_is_a_phantom() {
+        let initial = json!({"users": {"u1": {"payment_methods": {"card_1": {"brand": "visa"}}}},
+                             "orders": {"#W1": {"user_id": "u1"}}});
+        let answer = |method: &str| {
+            json!({"order_id": "#W1", "user_id": "u1",
+                   "payment_history": [{"payment_method_id": "card_1", "amount": 5},
+                                       {"payment_method_id": method, "amount": 5}]})
+        };
+        let run = |steps: Vec<CallStep>| {
+            let t = CallTrajectory {
+                id: "t".into(),
+                steps,
+            };
+            nested_list_checks(&t, &Effects::default(), Some(&initial))
+        };
+        let (checked, found) = run(vec![call(
+            "get_order_details",
+            json!({"order_id": "#W1"}),
+            answer("card_1-2"),
+        )]);
+        assert_eq!(checked, 4);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, ViolationKind::PhantomId);
+        assert_eq!(
+            found[0].resource.as_deref(),
+            Some("payment_method/card_1-2")
+        );
+        // An id an earlier step showed (a method added by a call) is no phantom.
+        let (_, found) = run(vec![
+            call(
+                "add_payment_method",
+                json!({"user_id": "u1"}),
+                json!({"id": "card_9"}),
+            ),
+            call(
+                "get_order_details",
+                json!({"order_id": "#W1"}),
+                answer("card_9"),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // Without the initial state nothing is compared.
+        let t = CallTrajectory {
+            id: "t".into(),
+            steps: vec![call(
+                "get_order_details",
+                json!({"order_id": "#W1"}),
+                answer("x"),
+            )],
+        };
+        assert_eq!(nested_list_checks(&t, &Effects::default(), None).0, 0);
+    }
+}
