@@ -17,6 +17,13 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// The interpreter, or None (skipped) when appworld is not importable.
+/// The executor's limits with a wall clock of 60 s: a worker's first AppWorld call imports
+/// AppWorld and builds its world, which a loaded test machine can stretch past the default
+/// 10 s (seen with other test binaries building beside this one).
+fn appworld_limits() -> Limits {
+    Limits::from_vars(None, Some("60")).expect("a valid wall-clock limit")
+}
+
 fn installed() -> Option<PathBuf> {
     let python = std::env::var_os("ENVSIM_APPWORLD_PYTHON")
         .or_else(|| std::env::var_os("ENVSIM_PYTHON"))
@@ -92,7 +99,7 @@ async fn two_apps_import_and_every_scripted_call_passes_in_shared_workers() {
     );
     assert_eq!(spec.pointer("/servers/0/url"), Some(&json!("/simple_note")));
 
-    let executor = Executor::new(2, Limits::default())
+    let executor = Executor::new(2, appworld_limits())
         .await
         .expect("the executor starts with AppWorld's interpreter");
     let problems = package.check(&executor).await.expect("the code loads");
@@ -146,7 +153,7 @@ async fn two_apps_import_and_every_scripted_call_passes_in_shared_workers() {
         let token = token.clone();
         let note_id: i64 = note_id.parse().unwrap();
         async move {
-            let executor = Executor::new(1, Limits::default()).await.unwrap();
+            let executor = Executor::new(1, appworld_limits()).await.unwrap();
             let args = json!({"note_id": note_id, "access_token": token});
             executor
                 .call(&Call::new(

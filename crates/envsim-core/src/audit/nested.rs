@@ -106,6 +106,57 @@ pub(crate) fn nested_list_checks(
                 }
             }
         }
+        // The answer is the record again (a read, or a change answering with the record it
+        // changed): an entry it lists that the earlier answer lacked, and that the call does
+        // not name (a replaced item's new id), was left out of the earlier answer.
+        let again = (step.success == Some(true))
+            .then(|| record_lists_any(&step.observation, &shown))
+            .flatten();
+        if let Some((record, lists)) = &again {
+            if !may_create(&fx, &step.tool) {
+                let (j, before) = &shown[record];
+                let mut in_call = HashSet::new();
+                scalars(&Value::Object(step.arguments.clone()), &mut in_call);
+                for (noun, now) in lists {
+                    let Some(listed) = before.get(noun) else {
+                        continue;
+                    };
+                    checked += 1;
+                    let omitted = now
+                        .iter()
+                        .find(|id| !listed.contains(*id) && !in_call.contains(*id));
+                    // A later read with no change between lists what the earlier one did.
+                    let dropped = fx
+                        .read_only
+                        .then(|| listed.iter().find(|id| !now.contains(*id)))
+                        .flatten();
+                    let what = match (omitted, dropped) {
+                        (Some(id), _) => {
+                            format!("lists {noun} {id}, which the answer of step {j} left out")
+                        }
+                        (None, Some(id)) => {
+                            format!("leaves out {noun} {id}, which the answer of step {j} listed")
+                        }
+                        (None, None) => continue,
+                    };
+                    violations.push(Violation {
+                        trajectory: trajectory.id.clone(),
+                        step: k,
+                        kind: ViolationKind::ListInconsistent,
+                        tool: step.tool.clone(),
+                        resource: Some(format!("{}/{}", record.0, record.1)),
+                        field: Some(noun.clone()),
+                        conflicting_step: Some(*j),
+                        guessed: fx.source == EffectSource::Guessed,
+                        effects: fx.source,
+                        explanation: format!(
+                            "{} answers {} {} and {what}; nothing that adds {noun}s to it ran between",
+                            step.tool, record.0, record.1
+                        ),
+                    });
+                }
+            }
+        }
         if step.success != Some(false) && !fx.read_only {
             if named.is_empty() {
                 shown.clear();
@@ -115,8 +166,13 @@ pub(crate) fn nested_list_checks(
                 }
             }
         }
-        if step.success == Some(true) && fx.read_only {
-            if let Some((record, lists)) = record_lists(&step.tool, &step.observation) {
+        if step.success == Some(true) {
+            let answered = if fx.read_only {
+                record_lists(&step.tool, &step.observation)
+            } else {
+                None
+            };
+            if let Some((record, lists)) = answered.or(again) {
                 shown.insert(record, (k, lists));
             }
         }
@@ -250,6 +306,27 @@ fn record_lists(
     let map = observation.as_object()?;
     let noun = tool_noun(tool);
     let id = id_text(map.get(&format!("{noun}_id"))?)?;
+    let lists = lists_of(map);
+    (!lists.is_empty()).then_some(((noun, id), lists))
+}
+
+/// [`record_lists`] of an answer that is a record already shown, found by any `<noun>_id`
+/// field of it (a change's answer: `return_delivered_order_items` answers the order).
+fn record_lists_any(
+    observation: &Value,
+    shown: &HashMap<Record, Listed>,
+) -> Option<(Record, BTreeMap<String, BTreeSet<String>>)> {
+    let map = observation.as_object()?;
+    let record = map.iter().find_map(|(field, value)| {
+        let record = (id_noun_of(field, &["id"])?, id_text(value)?);
+        shown.contains_key(&record).then_some(record)
+    })?;
+    let lists = lists_of(map);
+    (!lists.is_empty()).then_some((record, lists))
+}
+
+/// The entries of each list of a record whose entries are named (module doc).
+fn lists_of(map: &Map<String, Value>) -> BTreeMap<String, BTreeSet<String>> {
     let mut lists = BTreeMap::new();
     for (field, value) in map {
         let Value::Array(items) = value else {
@@ -274,7 +351,7 @@ fn record_lists(
             lists.insert(entry, ids);
         }
     }
-    (!lists.is_empty()).then_some(((noun, id), lists))
+    lists
 }
 
 #[cfg(test)]
@@ -383,6 +460,35 @@ mod tests {
         failed.success = Some(false);
         let (_, found) = checks(vec![read_order(&["A"]), failed]);
         assert_eq!(found, []);
+    }
+
+    #[test]
+    fn the_record_answered_again_shows_what_an_answer_left_out() {
+        // The return answers the order with item B, which step 0 left out.
+        let (_, found) = checks(vec![
+            read_order(&["A"]),
+            call(
+                "return_delivered_order_items",
+                json!({"order_id": "#W1", "item_ids": ["A"]}),
+                order(&["A", "B"]),
+            ),
+        ]);
+        assert_eq!(found, [(1, Some(0), Some("order/#W1".to_owned()))]);
+        // A replaced item's new id is named by the call: no omission.
+        let (_, found) = checks(vec![
+            read_order(&["A"]),
+            call(
+                "modify_pending_order_items",
+                json!({"order_id": "#W1", "item_ids": ["A"], "new_item_ids": ["B"]}),
+                order(&["B"]),
+            ),
+            // The change's answer is what the order holds now.
+            read_order(&["B"]),
+        ]);
+        assert_eq!(found, []);
+        // A read with nothing changed between leaves out what the earlier one listed.
+        let (_, found) = checks(vec![read_order(&["A", "B"]), read_order(&["A"])]);
+        assert_eq!(found, [(1, Some(0), Some("order/#W1".to_owned()))]);
     }
 
     #[test]
