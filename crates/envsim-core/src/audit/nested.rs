@@ -48,7 +48,9 @@ pub(crate) fn nested_list_checks(
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let named = records_named(&step.arguments);
-        scalars(&Value::Object(step.arguments.clone()), &mut seen);
+        if !known.is_empty() {
+            step.arguments.values().for_each(|v| scalars(v, &mut seen));
+        }
         if step.success == Some(true) && fx.read_only && !known.is_empty() {
             let mut refs = Vec::new();
             references(&step.observation, &known, 0, &mut refs);
@@ -73,7 +75,9 @@ pub(crate) fn nested_list_checks(
                 }
             }
         }
-        scalars(&step.observation, &mut seen);
+        if !known.is_empty() {
+            scalars(&step.observation, &mut seen);
+        }
         if step.success == Some(true) && !may_create(&fx, &step.tool) {
             for record in &named {
                 let Some((j, lists)) = shown.get(record) else {
@@ -116,7 +120,9 @@ pub(crate) fn nested_list_checks(
             if !may_create(&fx, &step.tool) {
                 let (j, before) = &shown[record];
                 let mut in_call = HashSet::new();
-                scalars(&Value::Object(step.arguments.clone()), &mut in_call);
+                step.arguments
+                    .values()
+                    .for_each(|v| scalars(v, &mut in_call));
                 for (noun, now) in lists {
                     let Some(listed) = before.get(noun) else {
                         continue;
