@@ -15,8 +15,9 @@
 //!
 //! With the initial state known, an answer's reference to a collection of that state
 //! (`"payment_method_id": "gift_card_7"` where the state has `payment_methods`, at any depth)
-//! must name one of its entries, or an id an earlier step or the call itself showed: a
-//! simulator that copies a record under a new id (`gift_card_7-2`) invents what it refers to.
+//! must name one of its entries, or an id an earlier step or the call itself showed, until a
+//! call that may create succeeds (what it made need not have been shown): a simulator that
+//! copies a record under a new id (`gift_card_7-2`) invents what it refers to.
 
 use super::implied::id_text;
 use super::nouns::{singular, tool_noun, words};
@@ -45,13 +46,16 @@ pub(crate) fn nested_list_checks(
     let known = initial.map(known_ids).unwrap_or_default();
     // Every id-like value the trajectory has shown so far.
     let mut seen: HashSet<String> = HashSet::new();
+    // Whether a call that may have created something succeeded: ids it made need not have
+    // been shown (`submit_exam` answering only "Submitted"), so references are judged no more.
+    let mut created = false;
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let named = records_named(&step.arguments);
         if !known.is_empty() {
             step.arguments.values().for_each(|v| scalars(v, &mut seen));
         }
-        if step.success == Some(true) && fx.read_only && !known.is_empty() {
+        if step.success == Some(true) && fx.read_only && !known.is_empty() && !created {
             let mut refs = Vec::new();
             references(&step.observation, &known, 0, &mut refs);
             for (field, noun, id) in refs {
@@ -78,6 +82,9 @@ pub(crate) fn nested_list_checks(
         if !known.is_empty() {
             scalars(&step.observation, &mut seen);
         }
+        created |= step.success == Some(true)
+            && !fx.read_only
+            && (!fx.creates.is_empty() || !fx.creates_known);
         if step.success == Some(true) && !may_create(&fx, &step.tool) {
             for record in &named {
                 let Some((j, lists)) = shown.get(record) else {
@@ -567,6 +574,20 @@ mod tests {
                 "add_payment_method",
                 json!({"user_id": "u1"}),
                 json!({"id": "card_9"}),
+            ),
+            call(
+                "get_order_details",
+                json!({"order_id": "#W1"}),
+                answer("card_9"),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // After a call that may create, an unseen id may be what it made.
+        let (_, found) = run(vec![
+            call(
+                "add_payment_method",
+                json!({"user_id": "u1"}),
+                json!("added"),
             ),
             call(
                 "get_order_details",
