@@ -118,6 +118,9 @@ pub struct PlantedFault {
     pub found: bool,
     /// Every flag raised on the faulty trajectory: (step, kind).
     pub flags: Vec<(usize, &'static str)>,
+    /// The explanation of each state check's flag, in step order (the specification's flags
+    /// have none).
+    pub explanations: Vec<String>,
     /// The tool of the planted step and its observation with the fault in it.
     pub tool: String,
     pub observation: Value,
@@ -406,6 +409,11 @@ impl Validation {
                         label: label.clone(),
                         found,
                         flags: flags.iter().map(|(step, _, kind)| (*step, *kind)).collect(),
+                        explanations: report
+                            .violations
+                            .iter()
+                            .map(|v| format!("step {}: {}", v.step, v.explanation))
+                            .collect(),
                         tool,
                         observation,
                     });

@@ -15,7 +15,8 @@
 //!
 //! With the initial state known, an answer's reference to a collection of that state
 //! (`"payment_method_id": "gift_card_7"` where the state has `payment_methods`, at any depth)
-//! must name one of its entries, or an id an earlier step or the call itself showed, until a
+//! must name one of its entries, a value the state's own references hold (a sentinel such as
+//! `"grader_id": "auto"`), or an id an earlier step or the call itself showed, until a
 //! call that may create succeeds (what it made need not have been shown): a simulator that
 //! copies a record under a new id (`gift_card_7-2`) invents what it refers to.
 
@@ -44,6 +45,14 @@ pub(crate) fn nested_list_checks(
     let mut violations = Vec::new();
     let mut shown: HashMap<Record, Listed> = HashMap::new();
     let known = initial.map(known_ids).unwrap_or_default();
+    // Values the initial state itself gives references (`"grader_id": "auto"` for what no
+    // grader graded): a sentinel the environment uses is no invented id.
+    let mut state_refs: HashSet<String> = HashSet::new();
+    if let Some(state) = initial.filter(|_| !known.is_empty()) {
+        let mut refs = Vec::new();
+        references(state, &known, 0, &mut refs);
+        state_refs.extend(refs.into_iter().map(|(_, _, id)| id));
+    }
     // Every id-like value the trajectory has shown so far.
     let mut seen: HashSet<String> = HashSet::new();
     // Whether a call that may have created something succeeded: ids it made need not have
@@ -60,7 +69,7 @@ pub(crate) fn nested_list_checks(
             references(&step.observation, &known, 0, &mut refs);
             for (field, noun, id) in refs {
                 checked += 1;
-                if !known[&noun].contains(&id) && !seen.contains(&id) {
+                if !known[&noun].contains(&id) && !seen.contains(&id) && !state_refs.contains(&id) {
                     violations.push(Violation {
                         trajectory: trajectory.id.clone(),
                         step: k,
@@ -582,6 +591,21 @@ mod tests {
             ),
         ]);
         assert_eq!(found, []);
+        // A value the state's own references use is no phantom.
+        let with_sentinel = json!({"users": {"u1": {"payment_methods": {"card_1": {}}}},
+                                   "orders": {"#W1": {"user_id": "u1", "payment_method_id": "cash"}}});
+        let t = CallTrajectory {
+            id: "t".into(),
+            steps: vec![call(
+                "get_order_details",
+                json!({"order_id": "#W1"}),
+                answer("cash"),
+            )],
+        };
+        assert_eq!(
+            nested_list_checks(&t, &Effects::default(), Some(&with_sentinel)).1,
+            []
+        );
         // After a call that may create, an unseen id may be what it made.
         let (_, found) = run(vec![
             call(
