@@ -186,8 +186,9 @@ struct ValidateArgs {
     #[arg(long, value_name = "FILE")]
     workflows: Option<PathBuf>,
     /// Write every planted fault here as JSON Lines, per input form: its trajectory, step,
-    /// kind and resource, whether it was found, every flag raised on its trajectory, and the
-    /// planted step's tool and faulty observation (to read what was missed and why).
+    /// kind and resource, whether it was found, every flag raised on its trajectory (with the
+    /// state checks' explanations), and the planted step's tool and faulty observation (to read
+    /// what was missed, and what fired falsely, and why).
     #[arg(long, value_name = "FILE")]
     faults: Option<PathBuf>,
 }
