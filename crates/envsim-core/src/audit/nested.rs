@@ -61,6 +61,22 @@ pub(crate) fn nested_list_checks(
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let named = records_named(&step.arguments);
+        let violation = |kind: ViolationKind,
+                         resource: Option<String>,
+                         field: Option<String>,
+                         conflicting_step: Option<usize>,
+                         explanation: String| Violation {
+            trajectory: trajectory.id.clone(),
+            step: k,
+            kind,
+            tool: step.tool.clone(),
+            resource,
+            field,
+            conflicting_step,
+            guessed: fx.source == EffectSource::Guessed,
+            effects: fx.source,
+            explanation,
+        };
         if !known.is_empty() {
             step.arguments.values().for_each(|v| scalars(v, &mut seen));
         }
@@ -70,21 +86,16 @@ pub(crate) fn nested_list_checks(
             for (field, noun, id) in refs {
                 checked += 1;
                 if !known[&noun].contains(&id) && !seen.contains(&id) && !state_refs.contains(&id) {
-                    violations.push(Violation {
-                        trajectory: trajectory.id.clone(),
-                        step: k,
-                        kind: ViolationKind::PhantomId,
-                        tool: step.tool.clone(),
-                        resource: Some(format!("{noun}/{id}")),
-                        field: Some(field.clone()),
-                        conflicting_step: None,
-                        guessed: fx.source == EffectSource::Guessed,
-                        effects: fx.source,
-                        explanation: format!(
+                    violations.push(violation(
+ViolationKind::PhantomId,
+Some(format!("{noun}/{id}")),
+Some(field.clone()),
+None,
+format!(
                             "{} answers {field} = {id:?}, which no {noun} of the initial state holds and no earlier step showed",
                             step.tool
                         ),
-                    });
+));
                 }
             }
         }
@@ -106,21 +117,16 @@ pub(crate) fn nested_list_checks(
                     for id in ids {
                         checked += 1;
                         if !listed.contains(&id) {
-                            violations.push(Violation {
-                                trajectory: trajectory.id.clone(),
-                                step: k,
-                                kind: ViolationKind::ListInconsistent,
-                                tool: step.tool.clone(),
-                                resource: Some(format!("{}/{}", record.0, record.1)),
-                                field: Some(noun.clone()),
-                                conflicting_step: Some(*j),
-                                guessed: fx.source == EffectSource::Guessed,
-                                effects: fx.source,
-                                explanation: format!(
+                            violations.push(violation(
+ViolationKind::ListInconsistent,
+Some(format!("{}/{}", record.0, record.1)),
+Some(noun.clone()),
+Some(*j),
+format!(
                                     "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
                                     step.tool, record.0, record.1, record.0, record.1
                                 ),
-                            });
+));
                         }
                     }
                 }
@@ -161,21 +167,16 @@ pub(crate) fn nested_list_checks(
                         }
                         (None, None) => continue,
                     };
-                    violations.push(Violation {
-                        trajectory: trajectory.id.clone(),
-                        step: k,
-                        kind: ViolationKind::ListInconsistent,
-                        tool: step.tool.clone(),
-                        resource: Some(format!("{}/{}", record.0, record.1)),
-                        field: Some(noun.clone()),
-                        conflicting_step: Some(*j),
-                        guessed: fx.source == EffectSource::Guessed,
-                        effects: fx.source,
-                        explanation: format!(
+                    violations.push(violation(
+ViolationKind::ListInconsistent,
+Some(format!("{}/{}", record.0, record.1)),
+Some(noun.clone()),
+Some(*j),
+format!(
                             "{} answers {} {} and {what}; nothing that adds {noun}s to it ran between",
                             step.tool, record.0, record.1
                         ),
-                    });
+));
                 }
             }
         }
