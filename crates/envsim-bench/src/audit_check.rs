@@ -281,14 +281,13 @@ impl Validation {
                 }
             }
         }
-        let (_, rng) = match &mut self.current {
-            Some(current) if current.0 == env => current,
-            slot => {
+        let mut rng = match self.current.take() {
+            Some((current, rng)) if current == env => rng,
+            _ => {
                 self.environments += 1;
-                slot.insert((env.to_owned(), Rng::derive(seed, env)))
+                Rng::derive(seed, env)
             }
         };
-        let mut rng = rng.clone();
         let fx = match (self.form, known.spec) {
             (InputForm::OpenApi, Some(spec)) => Effects::default().with_annotations(&spec.effects),
             _ => known.effects.clone(),
@@ -431,9 +430,7 @@ impl Validation {
         }
         self.mean_scs_clean = self.scs_sums.0 / self.clean.max(1) as f64;
         self.mean_scs_faulty = self.scs_sums.1 / self.scs_sums.2.max(1) as f64;
-        if let Some(current) = &mut self.current {
-            current.1 = rng;
-        }
+        self.current = Some((env.to_owned(), rng));
     }
 
     /// Every fault planted so far, in order, with whether it was found.

@@ -779,6 +779,7 @@ pub async fn resolve_python() -> Result<PathBuf, ExecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn limits_from_the_variables() {
@@ -807,7 +808,6 @@ mod tests {
             .unwrap_err()
             .starts_with("ENVSIM_REPLY_CAP_MB="));
     }
-    use serde_json::json;
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()

@@ -16,7 +16,6 @@ use envsim_exec::{Call, Executor, Limits};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-/// The interpreter, or None (skipped) when appworld is not importable.
 /// The executor's limits with a wall clock of 60 s: a worker's first AppWorld call imports
 /// AppWorld and builds its world, which a loaded test machine can stretch past the default
 /// 10 s (seen with other test binaries building beside this one).
@@ -24,6 +23,7 @@ fn appworld_limits() -> Limits {
     Limits::from_vars(None, Some("60")).expect("a valid wall-clock limit")
 }
 
+/// The interpreter, or None (skipped) when appworld is not importable.
 fn installed() -> Option<PathBuf> {
     let python = std::env::var_os("ENVSIM_APPWORLD_PYTHON")
         .or_else(|| std::env::var_os("ENVSIM_PYTHON"))

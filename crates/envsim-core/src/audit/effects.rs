@@ -3,7 +3,7 @@
 //! ([`ToolEffects::guess`]); the learned shape of each tool's successful responses
 //! ([`ResponseShape`]); and, through [`super::implied`], what each tool's successes write.
 
-use super::{implied, resources, AuditTrajectory, ResourceKey};
+use super::{implied, resource_refs, AuditTrajectory};
 use crate::slice::{AttrUse, CodeSlice, KeyPart};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -141,13 +141,7 @@ impl CodeReach {
 /// The key `parts` compute from `arguments` (`None`: an argument it needs is missing or not
 /// text or a whole number).
 fn key_of(parts: &[KeyPart], arguments: &Map<String, Value>) -> Option<String> {
-    let text = |name: &str| -> Option<String> {
-        match arguments.get(name)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-            _ => None,
-        }
-    };
+    let text = |name: &str| arguments.get(name).and_then(implied::id_text);
     let mut key = String::new();
     for part in parts {
         match part {
@@ -196,8 +190,7 @@ impl ToolEffects {
             max_created: usize::MAX,
             // A name that neither creates, deletes nor reads says nothing of what it makes or
             // removes (`send_password_reset_code` mails a code); one that reads, creates or
-            // deletes is
-            // taken at its word.
+            // deletes is taken at its word.
             creates_known: read_only || creates || deletes,
             keeps: (!read_only && !creates && !deletes).then(BTreeSet::new),
             reach: None,
@@ -478,27 +471,29 @@ impl Effects {
                     }
                     None => {}
                 }
+                // Resources with borrowed keys: every success's state before is read for the
+                // types it kept.
                 let mut deleted_kinds: BTreeSet<&str> = BTreeSet::new();
                 let before_resources =
-                    (changed || step.success == Some(true)).then(|| resources(before));
+                    (changed || step.success == Some(true)).then(|| resource_refs(before));
                 if let (true, Some(a)) = (changed, &before_resources) {
-                    let b = resources(&step.state_after);
-                    let created: Vec<&ResourceKey> =
-                        b.keys().filter(|k| !a.contains_key(*k)).collect();
+                    let b = resource_refs(&step.state_after);
+                    let created: Vec<&str> = b
+                        .keys()
+                        .filter(|k| !a.contains_key(*k))
+                        .map(|k| k.0.as_ref())
+                        .collect();
                     s.max_created = s.max_created.max(created.len());
-                    s.creates.extend(created.into_iter().map(|k| k.0.clone()));
-                    for key in a.keys().filter(|k| !b.contains_key(*k)) {
-                        s.deletes.insert(key.0.clone());
-                        deleted_kinds.insert(key.0.as_ref());
+                    s.creates.extend(created.into_iter().map(str::to_owned));
+                    for (kind, id) in a.keys().filter(|k| !b.contains_key(*k)) {
+                        s.deletes.insert(kind.to_string());
+                        deleted_kinds.insert(kind.as_ref());
                         s.deleted += 1;
-                        s.unnamed_delete |= !names(&step.arguments, key);
+                        s.unnamed_delete |= !names_of(&step.arguments, kind, id);
                     }
                 }
-                if step.success == Some(true) {
-                    let present: BTreeSet<&str> = before_resources
-                        .as_ref()
-                        .map(|a| a.keys().map(|k| k.0.as_ref()).collect())
-                        .unwrap_or_default();
+                if let (Some(true), Some(a)) = (step.success, &before_resources) {
+                    let present: BTreeSet<&str> = a.keys().map(|k| k.0.as_ref()).collect();
                     for kind in present.difference(&deleted_kinds) {
                         *s.kept.entry((*kind).to_owned()).or_default() += 1;
                     }
@@ -627,14 +622,10 @@ impl Effects {
     }
 }
 
-/// Whether one of the arguments names the resource (its id as a string value), or, for a
-/// nested resource, a resource it belongs to (any argument value that is one of its ancestors'
-/// ids cannot be told from the key alone, so nested resources always count as named).
-pub(crate) fn names(arguments: &Map<String, Value>, key: &ResourceKey) -> bool {
-    names_of(arguments, &key.0, &key.1)
-}
-
-/// [`names`] for a type and id given apart.
+/// Whether one of the arguments names the resource `kind`/`id` (its id as a string value), or,
+/// for a nested resource, a resource it belongs to (any argument value that is one of its
+/// ancestors' ids cannot be told from the key alone, so nested resources always count as
+/// named).
 pub(crate) fn names_of(arguments: &Map<String, Value>, kind: &str, id: &str) -> bool {
     kind.contains('*') || arguments.values().any(|v| v.as_str() == Some(id))
 }

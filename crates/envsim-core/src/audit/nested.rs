@@ -21,9 +21,9 @@
 //! copies a record under a new id (`gift_card_7-2`) invents what it refers to.
 
 use super::implied::id_text;
-use super::nouns::{singular, tool_noun, words};
+use super::nouns::{id_noun, singular, tool_noun, words};
 use super::observed::CallTrajectory;
-use super::{EffectSource, Effects, ToolEffects, Violation, ViolationKind};
+use super::{resource_refs, EffectSource, Effects, ToolEffects, Violation, ViolationKind};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -60,6 +60,7 @@ pub(crate) fn nested_list_checks(
     let mut created = false;
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
+        let adds = may_create(&fx, &step.tool);
         let named = records_named(&step.arguments);
         let violation = |kind: ViolationKind,
                          resource: Option<String>,
@@ -86,16 +87,17 @@ pub(crate) fn nested_list_checks(
             for (field, noun, id) in refs {
                 checked += 1;
                 if !known[&noun].contains(&id) && !seen.contains(&id) && !state_refs.contains(&id) {
+                    let explanation = format!(
+                        "{} answers {field} = {id:?}, which no {noun} of the initial state holds and no earlier step showed",
+                        step.tool
+                    );
                     violations.push(violation(
-ViolationKind::PhantomId,
-Some(format!("{noun}/{id}")),
-Some(field.clone()),
-None,
-format!(
-                            "{} answers {field} = {id:?}, which no {noun} of the initial state holds and no earlier step showed",
-                            step.tool
-                        ),
-));
+                        ViolationKind::PhantomId,
+                        Some(format!("{noun}/{id}")),
+                        Some(field.clone()),
+                        None,
+                        explanation,
+                    ));
                 }
             }
         }
@@ -105,7 +107,7 @@ format!(
         created |= step.success == Some(true)
             && !fx.read_only
             && (!fx.creates.is_empty() || !fx.creates_known);
-        if step.success == Some(true) && !may_create(&fx, &step.tool) {
+        if step.success == Some(true) && !adds {
             for record in &named {
                 let Some((j, lists)) = shown.get(record) else {
                     continue;
@@ -117,16 +119,17 @@ format!(
                     for id in ids {
                         checked += 1;
                         if !listed.contains(&id) {
+                            let explanation = format!(
+                                "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
+                                step.tool, record.0, record.1, record.0, record.1
+                            );
                             violations.push(violation(
-ViolationKind::ListInconsistent,
-Some(format!("{}/{}", record.0, record.1)),
-Some(noun.clone()),
-Some(*j),
-format!(
-                                    "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
-                                    step.tool, record.0, record.1, record.0, record.1
-                                ),
-));
+                                ViolationKind::ListInconsistent,
+                                Some(format!("{}/{}", record.0, record.1)),
+                                Some(noun.clone()),
+                                Some(*j),
+                                explanation,
+                            ));
                         }
                     }
                 }
@@ -139,7 +142,7 @@ format!(
             .then(|| record_lists_any(&step.observation, &shown))
             .flatten();
         if let Some((record, lists)) = &again {
-            if !may_create(&fx, &step.tool) {
+            if !adds {
                 let (j, before) = &shown[record];
                 let mut in_call = HashSet::new();
                 step.arguments
@@ -167,16 +170,17 @@ format!(
                         }
                         (None, None) => continue,
                     };
+                    let explanation = format!(
+                        "{} answers {} {} and {what}; nothing that adds {noun}s to it ran between",
+                        step.tool, record.0, record.1
+                    );
                     violations.push(violation(
-ViolationKind::ListInconsistent,
-Some(format!("{}/{}", record.0, record.1)),
-Some(noun.clone()),
-Some(*j),
-format!(
-                            "{} answers {} {} and {what}; nothing that adds {noun}s to it ran between",
-                            step.tool, record.0, record.1
-                        ),
-));
+                        ViolationKind::ListInconsistent,
+                        Some(format!("{}/{}", record.0, record.1)),
+                        Some(noun.clone()),
+                        Some(*j),
+                        explanation,
+                    ));
                 }
             }
         }
@@ -203,31 +207,14 @@ format!(
     (checked, violations)
 }
 
-/// The ids of every collection of a state (an object of objects, at any depth), by the
-/// singular of the collection's name (`payment_methods` → `payment_method`).
+/// The ids of every collection of a state (its resources, [`super::resources`]), by the
+/// singular of the collection's name (`users/*/payment_methods` → `payment_method`).
 fn known_ids(state: &Value) -> HashMap<String, HashSet<String>> {
-    fn walk(name: &str, value: &Value, depth: usize, out: &mut HashMap<String, HashSet<String>>) {
-        let Value::Object(map) = value else {
-            return;
-        };
-        if depth > 6 {
-            return;
-        }
-        if !name.is_empty() && !map.is_empty() && map.values().all(Value::is_object) {
-            out.entry(singular(name))
-                .or_default()
-                .extend(map.keys().cloned());
-            for entry in map.values() {
-                walk("", entry, depth + 1, out);
-            }
-            return;
-        }
-        for (key, child) in map {
-            walk(key, child, depth + 1, out);
-        }
+    let mut out: HashMap<String, HashSet<String>> = HashMap::new();
+    for (kind, id) in resource_refs(state).into_keys() {
+        let name = kind.rsplit('/').next().unwrap_or_default();
+        out.entry(singular(name)).or_default().insert(id.to_owned());
     }
-    let mut out = HashMap::new();
-    walk("", state, 0, &mut out);
     out
 }
 
@@ -258,7 +245,7 @@ fn references(
     match value {
         Value::Object(map) => {
             for (field, child) in map {
-                if let (Some(noun), Some(id)) = (id_noun_of(field, &["id"]), id_text(child)) {
+                if let (Some(noun), Some(id)) = (record_noun(field), id_text(child)) {
                     if known.contains_key(&noun) {
                         out.push((field.clone(), noun, id));
                     }
@@ -284,7 +271,7 @@ fn records_named(arguments: &Map<String, Value>) -> Vec<Record> {
     arguments
         .iter()
         .filter_map(|(name, value)| {
-            let noun = id_noun_of(name, &["id"])?;
+            let noun = record_noun(name)?;
             Some((noun, id_text(value)?))
         })
         .collect()
@@ -295,7 +282,7 @@ fn entries_named(arguments: &Map<String, Value>) -> Vec<(String, Vec<String>)> {
     arguments
         .iter()
         .filter_map(|(name, value)| {
-            let noun = id_noun_of(name, &["id", "ids", "number", "numbers"])?;
+            let noun = entry_noun(name)?;
             let ids: Vec<String> = match value {
                 Value::Array(items) => items.iter().filter_map(id_text).collect(),
                 other => vec![id_text(other)?],
@@ -305,12 +292,18 @@ fn entries_named(arguments: &Map<String, Value>) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The noun of a key whose last word is one of `last` (`item_ids` → `item`); `None` for a
-/// bare `id` or another key.
-fn id_noun_of(key: &str, last: &[&str]) -> Option<String> {
+/// The noun of a key naming one record (`order_id` → `order`); `None` for a bare `id` or
+/// another key.
+fn record_noun(key: &str) -> Option<String> {
+    id_noun(key).filter(|noun| !noun.is_empty())
+}
+
+/// The noun of a key naming entries (`item_ids` → `item`, `flight_number` → `flight`): its last
+/// word `id`, `ids`, `number` or `numbers`; `None` for a bare `id` or another key.
+fn entry_noun(key: &str) -> Option<String> {
     let w = words(key);
     let (end, stem) = w.split_last()?;
-    if stem.is_empty() || !last.contains(&end.as_str()) {
+    if stem.is_empty() || !["id", "ids", "number", "numbers"].contains(&end.as_str()) {
         return None;
     }
     let mut stem = stem.to_vec();
@@ -341,7 +334,7 @@ fn record_lists_any(
 ) -> Option<(Record, BTreeMap<String, BTreeSet<String>>)> {
     let map = observation.as_object()?;
     let record = map.iter().find_map(|(field, value)| {
-        let record = (id_noun_of(field, &["id"])?, id_text(value)?);
+        let record = (record_noun(field)?, id_text(value)?);
         shown.contains_key(&record).then_some(record)
     })?;
     let lists = lists_of(map);
@@ -540,14 +533,11 @@ mod tests {
             ),
         ]);
         assert_eq!(found.len(), 1);
-        // Keys that are not ids: `id_noun_of`.
-        assert_eq!(id_noun_of("item_ids", &["ids"]).as_deref(), Some("item"));
-        assert_eq!(
-            id_noun_of("new_item_ids", &["ids"]).as_deref(),
-            Some("new_item")
-        );
-        assert_eq!(id_noun_of("id", &["id"]), None);
-        assert_eq!(id_noun_of("reservations", &["id"]), None);
+        // Keys naming entries, and keys that do not: `entry_noun`.
+        assert_eq!(entry_noun("item_ids").as_deref(), Some("item"));
+        assert_eq!(entry_noun("new_item_ids").as_deref(), Some("new_item"));
+        assert_eq!(entry_noun("id"), None);
+        assert_eq!(entry_noun("reservations"), None);
     }
 
     #[test]
