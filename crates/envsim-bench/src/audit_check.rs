@@ -126,6 +126,21 @@ pub struct PlantedFault {
     pub observation: Value,
 }
 
+/// A clean trajectory that a check flagged: a false alarm ([`Validation::false_alarms`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FalseAlarm {
+    /// The input form it was audited in.
+    pub form: InputForm,
+    /// The environment.
+    pub env: String,
+    /// The trajectory's id.
+    pub trajectory: String,
+    /// Every flag raised on it: (step, kind).
+    pub flags: Vec<(usize, &'static str)>,
+    /// The explanation of each state check's flag, in step order.
+    pub explanations: Vec<String>,
+}
+
 /// Counts of one violation kind.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CheckCounts {
@@ -236,6 +251,9 @@ pub struct Validation {
     /// Every planted fault, in order.
     #[serde(skip)]
     planted: Vec<PlantedFault>,
+    /// Every clean trajectory a check flagged, in order.
+    #[serde(skip)]
+    false_alarms: Vec<FalseAlarm>,
 }
 
 impl Validation {
@@ -374,6 +392,19 @@ impl Validation {
                     self.clean += 1;
                     self.scs_sums.0 += report.scs();
                     self.clean_flagged += usize::from(!flags.is_empty());
+                    if !flags.is_empty() {
+                        self.false_alarms.push(FalseAlarm {
+                            form: self.form,
+                            env: env.to_owned(),
+                            trajectory: t.id.clone(),
+                            flags: flags.iter().map(|(step, _, kind)| (*step, *kind)).collect(),
+                            explanations: report
+                                .violations
+                                .iter()
+                                .map(|v| format!("step {}: {}", v.step, v.explanation))
+                                .collect(),
+                        });
+                    }
                     let mut kinds: Vec<&str> = flags.iter().map(|x| x.2).collect();
                     for kind in &kinds {
                         if let Some(c) = self.checks.get_mut(*kind) {
@@ -436,6 +467,11 @@ impl Validation {
     /// Every fault planted so far, in order, with whether it was found.
     pub fn planted(&self) -> &[PlantedFault] {
         &self.planted
+    }
+
+    /// Every clean trajectory a check flagged so far, in order, with the flags.
+    pub fn false_alarms(&self) -> &[FalseAlarm] {
+        &self.false_alarms
     }
 
     /// Markdown tables: recall per fault kind, precision and clean-trajectory flag rate per

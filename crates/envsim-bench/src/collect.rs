@@ -2,7 +2,7 @@
 //! executed in the sandbox, each call also re-run under another seed and clock to flag the
 //! fields that state, code and arguments cannot predict.
 
-use crate::driver::{arguments, Intent, StateIndex, ToolSpec};
+use crate::driver::{arguments_with, Intent, StateIndex, ToolSpec};
 use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::rng::Rng;
 use envsim_exec::package::{Convention, EnvPackage};
@@ -291,7 +291,16 @@ pub struct WalkPlan {
     /// Seconds the clock advances between the steps of a walk (step `k` runs at the initial
     /// state's clock + `k` × this).
     pub clock_step: f64,
+    /// Share of calls whose arguments are drawn together from one record of the state and
+    /// what it references ([`StateIndex::focus`]). Zero for benchmark walks (their samples stay
+    /// as published); learning walks raise it so that tools whose preconditions tie their
+    /// arguments together (an order's items with its user's payment method) succeed.
+    pub focus_share: f64,
 }
+
+/// The focus share of walks that learn what an environment's tools do (the audit's effects,
+/// shapes and writes).
+pub const LEARNING_FOCUS_SHARE: f64 = 0.8;
 
 impl Default for WalkPlan {
     fn default() -> Self {
@@ -302,6 +311,7 @@ impl Default for WalkPlan {
             seed: 42,
             trace: false,
             clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
+            focus_share: 0.0,
         }
     }
 }
@@ -351,7 +361,13 @@ async fn walk_state(
                 Intent::Invalid
             };
             let index = StateIndex::new(&state);
-            let args = arguments(tool, &index, &mut rng, intent);
+            // Drawn only when asked for, so that benchmark walks keep their random stream.
+            let focus = if plan.focus_share > 0.0 && rng.chance(plan.focus_share) {
+                Some(index.focus(tool, &state, &mut rng))
+            } else {
+                None
+            };
+            let args = arguments_with(tool, &index, focus.as_ref(), &mut rng, intent);
             let seed = rng.next_u64() >> 16;
             let clock = start_clock + (step as f64) * plan.clock_step;
             let call = Call {

@@ -6,6 +6,12 @@
 //! parameter gets a status that occurs in the state; enums get one of their values). Calls meant
 //! to fail corrupt one argument: an absent id, a wrong type, an out-of-range number, a value
 //! outside the enum.
+//!
+//! A walk may also ask for *coherent* calls ([`StateIndex::focus`]): the arguments of one call
+//! are then drawn together from one record that fits the tool (an order for
+//! `return_items(order_id, item_ids, payment_method_id)`) and the records it references (the
+//! order's user, whose payment methods those are), so that calls whose preconditions tie their
+//! arguments to each other succeed as an agent's would, not by chance.
 
 use envsim_core::rng::Rng;
 use serde_json::{Map, Value};
@@ -13,6 +19,26 @@ use std::collections::BTreeMap;
 
 /// How many distinct values per field name the index keeps.
 const VALUES_PER_FIELD: usize = 64;
+
+/// How many places of one collection name (`variants` inside each product) the index keeps.
+const PLACES_PER_NAME: usize = 256;
+
+/// How many records of a collection a focus draws to find one in the state its tool names.
+const RECORDS_TRIED: usize = 8;
+
+/// Whether a record holds one of `words` as a string value of its own (not nested deeper
+/// than its direct fields).
+fn holds_any(record: &Value, words: &[&str]) -> bool {
+    record.as_object().is_some_and(|fields| {
+        fields
+            .values()
+            .filter_map(Value::as_str)
+            .any(|v| words.iter().any(|w| v.eq_ignore_ascii_case(w)))
+    })
+}
+
+/// How many referenced records a focus follows from its record.
+const FOCUS_HOPS: usize = 8;
 
 /// One tool parameter from the schema.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,17 +95,121 @@ pub struct StateIndex {
     collections: BTreeMap<String, Vec<String>>,
     /// Scalar values found under each field name.
     values: BTreeMap<String, Vec<Value>>,
+    /// Where each collection lies in the state (JSON pointers), by name.
+    places: BTreeMap<String, Vec<String>>,
+}
+
+/// What a coherent call draws its arguments from first ([`StateIndex::focus`]): one record,
+/// and the records it references.
+#[derive(Clone, Debug, Default)]
+pub struct Focus {
+    /// The record itself (its key as the one entry of its collection).
+    own: StateIndex,
+    /// The records its id fields reference (an order's user, its items' products).
+    near: StateIndex,
+    /// The tool only reads (by its name): it takes the record's own field values too. A tool
+    /// that changes takes only the record's ids, since its own `status` set again is a change
+    /// that changes nothing.
+    reads: bool,
+}
+
+/// Whether a parameter names an id (`order_id`, `item_ids`, `flight_number`, `id`).
+fn names_an_id(name: &str) -> bool {
+    name.eq_ignore_ascii_case("id") || id_stem(name).len() < name.len()
+}
+
+/// How often a focus offers the record's own values alone, where it has some: an order's items
+/// are what `return_items(order_id, item_ids)` takes, while its referenced products' variants
+/// are what `exchange(..., new_item_ids)` takes; the user's payment methods, not only the one
+/// the order was paid with.
+const OWN_SHARE: f64 = 0.6;
+
+impl Focus {
+    /// Values for a parameter: the record's own, or those of the record and what it
+    /// references together.
+    fn offered(&self, name: &str, rng: &mut Rng) -> Vec<Value> {
+        let own = if self.reads || names_an_id(name) {
+            self.own.offered(name)
+        } else {
+            Vec::new()
+        };
+        if !own.is_empty() && rng.chance(OWN_SHARE) {
+            return own;
+        }
+        let mut all = own;
+        all.extend(self.near.offered(name));
+        all
+    }
+
+    /// Whether the focus offers anything for the parameter.
+    fn offers(&self, name: &str) -> bool {
+        !self.own.offered(name).is_empty() || !self.near.offered(name).is_empty()
+    }
+}
+
+/// One step of the path to a value while indexing.
+#[derive(Clone, Copy)]
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The JSON pointer of a path.
+fn pointer(path: &[Segment<'_>]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        out.push('/');
+        match segment {
+            Segment::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Segment::Index(i) => out.push_str(&i.to_string()),
+        }
+    }
+    out
+}
+
+/// The noun an id-like name stands for: `order_id` → `order`, `flight_number` → `flight`.
+fn id_stem(name: &str) -> String {
+    name.trim_end_matches("_ids")
+        .trim_end_matches("_id")
+        .trim_end_matches("_code")
+        .trim_end_matches("_number")
+        .to_ascii_lowercase()
+}
+
+/// Whether the collection `collection` holds what the stem names (`orders` for `order`,
+/// `payment_methods` for `payment`).
+fn stem_names(stem: &str, collection: &str) -> bool {
+    if stem.is_empty() {
+        return false;
+    }
+    let lower = collection.to_ascii_lowercase();
+    lower == stem || lower.starts_with(stem) || stem.starts_with(lower.trim_end_matches('s'))
+}
+
+/// A qualified id name without its qualifier (`new_item_ids` → `item_ids`), when it has one.
+fn unqualified(name: &str) -> Option<&str> {
+    let (_, rest) = name.split_once('_')?;
+    let id_like = ["_id", "_ids", "_code", "_number"]
+        .iter()
+        .any(|s| rest.ends_with(s));
+    (id_like && rest.contains('_')).then_some(rest)
 }
 
 impl StateIndex {
     /// Indexes a state.
     pub fn new(state: &Value) -> StateIndex {
         let mut index = StateIndex::default();
-        index.visit(None, state, 0);
+        index.visit(None, state, 0, &mut Vec::new());
         index
     }
 
-    fn visit(&mut self, name: Option<&str>, value: &Value, depth: usize) {
+    fn visit<'a>(
+        &mut self,
+        name: Option<&str>,
+        value: &'a Value,
+        depth: usize,
+        path: &mut Vec<Segment<'a>>,
+    ) {
         if depth > 6 {
             return;
         }
@@ -92,15 +222,23 @@ impl StateIndex {
                             .entry(name.to_owned())
                             .or_default()
                             .extend(map.keys().cloned());
+                        let places = self.places.entry(name.to_owned()).or_default();
+                        if places.len() < PLACES_PER_NAME {
+                            places.push(pointer(path));
+                        }
                     }
                 }
                 for (k, v) in map {
-                    self.visit(Some(k), v, depth + 1);
+                    path.push(Segment::Key(k));
+                    self.visit(Some(k), v, depth + 1, path);
+                    path.pop();
                 }
             }
             Value::Array(items) => {
-                for item in items.iter().take(32) {
-                    self.visit(name, item, depth + 1);
+                for (i, item) in items.iter().take(32).enumerate() {
+                    path.push(Segment::Index(i));
+                    self.visit(name, item, depth + 1, path);
+                    path.pop();
                 }
             }
             scalar => {
@@ -122,24 +260,132 @@ impl StateIndex {
             .get(param)
             .map(|v| v.iter().filter(|x| x.is_string()).cloned().collect())
             .unwrap_or_default();
-        let stem = param
-            .trim_end_matches("_ids")
-            .trim_end_matches("_id")
-            .trim_end_matches("_code")
-            .trim_end_matches("_number")
-            .to_ascii_lowercase();
-        if !stem.is_empty() {
-            for (name, keys) in &self.collections {
-                let lower = name.to_ascii_lowercase();
-                if lower == stem
-                    || lower.starts_with(&stem)
-                    || stem.starts_with(lower.trim_end_matches('s'))
-                {
-                    out.extend(keys.iter().map(|k| Value::String(k.clone())));
-                }
+        let stem = id_stem(param);
+        for (name, keys) in &self.collections {
+            if stem_names(&stem, name) {
+                out.extend(keys.iter().map(|k| Value::String(k.clone())));
             }
         }
         out
+    }
+
+    /// Values a focus offers for a parameter: ids that fit its name, else values stored under
+    /// it, else the same for a list's singular (`item_ids` → `item_id`) and for the name
+    /// without its qualifier (`new_item_ids` → `item_ids`).
+    fn offered(&self, name: &str) -> Vec<Value> {
+        let ids = self.ids_for(name);
+        if !ids.is_empty() {
+            return ids;
+        }
+        if let Some(seen) = self.values.get(name).filter(|v| !v.is_empty()) {
+            return seen.clone();
+        }
+        // A list parameter takes what its singular names (`item_ids` → `item_id`).
+        if let Some(one) = name.strip_suffix('s').filter(|one| one.ends_with("_id")) {
+            let found = self.offered(one);
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        unqualified(name).map_or_else(Vec::new, |bare| self.offered(bare))
+    }
+
+    /// A record of `state` (which this index was built from) that the arguments of a call to
+    /// `tool` can be drawn from together, as the index of that record and of the records it
+    /// references by id (`user_id` → the user; one step, at most [`FOCUS_HOPS`]). The record
+    /// is drawn from the collection that fits most parameters: one whose noun a parameter's id
+    /// names counts twice, a field a parameter is named after once (one record of each
+    /// collection is read to tell). Empty when no collection fits any parameter: the call is
+    /// still drawn as a coherent one (values its descriptions quote).
+    pub fn focus(&self, tool: &ToolSpec, state: &Value, rng: &mut Rng) -> Focus {
+        let words: Vec<&str> = tool.name.split('_').filter(|w| w.len() > 3).collect();
+        let mut best: Vec<(&str, &Map<String, Value>, &String)> = Vec::new();
+        let mut best_score = 0;
+        for (name, places) in &self.places {
+            let Some(collection) = rng
+                .pick(places)
+                .and_then(|p| state.pointer(p))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            let keys: Vec<&String> = collection.keys().collect();
+            // Among a few records, one that holds a word of the tool's name as a value (a
+            // pending order for `cancel_pending_order`), else the first drawn.
+            let drawn: Vec<&String> = (0..RECORDS_TRIED)
+                .filter_map(|_| rng.pick(&keys).copied())
+                .collect();
+            let Some(key) = drawn
+                .iter()
+                .find(|k| holds_any(&collection[k.as_str()], &words))
+                .or(drawn.first())
+                .copied()
+            else {
+                continue;
+            };
+            let sample = StateIndex::new(&collection[key]);
+            let score: usize = tool
+                .params
+                .iter()
+                .map(|p| {
+                    if stem_names(&id_stem(&p.name), name) {
+                        2
+                    } else {
+                        usize::from(!sample.offered(&p.name).is_empty())
+                    }
+                })
+                .sum();
+            if score > best_score {
+                best_score = score;
+                best.clear();
+            }
+            if score == best_score && score > 0 {
+                best.push((name, collection, key));
+            }
+        }
+        let mut focus = Focus {
+            reads: envsim_core::audit::ToolEffects::guess(&tool.name).read_only,
+            ..Focus::default()
+        };
+        let Some(&(name, collection, key)) = rng.pick(&best) else {
+            return focus;
+        };
+        let one = |key: &String, record: &Value| {
+            Value::Object(Map::from_iter([(key.clone(), record.clone())]))
+        };
+        focus
+            .own
+            .visit(Some(name), &one(key, &collection[key]), 0, &mut Vec::new());
+        let record = StateIndex::new(&collection[key]);
+        let mut hops = 0;
+        'fields: for (field, values) in &record.values {
+            let stem = id_stem(field);
+            for value in values.iter().filter_map(Value::as_str) {
+                let target = self
+                    .places
+                    .iter()
+                    .filter(|(other, _)| other.as_str() != name && stem_names(&stem, other))
+                    .find_map(|(other, places)| {
+                        places.iter().find_map(|p| {
+                            let found = state.pointer(p)?.get(value)?;
+                            found.is_object().then_some((other, found))
+                        })
+                    });
+                if let Some((other, found)) = target {
+                    focus.near.visit(
+                        Some(other),
+                        &one(&value.to_owned(), found),
+                        0,
+                        &mut Vec::new(),
+                    );
+                    hops += 1;
+                    if hops == FOCUS_HOPS {
+                        break 'fields;
+                    }
+                }
+            }
+        }
+        focus
     }
 }
 
@@ -160,12 +406,30 @@ pub fn arguments(
     rng: &mut Rng,
     intent: Intent,
 ) -> Map<String, Value> {
+    arguments_with(tool, index, None, rng, intent)
+}
+
+/// [`arguments`], drawing each value first from `focus` (a record and what it references,
+/// [`StateIndex::focus`]) where it offers one for the parameter.
+pub fn arguments_with(
+    tool: &ToolSpec,
+    index: &StateIndex,
+    focus: Option<&Focus>,
+    rng: &mut Rng,
+    intent: Intent,
+) -> Map<String, Value> {
     let mut args = Map::new();
+    let length = std::cell::Cell::new(None);
+    let draw = Draw {
+        index,
+        focus,
+        length: &length,
+    };
     for param in &tool.params {
         if param.required || rng.chance(0.4) {
             args.insert(
                 param.name.clone(),
-                valid_value(&param.name, &param.schema, index, rng, 0),
+                valid_value(&param.name, &param.schema, draw, rng, 0),
             );
         }
     }
@@ -212,17 +476,50 @@ fn concrete(schema: &Value) -> &Value {
     }
 }
 
-fn valid_value(
-    name: &str,
-    schema: &Value,
-    index: &StateIndex,
-    rng: &mut Rng,
-    depth: usize,
-) -> Value {
+/// Where values are drawn from: the whole state, and a focus record first where there is one.
+#[derive(Clone, Copy)]
+struct Draw<'a> {
+    index: &'a StateIndex,
+    focus: Option<&'a Focus>,
+    /// A coherent call's list length: its lists run in parallel (`item_ids` and the
+    /// `new_item_ids` they are exchanged for), so all take the first one's length.
+    length: &'a std::cell::Cell<Option<usize>>,
+}
+
+fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth: usize) -> Value {
     let schema = concrete(schema);
+    let index = draw.index;
+    let offered = draw
+        .focus
+        .map(|f| f.offered(name, rng))
+        .filter(|o| !o.is_empty());
     if let Some(Value::Array(choices)) = schema.get("enum") {
+        // The focus's own value where the enum allows it (the reservation's cabin).
+        let fitting: Vec<&Value> = offered
+            .iter()
+            .flatten()
+            .filter(|v| choices.contains(v))
+            .collect();
+        if let Some(v) = rng.pick(&fitting) {
+            return (*v).clone();
+        }
         if let Some(choice) = rng.pick(choices) {
             return choice.clone();
+        }
+    }
+    if let Some(offered) = &offered {
+        let fitting: Vec<&Value> = offered
+            .iter()
+            .filter(|v| match schema_type(schema) {
+                "integer" => v.is_i64() || v.is_u64(),
+                "number" => v.is_number(),
+                "boolean" => v.is_boolean(),
+                "array" | "object" => false,
+                _ => v.is_string(),
+            })
+            .collect();
+        if let Some(v) = rng.pick(&fitting) {
+            return (*v).clone();
         }
     }
     let seen: Vec<Value> = index.values.get(name).cloned().unwrap_or_default();
@@ -251,14 +548,25 @@ fn valid_value(
             }
             let item_schema = schema.get("items").cloned().unwrap_or(Value::Null);
             let singular = name.trim_end_matches('s');
-            let item_name =
-                if index.values.contains_key(singular) || !index.ids_for(singular).is_empty() {
-                    singular
-                } else {
-                    name
-                };
-            (0..1 + rng.below(3))
-                .map(|_| valid_value(item_name, &item_schema, index, rng, depth + 1))
+            let in_focus = draw.focus.is_some_and(|f| f.offers(singular));
+            let item_name = if in_focus
+                || index.values.contains_key(singular)
+                || !index.ids_for(singular).is_empty()
+            {
+                singular
+            } else {
+                name
+            };
+            let length = match draw.focus {
+                Some(_) => {
+                    let n = draw.length.get().unwrap_or_else(|| 1 + rng.below(2));
+                    draw.length.set(Some(n));
+                    n
+                }
+                None => 1 + rng.below(3),
+            };
+            (0..length)
+                .map(|_| valid_value(item_name, &item_schema, draw, rng, depth + 1))
                 .collect()
         }
         "object" => {
@@ -268,7 +576,7 @@ fn valid_value(
             match schema.get("properties").and_then(Value::as_object) {
                 Some(props) => props
                     .iter()
-                    .map(|(k, v)| (k.clone(), valid_value(k, v, index, rng, depth + 1)))
+                    .map(|(k, v)| (k.clone(), valid_value(k, v, draw, rng, depth + 1)))
                     .collect(),
                 None => Value::Object(Map::new()),
             }
@@ -282,6 +590,19 @@ fn valid_value(
             if let Some(v) = rng.pick(&strings) {
                 return (*v).clone();
             }
+            // A coherent call takes what the parameter's description quotes as its values
+            // ("either 'no longer needed' or 'ordered by mistake'", "such as '2 + 2'").
+            if draw.focus.is_some() {
+                let quoted = quoted_values(
+                    schema
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                );
+                if let Some(v) = rng.pick(&quoted) {
+                    return Value::String(v.clone());
+                }
+            }
             // Identifiers with unguessable names (`sku`, `path`) are usually keys of some
             // collection.
             let keys: Vec<&String> = index.collections.values().flatten().collect();
@@ -291,6 +612,32 @@ fn valid_value(
             }
         }
     }
+}
+
+/// The values a description quotes: text between single or double quotes that open after a
+/// non-word character and close before one (an apostrophe inside a word opens nothing), 1 to
+/// 40 characters long.
+fn quoted_values(description: &str) -> Vec<String> {
+    let chars: Vec<char> = description.chars().collect();
+    let word = |i: usize| chars.get(i).is_some_and(|c| c.is_alphanumeric());
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let quote = chars[i];
+        if (quote == '\'' || quote == '"') && (i == 0 || !word(i - 1)) {
+            let close = (i + 1..chars.len()).find(|&j| chars[j] == quote && !word(j + 1));
+            if let Some(j) = close {
+                let text: String = chars[i + 1..j].iter().collect();
+                if (1..=40).contains(&(j - i - 1)) && !out.contains(&text) {
+                    out.push(text);
+                }
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
 }
 
 fn invalid_value(name: &str, schema: &Value, rng: &mut Rng) -> Value {
@@ -387,5 +734,151 @@ mod tests {
             }
             assert!(args["seats"].is_i64(), "{args:?}");
         }
+    }
+
+    fn returns() -> ToolSpec {
+        ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "return_delivered_items",
+            "parameters": {"type": "object", "properties": {
+                "order_id": {"type": "string"},
+                "item_ids": {"type": "array", "items": {"type": "string"}},
+                "new_item_ids": {"type": "array", "items": {"type": "string"}},
+                "payment_method_id": {"type": "string"},
+                "reason": {"type": "string", "description": "Either 'no longer needed' or 'ordered by mistake'; the user's words."}},
+            "required": ["order_id", "item_ids", "new_item_ids", "payment_method_id", "reason"]}}}))
+        .unwrap()
+    }
+
+    fn shop() -> Value {
+        json!({
+            "orders": {
+                "O1": {"user_id": "U1", "status": "pending", "items": [{"item_id": "I1", "product_id": "P1"}]},
+                "O2": {"user_id": "U2", "status": "delivered", "items": [{"item_id": "I2", "product_id": "P2"}]}},
+            "users": {
+                "U1": {"payment_methods": {"card_1": {"kind": "card"}}},
+                "U2": {"payment_methods": {"card_2": {"kind": "card"}}}},
+            "products": {
+                "P1": {"variants": {"I1": {"item_id": "I1"}, "I3": {"item_id": "I3"}}},
+                "P2": {"variants": {"I2": {"item_id": "I2"}, "I4": {"item_id": "I4"}}}}
+        })
+    }
+
+    #[test]
+    fn a_coherent_call_draws_from_one_record_and_what_it_references() {
+        let state = shop();
+        let index = StateIndex::new(&state);
+        let spec = returns();
+        let (mut first, mut second) = (0, 0);
+        for seed in 0..60 {
+            let mut rng = Rng::new(seed);
+            let focus = index.focus(&spec, &state, &mut rng);
+            let args = arguments_with(&spec, &index, Some(&focus), &mut rng, Intent::Valid);
+            let ids = |key: &str| -> Vec<&str> {
+                args[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap())
+                    .collect()
+            };
+            // The order's own items, its user's payment method, its products' variants.
+            let (items, card, variants) = match args["order_id"].as_str().unwrap() {
+                "O1" => (["I1"], "card_1", ["I1", "I3"]),
+                "O2" => (["I2"], "card_2", ["I2", "I4"]),
+                other => panic!("no such order {other}"),
+            };
+            match items[0] {
+                "I1" => first += 1,
+                _ => second += 1,
+            }
+            assert_eq!(args["payment_method_id"], card, "{args:?}");
+            assert!(
+                ids("item_ids").iter().all(|i| variants.contains(i)),
+                "{args:?}"
+            );
+            assert!(
+                ids("new_item_ids").iter().all(|i| variants.contains(i)),
+                "{args:?}"
+            );
+            // Parallel lists run to one length.
+            assert_eq!(ids("item_ids").len(), ids("new_item_ids").len(), "{args:?}");
+            assert!(
+                ["no longer needed", "ordered by mistake"]
+                    .contains(&args["reason"].as_str().unwrap()),
+                "{args:?}"
+            );
+        }
+        // Of the eight records drawn each time, the delivered order the tool names is taken
+        // whenever it is among them (all but 1 in 256 draws).
+        assert!(second >= 58, "{first} pending vs {second} delivered");
+        // Without a focus the same call mixes records.
+        let mixed = (0..60).any(|seed| {
+            let args = arguments(&spec, &index, &mut Rng::new(seed), Intent::Valid);
+            let card = if args["order_id"] == "O1" {
+                "card_1"
+            } else {
+                "card_2"
+            };
+            args["payment_method_id"] != card
+        });
+        assert!(mixed);
+    }
+
+    #[test]
+    fn a_tool_no_collection_fits_gets_an_empty_focus() {
+        let state = shop();
+        let index = StateIndex::new(&state);
+        let spec = ToolSpec::from_schema(
+            &json!({"type": "function", "function": {"name": "calculate",
+            "parameters": {"type": "object", "properties": {"expression": {"type": "string",
+                "description": "An expression, such as '2 + 2'."}}, "required": ["expression"]}}}),
+        )
+        .unwrap();
+        let mut rng = Rng::new(3);
+        let focus = index.focus(&spec, &state, &mut rng);
+        assert!(!focus.offers("expression"));
+        let args = arguments_with(&spec, &index, Some(&focus), &mut rng, Intent::Valid);
+        assert_eq!(args["expression"], "2 + 2");
+    }
+
+    #[test]
+    fn descriptions_quote_values_but_apostrophes_quote_nothing() {
+        assert_eq!(
+            quoted_values("Either 'no longer needed' or 'ordered by mistake'."),
+            ["no longer needed", "ordered by mistake"]
+        );
+        assert_eq!(quoted_values("such as \"2 + 2\" (see 'x')"), ["2 + 2", "x"]);
+        assert!(quoted_values("the user's order, the agent's words").is_empty());
+        assert!(quoted_values("an unclosed 'quote").is_empty());
+        assert!(quoted_values("").is_empty());
+    }
+
+    #[test]
+    fn qualified_id_names_fall_back_to_their_noun() {
+        assert_eq!(unqualified("new_item_ids"), Some("item_ids"));
+        assert_eq!(unqualified("source_account_id"), Some("account_id"));
+        assert_eq!(unqualified("item_ids"), None);
+        assert_eq!(unqualified("first_name"), None);
+    }
+
+    #[test]
+    fn only_a_reading_tool_takes_the_records_own_field_values() {
+        let state = json!({"orders": {"O1": {"status": "new", "zip": "123"}}});
+        let index = StateIndex::new(&state);
+        let tool = |name: &str| {
+            ToolSpec::from_schema(&json!({"type": "function", "function": {"name": name,
+                "parameters": {"type": "object", "properties": {
+                    "order_id": {"type": "string"}, "status": {"type": "string"}},
+                "required": ["order_id", "status"]}}}))
+            .unwrap()
+        };
+        let mut rng = Rng::new(1);
+        let setter = index.focus(&tool("set_order_status"), &state, &mut rng);
+        assert_eq!(setter.offered("order_id", &mut rng), [json!("O1")]);
+        // Setting the status it has would be a change that changes nothing.
+        assert!(setter.offered("status", &mut rng).is_empty());
+        let finder = index.focus(&tool("find_orders"), &state, &mut rng);
+        assert_eq!(finder.offered("status", &mut rng), [json!("new")]);
+        assert!(names_an_id("flight_number") && names_an_id("item_ids") && names_an_id("id"));
+        assert!(!names_an_id("status") && !names_an_id("zip"));
     }
 }

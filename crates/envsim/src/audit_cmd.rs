@@ -187,8 +187,9 @@ struct ValidateArgs {
     workflows: Option<PathBuf>,
     /// Write every planted fault here as JSON Lines, per input form: its trajectory, step,
     /// kind and resource, whether it was found, every flag raised on its trajectory (with the
-    /// state checks' explanations), and the planted step's tool and faulty observation (to read
-    /// what was missed, and what fired falsely, and why).
+    /// state checks' explanations), and the planted step's tool and faulty observation; then
+    /// every clean trajectory a check flagged, with its flags and explanations and no `kind`
+    /// (to read what was missed, and what fired falsely, and why).
     #[arg(long, value_name = "FILE")]
     faults: Option<PathBuf>,
 }
@@ -212,6 +213,7 @@ pub(crate) fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::be
         workers,
         trace: false,
         clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
+        focus_share: 0.0,
     }
 }
 
@@ -231,7 +233,17 @@ pub(crate) fn learn_runs(
     walk: &crate::bench_cmd::WalkArgs,
     seed: u64,
 ) -> Result<(Vec<AuditTrajectory>, Effects)> {
-    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], walk, seed)?;
+    // Learning walks draw most calls coherently, so that tools whose preconditions tie their
+    // arguments together succeed and show what they do.
+    let learning = crate::bench_cmd::WalkArgs {
+        walks: walk.walks,
+        steps: walk.steps,
+        workers: walk.workers,
+        trace: walk.trace,
+        clock_step: walk.clock_step,
+        focus_share: envsim_bench::collect::LEARNING_FOCUS_SHARE,
+    };
+    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &learning, seed)?;
     let runs = trajectories_from_walks(&records)
         .into_values()
         .next()
@@ -244,6 +256,20 @@ pub(crate) fn learn_runs(
             package.code.convention,
             tools.iter().map(String::as_str),
         );
+    let unproven: Vec<&str> = tools
+        .iter()
+        .filter(|t| effects.successes(t) == 0)
+        .map(String::as_str)
+        .collect();
+    if !unproven.is_empty() {
+        eprintln!(
+            "{}: {} of {} tools never succeeded in the learning walks ({}): what they do is bounded by their code and names only, and their answers' shapes are not known",
+            package.manifest.name,
+            unproven.len(),
+            tools.len(),
+            unproven.join(", ")
+        );
+    }
     Ok((runs, effects))
 }
 
@@ -1685,6 +1711,11 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
         let mut out = std::io::BufWriter::new(file.as_file());
         for fault in results.iter().flat_map(|r| r.planted()) {
             serde_json::to_writer(&mut out, fault)?;
+            out.write_all(b"\n")?;
+        }
+        // Then every clean trajectory a check flagged (no `kind`: nothing was planted there).
+        for alarm in results.iter().flat_map(|r| r.false_alarms()) {
+            serde_json::to_writer(&mut out, alarm)?;
             out.write_all(b"\n")?;
         }
         out.flush()

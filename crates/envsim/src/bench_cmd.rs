@@ -99,6 +99,10 @@ pub struct WalkArgs {
     /// state's own clock (the manifest's `clocks`, else derived from the state).
     #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = crate::env_cmd::parse_clock_step)]
     pub clock_step: f64,
+    /// Share of calls drawn coherently from one record (`WalkPlan::focus_share`): not an option
+    /// of `bench build`, whose walks stay as published; learning walks set it.
+    #[arg(skip)]
+    pub focus_share: f64,
 }
 
 #[derive(Debug, Args)]
@@ -350,6 +354,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             workers: a.walk.workers,
             trace: a.walk.trace,
             clock_step: a.walk.clock_step,
+            focus_share: a.walk.focus_share,
         };
         let seed = envsim_core::rng::Rng::derive(a.seed, &format!("round {round}")).next_u64();
         let offset = round * a.walk.walks;
@@ -573,6 +578,7 @@ pub fn walk_transitions(
         seed,
         trace,
         clock_step: walk.clock_step,
+        focus_share: walk.focus_share,
         ..WalkPlan::default()
     };
     let limits = crate::env_cmd::exec_limits()?;

@@ -285,13 +285,27 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     );
     succeeded(&out);
     let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // `--faults` lists every planted fault of every form, found as the counts say.
-    let planted: Vec<Value> = std::fs::read_to_string(&faults_file)
+    // `--faults` lists every planted fault of every form, found as the counts say, then every
+    // flagged clean trajectory (no kind).
+    let lines: Vec<Value> = std::fs::read_to_string(&faults_file)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let (planted, alarms): (Vec<Value>, Vec<Value>) =
+        lines.into_iter().partition(|l| l.get("kind").is_some());
     for form in forms.as_array().unwrap() {
+        let flagged: Vec<&Value> = alarms
+            .iter()
+            .filter(|a| a["form"] == form["form"])
+            .collect();
+        assert_eq!(
+            flagged.len() as u64,
+            form["clean_flagged"].as_u64().unwrap()
+        );
+        for a in flagged {
+            assert!(!a["flags"].as_array().unwrap().is_empty(), "{a}");
+        }
         let mine: Vec<&Value> = planted
             .iter()
             .filter(|f| f["form"] == form["form"])

@@ -277,6 +277,8 @@ pub struct Effects {
     writes: BTreeMap<String, implied::Writes>,
     /// What each tool's code can reach, where the code was read.
     reach: BTreeMap<String, CodeReach>,
+    /// How many successes of each tool the effects were learned from.
+    successes: BTreeMap<String, usize>,
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
@@ -502,6 +504,10 @@ impl Effects {
             }
         }
         Effects {
+            successes: seen
+                .iter()
+                .map(|(tool, s)| (tool.clone(), s.successes))
+                .collect(),
             shapes,
             reach: BTreeMap::new(),
             writes: implied::learn_writes(trajectories),
@@ -552,6 +558,13 @@ impl Effects {
                 })
                 .collect(),
         }
+    }
+
+    /// How many successful calls of `tool` its effects were learned from (0 for a tool never
+    /// seen succeeding: what it does is then known from its code's reach, annotations and
+    /// name only).
+    pub fn successes(&self, tool: &str) -> usize {
+        self.successes.get(tool).copied().unwrap_or(0)
     }
 
     /// How a successful response of `tool` departs from the shape learned for it (`None`: no

@@ -24,6 +24,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
 pub type Key = (String, String);
 
+/// How many distinct resources a guard's failures must have named.
+const MIN_GUARD_TARGETS: usize = 2;
+
 /// A precondition of a tool, learned from executed walks: a state of its target under which
 /// it always failed.
 #[derive(Clone, Debug, PartialEq)]
@@ -289,8 +292,12 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         fields: BTreeMap<String, FieldSeen>,
         /// (field, value as JSON) → (successes, failures, the value).
         by_value: BTreeMap<(String, String), (usize, usize, Value)>,
+        /// (field, value as JSON) → the resources the failures named.
+        failed_on: BTreeMap<(String, String), BTreeSet<String>>,
         /// (argument, field) → (successes over, failures over, successes within).
         exceeds: BTreeMap<(String, String), (usize, usize, usize)>,
+        /// (argument, field) → the resources the failures over named.
+        exceeded_on: BTreeMap<(String, String), BTreeSet<String>>,
         /// Fields its answers reported with another value than the one stored.
         reported_differs: BTreeSet<String>,
         /// Every success whose arguments name a resource: its arguments, the naming
@@ -336,6 +343,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                 slot.0 += 1;
                             } else {
                                 slot.1 += 1;
+                                s.failed_on
+                                    .entry((field.clone(), value.to_string()))
+                                    .or_default()
+                                    .insert(key.1.clone());
                             }
                         }
                     }
@@ -351,7 +362,13 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                 .or_default();
                             match (a > f, ok) {
                                 (true, true) => slot.0 += 1,
-                                (true, false) => slot.1 += 1,
+                                (true, false) => {
+                                    slot.1 += 1;
+                                    s.exceeded_on
+                                        .entry((argument.clone(), field.clone()))
+                                        .or_default()
+                                        .insert(key.1.clone());
+                                }
                                 (false, true) => slot.2 += 1,
                                 (false, false) => {}
                             }
@@ -519,12 +536,21 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 slot.1 += fail;
                 slot.2 += 1;
             }
-            for ((field, _), (ok, fail, value)) in &s.by_value {
+            // And failures on one resource alone may have another cause that resource
+            // has (walks that keep returning to one record meet it again and again): a
+            // guard needs failures on at least two.
+            let targets = |on: &BTreeMap<(String, String), BTreeSet<String>>,
+                           k: &(String, String)| {
+                on.get(k).map_or(0, BTreeSet::len)
+            };
+            for (k, (ok, fail, value)) in &s.by_value {
+                let field = &k.0;
                 let (all_ok, all_fail, values) = per_field[field.as_str()];
                 let (other_ok, other_fail) = (all_ok - ok, all_fail - fail);
                 let explains = other_ok >= MIN_EVIDENCE
                     && other_ok >= other_fail
-                    && values <= MAX_GUARD_VALUES;
+                    && values <= MAX_GUARD_VALUES
+                    && targets(&s.failed_on, k) >= MIN_GUARD_TARGETS;
                 if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
                     writes.guards.push(Guard::FieldIs {
                         field: field.clone(),
@@ -532,8 +558,13 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     });
                 }
             }
-            for ((argument, field), (over_ok, over_fail, within_ok)) in &s.exceeds {
-                if *over_ok == 0 && *over_fail >= 2 && *within_ok >= 1 {
+            for (k, (over_ok, over_fail, within_ok)) in &s.exceeds {
+                let (argument, field) = k;
+                if *over_ok == 0
+                    && *over_fail >= 2
+                    && *within_ok >= 1
+                    && targets(&s.exceeded_on, k) >= MIN_GUARD_TARGETS
+                {
                     writes.guards.push(Guard::ExceedsField {
                         argument: argument.clone(),
                         field: field.clone(),
@@ -752,7 +783,7 @@ mod tests {
         let s0 = json!({
             "notes": {"N1": {"body": "milk", "owner": "u"}, "N2": {"body": "tea", "owner": "u"}},
             "reservations": {"R1": {"status": "confirmed", "seats": 2}, "R2": {"status": "confirmed", "seats": 1}, "R3": {"status": "confirmed", "seats": 1}},
-            "accounts": {"A1": {"balance": 10}}
+            "accounts": {"A1": {"balance": 10}, "A2": {"balance": 5}}
         });
         let mut s1 = s0.clone();
         s1["notes"]["N1"]["body"] = json!("milk, eggs");
@@ -838,8 +869,46 @@ mod tests {
                     false,
                     &s5,
                 ),
+                step(
+                    "withdraw",
+                    json!({"account_id": "A2", "amount": 20}),
+                    false,
+                    &s5,
+                ),
             ],
         }]
+    }
+
+    #[test]
+    fn failures_on_one_resource_alone_teach_no_guard() {
+        // The same walks without the failure on A2: every failed withdrawal named A1, whose
+        // failures may have a cause of its own (a frozen account); and R2's failure replaced
+        // by a third on R1.
+        let mut walks = walks();
+        let steps = &mut walks[0].steps;
+        steps.retain(|s| {
+            s.arguments.get("account_id") != Some(&json!("A2"))
+                && !(s.tool == "cancel_reservation"
+                    && s.success == Some(false)
+                    && s.arguments["reservation_id"] == "R2")
+        });
+        // R1 failed three times while cancelled: evidence enough, but on one reservation.
+        let r1_failure = steps
+            .iter()
+            .find(|s| s.tool == "cancel_reservation" && s.success == Some(false))
+            .cloned()
+            .unwrap();
+        steps.push(r1_failure);
+        assert_eq!(
+            steps
+                .iter()
+                .filter(|s| s.success == Some(false) && s.tool == "cancel_reservation")
+                .count(),
+            3
+        );
+        let learned = learn_writes(&walks);
+        assert_eq!(learned["withdraw"].guards, []);
+        assert_eq!(learned["cancel_reservation"].guards, []);
     }
 
     #[test]
