@@ -279,6 +279,119 @@ pub struct Effects {
     reach: BTreeMap<String, CodeReach>,
     /// How many successes of each tool the effects were learned from.
     successes: BTreeMap<String, usize>,
+    /// Every field name of every tool's successful responses, what judges the answers of a
+    /// tool whose own shape is not known ([`Vocabulary`]).
+    vocabulary: Vocabulary,
+}
+
+/// The field names of an environment's successful responses, across its tools: how often
+/// each was seen and with which types. A tool the learning walks never got right answers
+/// with the environment's records (an order changed by `exchange_items` is an order that
+/// `get_order` also returns), so a field name in another spelling than the environment's
+/// (`orderId` where answers say `order_id`), or a field of one type everywhere answered with
+/// another, departs from the environment's vocabulary even where the tool's own shape is
+/// unknown.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Vocabulary {
+    fields: BTreeMap<String, (usize, BTreeSet<&'static str>)>,
+    /// Spelling-free form (lowercase, no `_` or `-`) → the spellings seen.
+    spellings: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// A field name without its spelling: `order_id`, `orderId` and `OrderID` are one name.
+fn unspelled(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Calls `each` with every field name (not a key that names a thing: `U46`, `2024-06-25`)
+/// of every object in a value, four levels deep, and its value.
+fn each_field<'v>(value: &'v Value, depth: usize, each: &mut dyn FnMut(&'v str, &'v Value)) {
+    if depth == 4 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let names_a_thing = key.chars().any(|c| c.is_ascii_digit())
+                    || (key.chars().any(char::is_uppercase)
+                        && !key.chars().any(char::is_lowercase));
+                if !names_a_thing {
+                    each(key, child);
+                }
+                each_field(child, depth + 1, each);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                each_field(item, depth + 1, each);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Vocabulary {
+    /// Adds one successful response.
+    pub fn learn(&mut self, observation: &Value) {
+        each_field(observation, 0, &mut |key, child| {
+            let slot = self.fields.entry(key.to_owned()).or_default();
+            slot.0 += 1;
+            slot.1.insert(crate::extract::type_name(child));
+            self.spellings
+                .entry(unspelled(key))
+                .or_default()
+                .insert(key.to_owned());
+        });
+    }
+
+    /// How a response departs from the vocabulary: a field never seen whose name was seen in
+    /// another spelling, at least [`MIN_EVIDENCE`] times; a field seen that often, always
+    /// with one type, now of another (`null` fits any field).
+    pub fn problems(&self, observation: &Value) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        each_field(observation, 0, &mut |key, child| {
+            let problem = match self.fields.get(key) {
+                None => self
+                    .spellings
+                    .get(&unspelled(key))
+                    .into_iter()
+                    .flatten()
+                    .find(|other| self.fields[other.as_str()].0 >= MIN_EVIDENCE)
+                    .map(|other| {
+                        format!("field {key}, which the environment's answers spell {other}")
+                    }),
+                Some((seen, types)) => {
+                    let kind = crate::extract::type_name(child);
+                    (*seen >= MIN_EVIDENCE
+                        && kind != "null"
+                        && types.len() == 1
+                        && !types.contains(kind)
+                        && !types.contains("null"))
+                    .then(|| {
+                        let was: Vec<&str> = types.iter().copied().collect();
+                        format!(
+                            "{key} as a {kind}; the environment's answers always have a {}",
+                            was.join(" or ")
+                        )
+                    })
+                }
+            };
+            if let Some(problem) = problem {
+                if !out.contains(&problem) {
+                    out.push(problem);
+                }
+            }
+        });
+        out
+    }
+
+    /// Whether anything was learned.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
@@ -448,6 +561,7 @@ impl Effects {
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
         let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
+        let mut vocabulary = Vocabulary::default();
 
         for t in trajectories {
             let mut before = &t.initial_state;
@@ -457,6 +571,7 @@ impl Effects {
                         .entry(step.tool.clone())
                         .or_default()
                         .learn(&step.observation);
+                    vocabulary.learn(&step.observation);
                 }
 
                 let s = seen.entry(step.tool.clone()).or_default();
@@ -504,6 +619,7 @@ impl Effects {
             }
         }
         Effects {
+            vocabulary,
             successes: seen
                 .iter()
                 .map(|(tool, s)| (tool.clone(), s.successes))
@@ -567,11 +683,15 @@ impl Effects {
         self.successes.get(tool).copied().unwrap_or(0)
     }
 
-    /// How a successful response of `tool` departs from the shape learned for it (`None`: no
-    /// shape was learned with enough evidence).
+    /// How a successful response of `tool` departs from the shape learned for it, or, for a
+    /// tool without enough successes to know its shape, from the environment's
+    /// [`Vocabulary`] (`None`: nothing was learned to judge it by).
     pub fn shape_problems(&self, tool: &str, observation: &Value) -> Option<Vec<String>> {
-        let shape = self.shapes.get(tool).filter(|s| s.is_known())?;
-        Some(shape.problems(observation))
+        match self.shapes.get(tool).filter(|s| s.is_known()) {
+            Some(shape) => Some(shape.problems(observation)),
+            None if !self.vocabulary.is_empty() => Some(self.vocabulary.problems(observation)),
+            None => None,
+        }
     }
 
     /// The effects of `tool`: learned, else declared, else guessed from its name.
@@ -641,4 +761,98 @@ impl Effects {
 /// named).
 pub(crate) fn names_of(arguments: &Map<String, Value>, kind: &str, id: &str) -> bool {
     kind.contains('*') || arguments.values().any(|v| v.as_str() == Some(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn orders() -> Vocabulary {
+        let mut v = Vocabulary::default();
+        for (id, total) in [("#W1", 10.5), ("#W2", 3.0), ("#W3", 7.25)] {
+            v.learn(
+                &json!({"order_id": id, "total": total, "items": [{"item_id": "I1", "qty": 1}],
+                            "by_day": {"2024-06-01": 1}}),
+            );
+        }
+        v
+    }
+
+    #[test]
+    fn a_field_in_another_spelling_departs_from_the_vocabulary() {
+        let v = orders();
+        assert_eq!(
+            v.problems(
+                &json!({"orderId": "#W4", "total": 1.0, "items": [{"itemId": "I2", "qty": 2}]})
+            ),
+            [
+                "field orderId, which the environment's answers spell order_id",
+                "field itemId, which the environment's answers spell item_id"
+            ]
+        );
+        // New fields of a tool the walks never got right are no departure, nor are keys that
+        // name things, nor the environment's own spelling.
+        assert!(v
+            .problems(
+                &json!({"order_id": "#W4", "exchange_items": ["I1"], "by_day": {"2024-07-01": 2}})
+            )
+            .is_empty());
+    }
+
+    #[test]
+    fn a_field_of_one_type_everywhere_answered_with_another_departs() {
+        let v = orders();
+        assert_eq!(
+            v.problems(&json!({"order_id": "#W4", "total": "1.0"})),
+            ["total as a string; the environment's answers always have a number"]
+        );
+        assert!(v
+            .problems(&json!({"order_id": null, "total": 2}))
+            .is_empty());
+        // Fewer than three sightings are no evidence.
+        let mut young = Vocabulary::default();
+        young.learn(&json!({"order_id": "#W1"}));
+        young.learn(&json!({"order_id": "#W2"}));
+        assert!(young.problems(&json!({"orderId": 5})).is_empty());
+        assert!(young.problems(&json!({"order_id": 5})).is_empty());
+    }
+
+    #[test]
+    fn a_tool_without_a_known_shape_is_judged_by_the_vocabulary() {
+        let step = |tool: &str, observation: Value| crate::audit::AuditStep {
+            tool: tool.into(),
+            arguments: Map::new(),
+            success: Some(true),
+            observation,
+            state_after: std::sync::Arc::new(json!({})),
+        };
+        let effects = Effects::learn(&[crate::audit::AuditTrajectory {
+            id: "w".into(),
+            initial_state: std::sync::Arc::new(json!({})),
+            steps: (0..3)
+                .map(|i| {
+                    step(
+                        "get_order",
+                        json!({"order_id": format!("#W{i}"), "total": 1.5}),
+                    )
+                })
+                .chain([step(
+                    "exchange_items",
+                    json!({"order_id": "#W0", "total": 2.0}),
+                )])
+                .collect(),
+        }]);
+        // Its own shape (one success) is not known; the environment's vocabulary is.
+        assert_eq!(
+            effects.shape_problems("exchange_items", &json!({"orderId": "#W0", "total": 2.0})),
+            Some(vec![
+                "field orderId, which the environment's answers spell order_id".to_owned()
+            ])
+        );
+        assert_eq!(
+            Effects::default().shape_problems("exchange_items", &json!({})),
+            None
+        );
+    }
 }

@@ -24,6 +24,18 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
 pub type Key = (String, String);
 
+/// How unlikely the failures a guard explains must be by chance alone.
+const GUARD_CHANCE: f64 = 0.05;
+
+/// Whether `failures` in a row, none succeeding, are beyond chance for a tool that succeeds
+/// `ok` of `ok + failed` times otherwise: a tool that fails half its calls for reasons of its
+/// own (a reading outside a sensor's range) fails three in a row one time in eight, which
+/// teaches nothing about the field they shared.
+fn beyond_chance(failures: usize, ok: usize, failed: usize) -> bool {
+    let success = ok as f64 / (ok + failed).max(1) as f64;
+    (1.0 - success).powi(failures as i32) < GUARD_CHANCE
+}
+
 /// How many distinct resources a guard's failures must have named.
 const MIN_GUARD_TARGETS: usize = 2;
 
@@ -294,8 +306,9 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         by_value: BTreeMap<(String, String), (usize, usize, Value)>,
         /// (field, value as JSON) → the resources the failures named.
         failed_on: BTreeMap<(String, String), BTreeSet<String>>,
-        /// (argument, field) → (successes over, failures over, successes within).
-        exceeds: BTreeMap<(String, String), (usize, usize, usize)>,
+        /// (argument, field) → (successes over, failures over, successes within, failures
+        /// within).
+        exceeds: BTreeMap<(String, String), (usize, usize, usize, usize)>,
         /// (argument, field) → the resources the failures over named.
         exceeded_on: BTreeMap<(String, String), BTreeSet<String>>,
         /// Fields its answers reported with another value than the one stored.
@@ -370,7 +383,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                         .insert(key.1.clone());
                                 }
                                 (false, true) => slot.2 += 1,
-                                (false, false) => {}
+                                (false, false) => slot.3 += 1,
                             }
                         }
                     }
@@ -550,7 +563,8 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 let explains = other_ok >= MIN_EVIDENCE
                     && other_ok >= other_fail
                     && values <= MAX_GUARD_VALUES
-                    && targets(&s.failed_on, k) >= MIN_GUARD_TARGETS;
+                    && targets(&s.failed_on, k) >= MIN_GUARD_TARGETS
+                    && beyond_chance(*fail, other_ok, other_fail);
                 if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
                     writes.guards.push(Guard::FieldIs {
                         field: field.clone(),
@@ -558,12 +572,13 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     });
                 }
             }
-            for (k, (over_ok, over_fail, within_ok)) in &s.exceeds {
+            for (k, (over_ok, over_fail, within_ok, within_fail)) in &s.exceeds {
                 let (argument, field) = k;
                 if *over_ok == 0
                     && *over_fail >= 2
                     && *within_ok >= 1
                     && targets(&s.exceeded_on, k) >= MIN_GUARD_TARGETS
+                    && beyond_chance(*over_fail, *within_ok, *within_fail)
                 {
                     writes.guards.push(Guard::ExceedsField {
                         argument: argument.clone(),
@@ -877,6 +892,17 @@ mod tests {
                 ),
             ],
         }]
+    }
+
+    #[test]
+    fn a_guard_explains_failures_beyond_chance_only() {
+        // A tool that fails half its other calls fails three in a row one time in eight.
+        assert!(!beyond_chance(3, 5, 5));
+        assert!(beyond_chance(5, 5, 5));
+        // One that otherwise succeeds nine times in ten does so once in a thousand.
+        assert!(beyond_chance(3, 9, 1));
+        assert!(beyond_chance(2, 4, 0));
+        assert!(!beyond_chance(1, 1, 1));
     }
 
     #[test]
