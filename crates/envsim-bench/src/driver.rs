@@ -107,9 +107,10 @@ pub struct Focus {
     own: StateIndex,
     /// The records its id fields reference (an order's user, its items' products).
     near: StateIndex,
-    /// The tool only reads (by its name): it takes the record's own field values too. A tool
-    /// that changes takes only the record's ids, since its own `status` set again is a change
-    /// that changes nothing.
+    /// The tool only reads (by its name): it takes the field values of the record and its
+    /// neighbours too. A tool that changes takes only their ids, since the record's own
+    /// `status` set again is a change that changes nothing, and a neighbour's `name` is no
+    /// name for a new disk.
     reads: bool,
 }
 
@@ -128,11 +129,12 @@ impl Focus {
     /// Values for a parameter: the record's own, or those of the record and what it
     /// references together.
     fn offered(&self, name: &str, rng: &mut Rng) -> Vec<Value> {
-        let own = if self.reads || names_an_id(name) {
-            self.own.offered(name)
-        } else {
-            Vec::new()
-        };
+        // A changing tool's other values (a name, a size) are the state's at large: those of
+        // the record or its neighbours would set again what is there, or name the wrong thing.
+        if !self.reads && !names_an_id(name) {
+            return Vec::new();
+        }
+        let own = self.own.offered(name);
         if !own.is_empty() && rng.chance(OWN_SHARE) {
             return own;
         }
