@@ -24,6 +24,33 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
 pub type Key = (String, String);
 
+/// An answer without what varies between calls that fail for one reason: every word with a
+/// digit in it (ids, amounts, dates) is `#`.
+fn gist(observation: &Value) -> String {
+    let text = match observation {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let word_char = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if word_char(c) {
+            word.push(c);
+            continue;
+        }
+        if word.chars().any(|w| w.is_ascii_digit()) {
+            out.push('#');
+        } else {
+            out.push_str(&word);
+        }
+        word.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
 /// How unlikely the failures a guard explains must be by chance alone.
 const GUARD_CHANCE: f64 = 0.05;
 
@@ -306,11 +333,15 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         by_value: BTreeMap<(String, String), (usize, usize, Value)>,
         /// (field, value as JSON) → the resources the failures named.
         failed_on: BTreeMap<(String, String), BTreeSet<String>>,
+        /// (field, value as JSON) → the failures' answers, without their numbers and ids.
+        failed_saying: BTreeMap<(String, String), BTreeSet<String>>,
         /// (argument, field) → (successes over, failures over, successes within, failures
         /// within).
         exceeds: BTreeMap<(String, String), (usize, usize, usize, usize)>,
         /// (argument, field) → the resources the failures over named.
         exceeded_on: BTreeMap<(String, String), BTreeSet<String>>,
+        /// (argument, field) → the failures' answers over, without their numbers and ids.
+        exceeded_saying: BTreeMap<(String, String), BTreeSet<String>>,
         /// Fields its answers reported with another value than the one stored.
         reported_differs: BTreeSet<String>,
         /// Every success whose arguments name a resource: its arguments, the naming
@@ -360,6 +391,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                     .entry((field.clone(), value.to_string()))
                                     .or_default()
                                     .insert(key.1.clone());
+                                s.failed_saying
+                                    .entry((field.clone(), value.to_string()))
+                                    .or_default()
+                                    .insert(gist(&step.observation));
                             }
                         }
                     }
@@ -381,6 +416,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                         .entry((argument.clone(), field.clone()))
                                         .or_default()
                                         .insert(key.1.clone());
+                                    s.exceeded_saying
+                                        .entry((argument.clone(), field.clone()))
+                                        .or_default()
+                                        .insert(gist(&step.observation));
                                 }
                                 (false, true) => slot.2 += 1,
                                 (false, false) => slot.3 += 1,
@@ -556,6 +595,13 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                            k: &(String, String)| {
                 on.get(k).map_or(0, BTreeSet::len)
             };
+            // And the failures it explains give one reason: a precondition refuses in one
+            // message, while failures that only happened together (a reading outside the
+            // sensor's range, an unknown zone) say different things.
+            let one_reason = |saying: &BTreeMap<(String, String), BTreeSet<String>>,
+                              k: &(String, String)| {
+                saying.get(k).is_some_and(|texts| texts.len() == 1)
+            };
             for (k, (ok, fail, value)) in &s.by_value {
                 let field = &k.0;
                 let (all_ok, all_fail, values) = per_field[field.as_str()];
@@ -564,6 +610,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     && other_ok >= other_fail
                     && values <= MAX_GUARD_VALUES
                     && targets(&s.failed_on, k) >= MIN_GUARD_TARGETS
+                    && one_reason(&s.failed_saying, k)
                     && beyond_chance(*fail, other_ok, other_fail);
                 if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
                     writes.guards.push(Guard::FieldIs {
@@ -578,6 +625,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     && *over_fail >= 2
                     && *within_ok >= 1
                     && targets(&s.exceeded_on, k) >= MIN_GUARD_TARGETS
+                    && one_reason(&s.exceeded_saying, k)
                     && beyond_chance(*over_fail, *within_ok, *within_fail)
                 {
                     writes.guards.push(Guard::ExceedsField {
@@ -903,6 +951,37 @@ mod tests {
         assert!(beyond_chance(3, 9, 1));
         assert!(beyond_chance(2, 4, 0));
         assert!(!beyond_chance(1, 1, 1));
+    }
+
+    #[test]
+    fn a_guard_explains_failures_that_give_one_reason() {
+        assert_eq!(
+            gist(&json!(
+                "Error: reservation R-1042 is already cancelled (since 2024-05-01)"
+            )),
+            "Error: reservation # is already cancelled (since #)"
+        );
+        assert_eq!(
+            gist(&json!({"error": "no such id 42"})),
+            r#"{"error":"no such id #"}"#
+        );
+        // The same walks, where the failures on cancelled reservations said different things
+        // (one of them about seats): what they shared was chance, not the status.
+        let mut walks = walks();
+        let failure = walks[0]
+            .steps
+            .iter_mut()
+            .find(|s| s.tool == "cancel_reservation" && s.success == Some(false))
+            .unwrap();
+        failure.observation = json!({"success": false, "error": "too many seats"});
+        let learned = learn_writes(&walks);
+        assert_eq!(learned["cancel_reservation"].guards, []);
+        assert_eq!(
+            learn_writes(&self::walks())["cancel_reservation"]
+                .guards
+                .len(),
+            1
+        );
     }
 
     #[test]
