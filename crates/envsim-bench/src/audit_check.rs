@@ -385,6 +385,17 @@ impl Validation {
                 None => (None, None),
             };
             let label = label.as_ref();
+            // What a listed fault or false alarm says of its trajectory.
+            let flag_list = || -> Vec<(usize, &'static str)> {
+                flags.iter().map(|(step, _, kind)| (*step, *kind)).collect()
+            };
+            let explanations = || -> Vec<String> {
+                report
+                    .violations
+                    .iter()
+                    .map(|v| format!("step {}: {}", v.step, v.explanation))
+                    .collect()
+            };
             self.trajectories += 1;
             self.steps += report.steps;
             match label {
@@ -397,12 +408,8 @@ impl Validation {
                             form: self.form,
                             env: env.to_owned(),
                             trajectory: t.id.clone(),
-                            flags: flags.iter().map(|(step, _, kind)| (*step, *kind)).collect(),
-                            explanations: report
-                                .violations
-                                .iter()
-                                .map(|v| format!("step {}: {}", v.step, v.explanation))
-                                .collect(),
+                            flags: flag_list(),
+                            explanations: explanations(),
                         });
                     }
                     let mut kinds: Vec<&str> = flags.iter().map(|x| x.2).collect();
@@ -438,12 +445,8 @@ impl Validation {
                         env: env.to_owned(),
                         label: label.clone(),
                         found,
-                        flags: flags.iter().map(|(step, _, kind)| (*step, *kind)).collect(),
-                        explanations: report
-                            .violations
-                            .iter()
-                            .map(|v| format!("step {}: {}", v.step, v.explanation))
-                            .collect(),
+                        flags: flag_list(),
+                        explanations: explanations(),
                         tool,
                         observation,
                     });

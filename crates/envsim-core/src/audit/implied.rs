@@ -24,6 +24,30 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
 pub type Key = (String, String);
 
+/// The failures a guard would explain: the resources they named and what they said.
+#[derive(Default)]
+struct Failures {
+    targets: BTreeSet<String>,
+    /// Their answers' [`gist`]s.
+    reasons: BTreeSet<String>,
+}
+
+impl Failures {
+    fn note(&mut self, target: &str, observation: &Value) {
+        self.targets.insert(target.to_owned());
+        self.reasons.insert(gist(observation));
+    }
+
+    /// Whether they could share one cause: on at least [`MIN_GUARD_TARGETS`] resources (walks
+    /// that keep returning to one record meet its own cause of failure again and again), and
+    /// saying one thing (a precondition refuses in one message, while failures that only
+    /// happened together — a reading outside the sensor's range, an unknown zone — say
+    /// different things).
+    fn alike(&self) -> bool {
+        self.targets.len() >= MIN_GUARD_TARGETS && self.reasons.len() == 1
+    }
+}
+
 /// An answer without what varies between calls that fail for one reason: every word with a
 /// digit in it (ids, amounts, dates) is `#`.
 fn gist(observation: &Value) -> String {
@@ -331,17 +355,13 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         fields: BTreeMap<String, FieldSeen>,
         /// (field, value as JSON) → (successes, failures, the value).
         by_value: BTreeMap<(String, String), (usize, usize, Value)>,
-        /// (field, value as JSON) → the resources the failures named.
-        failed_on: BTreeMap<(String, String), BTreeSet<String>>,
-        /// (field, value as JSON) → the failures' answers, without their numbers and ids.
-        failed_saying: BTreeMap<(String, String), BTreeSet<String>>,
+        /// (field, value as JSON) → the failures on it.
+        failed: BTreeMap<(String, String), Failures>,
         /// (argument, field) → (successes over, failures over, successes within, failures
         /// within).
         exceeds: BTreeMap<(String, String), (usize, usize, usize, usize)>,
-        /// (argument, field) → the resources the failures over named.
-        exceeded_on: BTreeMap<(String, String), BTreeSet<String>>,
-        /// (argument, field) → the failures' answers over, without their numbers and ids.
-        exceeded_saying: BTreeMap<(String, String), BTreeSet<String>>,
+        /// (argument, field) → the failures over.
+        exceeded: BTreeMap<(String, String), Failures>,
         /// Fields its answers reported with another value than the one stored.
         reported_differs: BTreeSet<String>,
         /// Every success whose arguments name a resource: its arguments, the naming
@@ -387,14 +407,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                 slot.0 += 1;
                             } else {
                                 slot.1 += 1;
-                                s.failed_on
+                                s.failed
                                     .entry((field.clone(), value.to_string()))
                                     .or_default()
-                                    .insert(key.1.clone());
-                                s.failed_saying
-                                    .entry((field.clone(), value.to_string()))
-                                    .or_default()
-                                    .insert(gist(&step.observation));
+                                    .note(&key.1, &step.observation);
                             }
                         }
                     }
@@ -412,14 +428,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                 (true, true) => slot.0 += 1,
                                 (true, false) => {
                                     slot.1 += 1;
-                                    s.exceeded_on
+                                    s.exceeded
                                         .entry((argument.clone(), field.clone()))
                                         .or_default()
-                                        .insert(key.1.clone());
-                                    s.exceeded_saying
-                                        .entry((argument.clone(), field.clone()))
-                                        .or_default()
-                                        .insert(gist(&step.observation));
+                                        .note(&key.1, &step.observation);
                                 }
                                 (false, true) => slot.2 += 1,
                                 (false, false) => slot.3 += 1,
@@ -588,20 +600,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 slot.1 += fail;
                 slot.2 += 1;
             }
-            // And failures on one resource alone may have another cause that resource
-            // has (walks that keep returning to one record meet it again and again): a
-            // guard needs failures on at least two.
-            let targets = |on: &BTreeMap<(String, String), BTreeSet<String>>,
-                           k: &(String, String)| {
-                on.get(k).map_or(0, BTreeSet::len)
-            };
-            // And the failures it explains give one reason: a precondition refuses in one
-            // message, while failures that only happened together (a reading outside the
-            // sensor's range, an unknown zone) say different things.
-            let one_reason = |saying: &BTreeMap<(String, String), BTreeSet<String>>,
-                              k: &(String, String)| {
-                saying.get(k).is_some_and(|texts| texts.len() == 1)
-            };
+            // And its failures are alike (`Failures::alike`) and beyond chance.
             for (k, (ok, fail, value)) in &s.by_value {
                 let field = &k.0;
                 let (all_ok, all_fail, values) = per_field[field.as_str()];
@@ -609,8 +608,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 let explains = other_ok >= MIN_EVIDENCE
                     && other_ok >= other_fail
                     && values <= MAX_GUARD_VALUES
-                    && targets(&s.failed_on, k) >= MIN_GUARD_TARGETS
-                    && one_reason(&s.failed_saying, k)
+                    && s.failed.get(k).is_some_and(Failures::alike)
                     && beyond_chance(*fail, other_ok, other_fail);
                 if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
                     writes.guards.push(Guard::FieldIs {
@@ -624,8 +622,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 if *over_ok == 0
                     && *over_fail >= 2
                     && *within_ok >= 1
-                    && targets(&s.exceeded_on, k) >= MIN_GUARD_TARGETS
-                    && one_reason(&s.exceeded_saying, k)
+                    && s.exceeded.get(k).is_some_and(Failures::alike)
                     && beyond_chance(*over_fail, *within_ok, *within_fail)
                 {
                     writes.guards.push(Guard::ExceedsField {
