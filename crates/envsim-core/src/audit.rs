@@ -370,6 +370,36 @@ fn key_changes<'m, 'v>(
     }
 }
 
+/// Whether a call only sets what its target already holds: an argument names a resource of
+/// the state before, and every other argument's value is already one of that resource's
+/// values, at any depth (an address saved unchanged). Such a success changes nothing by
+/// construction, whatever the walks showed of the tool.
+fn restates(before: &BTreeMap<KeyRef<'_>, &Value>, arguments: &Map<String, Value>) -> bool {
+    fn holds(value: &Value, wanted: &Value) -> bool {
+        value == wanted
+            || match value {
+                Value::Object(map) => map.values().any(|v| holds(v, wanted)),
+                Value::Array(items) => items.iter().any(|v| holds(v, wanted)),
+                _ => false,
+            }
+    }
+    arguments.iter().any(|(name, id)| {
+        let Some(id) = id.as_str() else {
+            return false;
+        };
+        let others: Vec<&Value> = arguments
+            .iter()
+            .filter(|(other, _)| *other != name)
+            .map(|(_, v)| v)
+            .collect();
+        !others.is_empty()
+            && before
+                .iter()
+                .filter(|((_, key), _)| *key == id)
+                .any(|(_, target)| others.iter().all(|v| holds(target, v)))
+    })
+}
+
 /// Audits one trajectory.
 pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit {
     let mut violations = Vec::new();
@@ -439,7 +469,7 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         };
         // Outcome and change.
         match step.success {
-            Some(true) if fx.success_changes => {
+            Some(true) if fx.success_changes && !restates(&found[k], &step.arguments) => {
                 checked += 1;
                 if !changed {
                     violation(
@@ -1144,6 +1174,41 @@ mod tests {
             delete.may_delete("tickets", "X1", &Map::new())
                 && !delete.may_create("tickets", "X1", &Map::new())
         );
+    }
+
+    #[test]
+    fn a_success_that_sets_what_is_there_changes_nothing_by_construction() {
+        // `retitle_ticket` always changed the state in the walks (3 of 3).
+        let walk = |title: &str| {
+            let before = json!({"tickets": {"T1": {"title": "a", "owner": "ann"}}});
+            let after = json!({"tickets": {"T1": {"title": title, "owner": "ann"}}});
+            AuditTrajectory {
+                id: "w".into(),
+                initial_state: before.into(),
+                steps: vec![step(
+                    "retitle_ticket",
+                    json!({"ticket_id": "T1", "title": title}),
+                    json!({"success": true}),
+                    true,
+                    after,
+                )],
+            }
+        };
+        let effects = Effects::learn(&[walk("b"), walk("c"), walk("d")]);
+        assert!(effects.of("retitle_ticket").success_changes);
+        let kinds = |title: &str| -> Vec<ViolationKind> {
+            let mut t = walk(title);
+            t.steps[0].state_after = t.initial_state.clone();
+            audit(&t, &effects)
+                .violations
+                .iter()
+                .map(|v| v.kind)
+                .collect()
+        };
+        // Retitled to the title it has: no change is the right answer.
+        assert_eq!(kinds("a"), []);
+        // Retitled to another and nothing changed: a dropped update.
+        assert_eq!(kinds("z"), [ViolationKind::SuccessWithoutChange]);
     }
 
     #[test]
