@@ -276,6 +276,18 @@ impl StateIndex {
         out
     }
 
+    /// Indexes one entry of a collection as [`StateIndex::new`] would index the collection
+    /// holding it alone: its key as the collection's one key, its fields as values.
+    fn visit_entry(&mut self, collection: &str, key: &str, record: &Value) {
+        if record.is_object() {
+            self.collections
+                .entry(collection.to_owned())
+                .or_default()
+                .push(key.to_owned());
+        }
+        self.visit(Some(key), record, 1, &mut vec![Segment::Key(key)]);
+    }
+
     /// Values a focus offers for a parameter: ids that fit its name, else values stored under
     /// it, else the same for a list's singular (`item_ids` → `item_id`) and for the name
     /// without its qualifier (`new_item_ids` → `item_ids`).
@@ -306,7 +318,8 @@ impl StateIndex {
     /// still drawn as a coherent one (values its descriptions quote).
     pub fn focus(&self, tool: &ToolSpec, state: &Value, rng: &mut Rng) -> Focus {
         let words: Vec<&str> = tool.name.split('_').filter(|w| w.len() > 3).collect();
-        let mut best: Vec<(&str, &Map<String, Value>, &String)> = Vec::new();
+        // The collections that fit best, each with its drawn record and that record's index.
+        let mut best: Vec<(&str, &String, &Value, StateIndex)> = Vec::new();
         let mut best_score = 0;
         for (name, places) in &self.places {
             let Some(collection) = rng
@@ -347,7 +360,7 @@ impl StateIndex {
                 best.clear();
             }
             if score == best_score && score > 0 {
-                best.push((name, collection, key));
+                best.push((name, key, &collection[key], sample));
             }
         }
         let mut focus = Focus {
@@ -355,18 +368,14 @@ impl StateIndex {
                 || rng.chance(RESTATE_SHARE),
             ..Focus::default()
         };
-        let Some(&(name, collection, key)) = rng.pick(&best) else {
+        if best.is_empty() {
             return focus;
-        };
-        let one = |key: &String, record: &Value| {
-            Value::Object(Map::from_iter([(key.clone(), record.clone())]))
-        };
-        focus
-            .own
-            .visit(Some(name), &one(key, &collection[key]), 0, &mut Vec::new());
-        let record = StateIndex::new(&collection[key]);
+        }
+        // As `rng.pick` would draw it, taken rather than copied.
+        let (name, key, record, record_index) = best.swap_remove(rng.below(best.len()));
+        focus.own.visit_entry(name, key, record);
         let mut hops = 0;
-        'fields: for (field, values) in &record.values {
+        'fields: for (field, values) in &record_index.values {
             let stem = id_stem(field);
             for value in values.iter().filter_map(Value::as_str) {
                 let target = self
@@ -380,12 +389,7 @@ impl StateIndex {
                         })
                     });
                 if let Some((other, found)) = target {
-                    focus.near.visit(
-                        Some(other),
-                        &one(&value.to_owned(), found),
-                        0,
-                        &mut Vec::new(),
-                    );
+                    focus.near.visit_entry(other, value, found);
                     hops += 1;
                     if hops == FOCUS_HOPS {
                         break 'fields;

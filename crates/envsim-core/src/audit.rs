@@ -274,6 +274,41 @@ pub struct Violation {
     pub explanation: String,
 }
 
+/// Where a violation shows: a step of a trajectory, its tool, and where what the tool does
+/// came from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Site<'a> {
+    pub trajectory: &'a str,
+    pub step: usize,
+    pub tool: &'a str,
+    pub effects: EffectSource,
+}
+
+impl Site<'_> {
+    /// A violation at this site (guessed when the tool's effects were guessed from its name).
+    pub(crate) fn violation(
+        self,
+        kind: ViolationKind,
+        resource: Option<String>,
+        field: Option<String>,
+        conflicting_step: Option<usize>,
+        explanation: String,
+    ) -> Violation {
+        Violation {
+            trajectory: self.trajectory.to_owned(),
+            step: self.step,
+            kind,
+            tool: self.tool.to_owned(),
+            resource,
+            field,
+            conflicting_step,
+            guessed: self.effects == EffectSource::Guessed,
+            effects: self.effects,
+            explanation,
+        }
+    }
+}
+
 /// The audit of one trajectory.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TrajectoryAudit {
@@ -447,25 +482,19 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
 
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
-        let guessed = fx.source == EffectSource::Guessed;
         let changed = changes[k];
+        let site = Site {
+            trajectory: &trajectory.id,
+            step: k,
+            tool: &step.tool,
+            effects: fx.source,
+        };
         let mut violation = |kind: ViolationKind,
                              resource: Option<String>,
                              field: Option<String>,
                              conflicting_step: Option<usize>,
                              explanation: String| {
-            violations.push(Violation {
-                trajectory: trajectory.id.clone(),
-                step: k,
-                kind,
-                tool: step.tool.clone(),
-                resource,
-                field,
-                conflicting_step,
-                guessed,
-                effects: fx.source,
-                explanation,
-            });
+            violations.push(site.violation(kind, resource, field, conflicting_step, explanation));
         };
         // Outcome and change.
         match step.success {

@@ -315,10 +315,7 @@ fn each_field<'v>(value: &'v Value, depth: usize, each: &mut dyn FnMut(&'v str, 
     match value {
         Value::Object(map) => {
             for (key, child) in map {
-                let names_a_thing = key.chars().any(|c| c.is_ascii_digit())
-                    || (key.chars().any(char::is_uppercase)
-                        && !key.chars().any(char::is_lowercase));
-                if !names_a_thing {
+                if !names_a_thing(key) {
                     each(key, child);
                 }
                 each_field(child, depth + 1, each);
@@ -446,12 +443,12 @@ fn shape_walk(
             }
             object(at, map);
             for (key, child) in map {
-                // A key with a digit, or in capitals only, names a thing (`U46`, `ACC-CBL`,
-                // `2024-06-25`), not a field: every such key is one field, `#`.
-                let names_a_thing = key.chars().any(|c| c.is_ascii_digit())
-                    || (key.chars().any(char::is_uppercase)
-                        && !key.chars().any(char::is_lowercase));
-                let path = if names_a_thing { join("#") } else { join(key) };
+                // A key that names a thing is not a field: every such key is one field, `#`.
+                let path = if names_a_thing(key) {
+                    join("#")
+                } else {
+                    join(key)
+                };
                 out.push((path.clone(), crate::extract::type_name(child)));
                 shape_walk(child, &path, depth + 1, out, object);
             }
@@ -464,6 +461,13 @@ fn shape_walk(
         }
         _ => {}
     }
+}
+
+/// Whether an object key names a thing (`U46`, `ACC-CBL`, `2024-06-25`: a digit, or capitals
+/// only) rather than a field.
+fn names_a_thing(key: &str) -> bool {
+    key.chars().any(|c| c.is_ascii_digit())
+        || (key.chars().any(char::is_uppercase) && !key.chars().any(char::is_lowercase))
 }
 
 /// The path of the object a field path's last key belongs to (`items[].options` for

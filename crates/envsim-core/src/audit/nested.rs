@@ -23,7 +23,7 @@
 use super::implied::id_text;
 use super::nouns::{id_noun, singular, tool_noun, words};
 use super::observed::CallTrajectory;
-use super::{resource_refs, EffectSource, Effects, ToolEffects, Violation, ViolationKind};
+use super::{resource_refs, Effects, Site, ToolEffects, Violation, ViolationKind};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -62,22 +62,23 @@ pub(crate) fn nested_list_checks(
         let fx = effects.of(&step.tool);
         let adds = may_create(&fx, &step.tool);
         let named = records_named(&step.arguments);
-        let violation = |kind: ViolationKind,
-                         resource: Option<String>,
-                         field: Option<String>,
-                         conflicting_step: Option<usize>,
-                         explanation: String| Violation {
-            trajectory: trajectory.id.clone(),
+        let site = Site {
+            trajectory: &trajectory.id,
             step: k,
-            kind,
-            tool: step.tool.clone(),
-            resource,
-            field,
-            conflicting_step,
-            guessed: fx.source == EffectSource::Guessed,
+            tool: &step.tool,
             effects: fx.source,
-            explanation,
         };
+        // An entry a record's answer lists, against the answer of step `j`.
+        let list_inconsistent =
+            |record: &(String, String), noun: &str, j: usize, explanation: String| {
+                site.violation(
+                    ViolationKind::ListInconsistent,
+                    Some(format!("{}/{}", record.0, record.1)),
+                    Some(noun.to_owned()),
+                    Some(j),
+                    explanation,
+                )
+            };
         if !known.is_empty() {
             step.arguments.values().for_each(|v| scalars(v, &mut seen));
         }
@@ -91,7 +92,7 @@ pub(crate) fn nested_list_checks(
                         "{} answers {field} = {id:?}, which no {noun} of the initial state holds and no earlier step showed",
                         step.tool
                     );
-                    violations.push(violation(
+                    violations.push(site.violation(
                         ViolationKind::PhantomId,
                         Some(format!("{noun}/{id}")),
                         Some(field.clone()),
@@ -123,13 +124,7 @@ pub(crate) fn nested_list_checks(
                                 "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
                                 step.tool, record.0, record.1, record.0, record.1
                             );
-                            violations.push(violation(
-                                ViolationKind::ListInconsistent,
-                                Some(format!("{}/{}", record.0, record.1)),
-                                Some(noun.clone()),
-                                Some(*j),
-                                explanation,
-                            ));
+                            violations.push(list_inconsistent(record, &noun, *j, explanation));
                         }
                     }
                 }
@@ -174,13 +169,7 @@ pub(crate) fn nested_list_checks(
                         "{} answers {} {} and {what}; nothing that adds {noun}s to it ran between",
                         step.tool, record.0, record.1
                     );
-                    violations.push(violation(
-                        ViolationKind::ListInconsistent,
-                        Some(format!("{}/{}", record.0, record.1)),
-                        Some(noun.clone()),
-                        Some(*j),
-                        explanation,
-                    ));
+                    violations.push(list_inconsistent(record, noun, *j, explanation));
                 }
             }
         }

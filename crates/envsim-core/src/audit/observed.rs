@@ -33,7 +33,7 @@
 //!   another outcome or another answer.
 
 use super::implied::{Existence, Fact, FactSource, Guard, ImpliedState, Key};
-use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, Violation, ViolationKind};
+use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, ViolationKind};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -340,7 +340,6 @@ pub fn audit_calls(
     let mut changed: HashMap<Key, (usize, Vec<Value>)> = HashMap::new();
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
-        let guessed = fx.source == EffectSource::Guessed;
         let role = role(&fx);
         let noun = tool_noun(&step.tool);
         let names = named(&noun, &step.arguments);
@@ -352,23 +351,24 @@ pub fn audit_calls(
             .and_then(|t| names.iter().find(|(arg, _)| arg == t))
             .map(|(_, key)| key.clone())
             .or_else(|| target(&noun, &names));
+        let site = super::Site {
+            trajectory: &trajectory.id,
+            step: k,
+            tool: &step.tool,
+            effects: fx.source,
+        };
         let mut flag = |kind: ViolationKind,
                         resource: Option<&Key>,
                         field: Option<String>,
                         conflicting: Option<usize>,
                         explanation: String| {
-            violations.push(Violation {
-                trajectory: trajectory.id.clone(),
-                step: k,
+            violations.push(site.violation(
                 kind,
-                tool: step.tool.clone(),
-                resource: resource.map(show),
+                resource.map(show),
                 field,
-                conflicting_step: conflicting,
-                guessed,
-                effects: fx.source,
+                conflicting,
                 explanation,
-            });
+            ));
         };
         let signature = format!(
             "{}\u{1}{}",
