@@ -36,12 +36,17 @@ mod inject;
 mod nested;
 pub mod nouns;
 pub mod observed;
+mod summary;
 mod timeline;
 
 pub use drift::{drift, Drift, DriftTally};
 pub(crate) use effects::{names_of, MIN_EVIDENCE};
 pub use effects::{EffectAnnotation, EffectSource, Effects, Operation, ResponseShape, ToolEffects};
 pub use inject::{inject, inject_calls, FaultKind, FaultLabel, FaultPlan};
+pub use summary::{
+    AnswerSummary, AuditSummary, BiasSummary, DriftSummary, EffectsOrigin, EnvironmentEffects,
+    ScsSummary, SpecSummary, SpecViolation, SummaryTally,
+};
 
 /// One step of a trajectory.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,13 +7,14 @@ use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
 use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
 use envsim_core::answer::{Answer, AnswerForm, AnswerTally};
 use envsim_core::audit::bias::{
-    bias, call_transition_kind, declared_classes, outcome_class, OutcomeCounts,
+    call_transition_kind, declared_classes, outcome_class, OutcomeCounts,
 };
 use envsim_core::audit::observed::{
     audit_calls, guess_outcome, CallStep, CallTrajectory, Timeline,
 };
 use envsim_core::audit::{
-    audit, AuditStep, AuditTrajectory, Effects, TrajectoryAudit, ViolationKind,
+    audit, AnswerSummary, AuditStep, AuditTrajectory, BiasSummary, Effects, EffectsOrigin,
+    EnvironmentEffects, SpecViolation, SummaryTally, TrajectoryAudit,
 };
 use envsim_core::outcome::OutcomeRule;
 use envsim_core::transcript::{is_transcript, read_transcript};
@@ -423,16 +424,12 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         spec,
         known: BTreeMap::new(),
         declared: HashMap::new(),
-        tally: Tally::default(),
+        tally: SummaryTally::default(),
         out: None,
-        spec_tally: SpecTally::default(),
-        forms: BTreeMap::new(),
-        answers: BTreeMap::new(),
         current: (String::new(), None),
         counting_done: false,
         outcomes: OutcomeCounts::default(),
         reference: None,
-        coverage: BTreeMap::new(),
         to_replay: Vec::new(),
         drawn: None,
     };
@@ -443,8 +440,8 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         for_each_record_in(reference, |value, location, index| {
             audit.record(value, location, index, &name)
         })?;
-        refuse_unread(&name, audit.answers.get(&name), a.min_read)?;
-        audit.forms.clear();
+        refuse_unread(&name, audit.tally.answers_of(&name), a.min_read)?;
+        audit.tally.forget_inputs();
     }
     // From now on records are audited (the reference's counts stay aside).
     audit.counting_done = true;
@@ -458,18 +455,14 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     for_each_record_in(path, |value, location, index| {
         audit.record(value, location, index, &source)
     })?;
-    if audit.tally.scs.is_empty() {
+    if audit.tally.trajectories() == 0 {
         bail!("{source}: no trajectories");
     }
-    refuse_unread(&source, audit.answers.get(&source), a.min_read)?;
+    refuse_unread(&source, audit.tally.answers_of(&source), a.min_read)?;
     let bias = audit.bias(&source)?;
     let Auditor {
         tally,
-        spec_tally,
         known,
-        forms,
-        answers,
-        coverage,
         drawn,
         out: writer,
         ..
@@ -478,15 +471,17 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         file.flush()
             .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
     }
-    let mut summary = summarize(tally, &known);
-    summary["inputs"] = json!(forms);
-    summary["answers"] = json!(answers
-        .iter()
-        .map(|(file, t)| (file.clone(), answers_summary(t)))
-        .collect::<BTreeMap<_, _>>());
-    summary["spec"] = spec_summary(spec_tally);
-    summary["bias"] = bias;
-    summary["coverage"] = json!(coverage);
+    let environments = (known.iter())
+        .map(|(env, k)| EnvironmentEffects {
+            env: env.clone(),
+            effects: if k.package.is_some() {
+                EffectsOrigin::Learned
+            } else {
+                EffectsOrigin::Guessed
+            },
+        })
+        .collect();
+    let summary = tally.finish(environments, bias);
     let format = if a.json {
         SummaryFormat::Json
     } else {
@@ -494,45 +489,25 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     };
     match format {
         SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
-        SummaryFormat::Table => print_summary(&summary),
-        SummaryFormat::Markdown => print!("{}", markdown_summary(&summary)),
+        SummaryFormat::Table => crate::audit_report::print_summary(&summary),
+        SummaryFormat::Markdown => print!("{}", crate::audit_report::markdown_summary(&summary)),
         SummaryFormat::Html => {
-            let (timeline, shown) = match drawn {
-                Some((_, timeline, violations)) => {
-                    (Some(serde_json::to_value(&timeline)?), violations)
-                }
-                None => (None, Vec::new()),
-            };
-            if a.draw.is_some() && timeline.is_none() {
+            if a.draw.is_some() && drawn.is_none() {
                 bail!(
                     "--draw {:?}: no trajectory id contains it",
                     a.draw.as_deref().unwrap_or_default()
                 );
             }
-            print!(
-                "{}",
-                crate::audit_html::render(&summary, timeline.as_ref(), &shown)
-            );
+            print!("{}", crate::audit_html::render(&summary, drawn.as_ref()));
         }
     }
-    let mean = summary["scs"]["mean"].as_f64().unwrap_or(1.0);
+    let mean = summary.scs.mean;
     if let Some(limit) = a.fail_under {
         if mean < limit {
             bail!("mean SCS {mean:.4} is below --fail-under {limit}");
         }
     }
     Ok(())
-}
-
-/// A file's answers by form, as the summary gives them.
-fn answers_summary(t: &AnswerTally) -> Value {
-    json!({
-        "answers": t.answers,
-        "read": t.read,
-        "outcome_read": t.outcome_read,
-        "read_share": t.read_share(),
-        "forms": t.forms.iter().map(|(f, n)| (f.name(), *n)).collect::<BTreeMap<_, _>>(),
-    })
 }
 
 /// Refuses a file when less than `min_read` of its answers could be read: a clean bill of
@@ -543,7 +518,7 @@ fn refuse_unread(source: &str, tally: Option<&AnswerTally>, min_read: f64) -> Re
         bail!(
             "{source}: only {:.1}% of the tool answers could be read (below --min-read {min_read}): {}. The checks would see almost nothing. Answers are read as JSON, Python literals or values embedded in text, and plain text by the environment's outcome rule (give --env when the records name none)",
             100.0 * t.read_share(),
-            answer_forms_text(&answers_summary(t))
+            AnswerSummary::of(t).describe()
         );
     }
     Ok(())
@@ -727,17 +702,11 @@ struct Auditor<'a> {
     known: BTreeMap<String, Known>,
     /// Tool lists transcripts declare, compiled once each (by their JSON text).
     declared: HashMap<String, std::rc::Rc<envsim_bench::spec_checks::SpecChecks>>,
-    /// Running totals of the audits (nothing per step is kept).
-    tally: Tally,
+    /// Running totals of the audits (nothing per trajectory is kept): violations, SCS,
+    /// specification conformance, input forms, answers per file, transitions.
+    tally: SummaryTally,
     /// Where violations go as they are found (`--out`).
     out: Option<std::io::BufWriter<std::fs::File>>,
-    /// Specification: steps checked, steps that break it, the sum of per-trajectory shares
-    /// that fit, and the drift's running sums.
-    spec_tally: SpecTally,
-    /// Records per input form.
-    forms: BTreeMap<&'static str, usize>,
-    /// Per input file: its answers by form, and how many were read.
-    answers: BTreeMap<String, AnswerTally>,
     /// The record being audited: where it is (`line 3`) and its own id, which every
     /// violation carries in fields of their own.
     current: (String, Option<String>),
@@ -747,13 +716,11 @@ struct Auditor<'a> {
     outcomes: OutcomeCounts,
     /// Outcome classes of the reference dataset, when one is read.
     reference: Option<OutcomeCounts>,
-    /// Steps per transition kind (create, read, update, delete, failure).
-    coverage: BTreeMap<&'static str, usize>,
     /// Runs with initial states of environments the corpus holds (states after dropped), to
     /// re-execute for the expected outcomes.
     to_replay: Vec<envsim_bench::trajectories::RecordedRun>,
-    /// The trajectory the HTML report draws: its violation count, timeline and violations.
-    drawn: Option<(usize, Timeline, Vec<Value>)>,
+    /// The trajectory the HTML report draws.
+    drawn: Option<crate::audit_html::Drawn>,
 }
 
 impl Auditor<'_> {
@@ -816,13 +783,6 @@ impl Auditor<'_> {
         }
     }
 
-    /// Counts the transition kinds of an audited trajectory's steps.
-    fn count_coverage(&mut self, kinds: &[&'static str]) {
-        for kind in kinds {
-            *self.coverage.entry(kind).or_default() += 1;
-        }
-    }
-
     /// Whether the HTML report should draw `report`'s trajectory: the one asked for
     /// (`--draw`), or one with more violations than the one kept.
     fn wants_drawing(&self, report: &TrajectoryAudit) -> bool {
@@ -834,19 +794,22 @@ impl Auditor<'_> {
             None => self
                 .drawn
                 .as_ref()
-                .is_none_or(|(n, _, _)| report.violations.len() > *n),
+                .is_none_or(|d| report.violations.len() > d.violations.len()),
         }
     }
 
     /// Keeps a trajectory's timeline and violations for the HTML report.
-    fn keep_drawing(&mut self, report: &TrajectoryAudit, spec: &[Value], timeline: Timeline) {
-        let violations = report
-            .violations
-            .iter()
-            .filter_map(|v| serde_json::to_value(v).ok())
-            .chain(spec.iter().cloned())
-            .collect();
-        self.drawn = Some((report.violations.len(), timeline, violations));
+    fn keep_drawing(
+        &mut self,
+        report: &TrajectoryAudit,
+        spec: &[SpecViolation],
+        timeline: Timeline,
+    ) {
+        self.drawn = Some(crate::audit_html::Drawn {
+            timeline,
+            violations: report.violations.clone(),
+            spec: spec.to_vec(),
+        });
     }
 
     /// Whether records go to the reference's counts only.
@@ -855,7 +818,7 @@ impl Auditor<'_> {
     }
 
     /// Distribution bias of the audited steps against what is expected of them.
-    fn bias(&mut self, source: &str) -> Result<Value> {
+    fn bias(&mut self, source: &str) -> Result<BiasSummary> {
         let (from, expected): (String, Expectation) =
             if let Some(reference) = self.reference.clone() {
                 let name = self
@@ -888,12 +851,9 @@ impl Auditor<'_> {
                     }),
                 )
             } else {
-                return Ok(json!({"expected_from": null, "observed": self.outcomes.overall()}));
+                return Ok(BiasSummary::of(&self.outcomes, None));
             };
-        let report = bias(&self.outcomes, expected);
-        let mut out = serde_json::to_value(&report)?;
-        out["expected_from"] = json!(from);
-        Ok(out)
+        Ok(BiasSummary::of(&self.outcomes, Some((from, &*expected))))
     }
 
     /// The outcome classes the executor gives on the calls of the runs kept for replay.
@@ -955,7 +915,7 @@ impl Auditor<'_> {
         let run = match read_record(value, location, index, source)? {
             AuditRecord::Transcript(t) => {
                 self.current = (location.to_owned(), t.id.clone());
-                *self.forms.entry(t.form.name()).or_default() += 1;
+                self.tally.add_input(t.form.name());
                 let declared = if t.tools.is_empty() || self.spec.is_some() {
                     None
                 } else {
@@ -1002,7 +962,7 @@ impl Auditor<'_> {
         } else {
             "states"
         };
-        *self.forms.entry(form).or_default() += 1;
+        self.tally.add_input(form);
         self.known(&env)?;
         let known = &self.known[&env];
         if run.initial_state.is_none() {
@@ -1035,9 +995,8 @@ impl Auditor<'_> {
             forms.push((answer.form, success.is_some()));
             success
         })?;
-        let tally = self.answers.entry(source.to_owned()).or_default();
         for (form, read) in forms {
-            tally.add(form, read);
+            self.tally.add_answer(source, form, read);
         }
         let steps = views_of_states(&trajectory);
         self.count_outcomes(&steps);
@@ -1045,7 +1004,7 @@ impl Auditor<'_> {
             return Ok(());
         }
         let report = audit(&trajectory, &self.known[&env].effects);
-        self.count_coverage(&report.transitions);
+        self.tally.add_transitions(&report.transitions);
         let spec = self.check_spec(&env, &trajectory.id, &steps, None);
         if self.wants_drawing(&report) {
             self.keep_drawing(&report, &spec, Timeline::of_states(&trajectory));
@@ -1055,11 +1014,10 @@ impl Auditor<'_> {
 
     /// Counts the answers of a trajectory's steps by form, under the file they came from.
     fn tally_answers(&mut self, source: &str, steps: Vec<(CallStep, AnswerForm)>) -> Vec<CallStep> {
-        let tally = self.answers.entry(source.to_owned()).or_default();
         steps
             .into_iter()
             .map(|(step, form)| {
-                tally.add(form, step.success.is_some());
+                self.tally.add_answer(source, form, step.success.is_some());
                 step
             })
             .collect()
@@ -1115,7 +1073,7 @@ impl Auditor<'_> {
             .map(|s| call_transition_kind(&effects.of(&s.tool), s.success))
             .collect();
         let report = audit_calls(&trajectory, effects, initial);
-        self.count_coverage(&kinds);
+        self.tally.add_transitions(&kinds);
         let spec = self.check_spec(&env, &trajectory.id, &steps, declared);
         if self.wants_drawing(&report) {
             let timeline = Timeline::of_calls(&trajectory, &self.known[&env].effects);
@@ -1126,15 +1084,15 @@ impl Auditor<'_> {
 
     /// Adds a trajectory's audit to the totals and writes its violations (state checks, then
     /// specification) to `--out`.
-    fn finish(&mut self, report: TrajectoryAudit, spec: Vec<Value>) -> Result<()> {
-        self.tally.add(&report);
+    fn finish(&mut self, report: TrajectoryAudit, spec: Vec<SpecViolation>) -> Result<()> {
+        self.tally.add_audit(&report);
         if let Some(file) = &mut self.out {
             let (location, record) = &self.current;
             let line = location
                 .strip_prefix("line ")
                 .and_then(|n| n.parse::<usize>().ok());
             let violations = report.violations.iter().map(serde_json::to_value);
-            for v in violations.chain(spec.into_iter().map(Ok)) {
+            for v in violations.chain(spec.iter().map(serde_json::to_value)) {
                 let mut v = v?;
                 if let Value::Object(map) = &mut v {
                     map.insert("record".into(), json!(record));
@@ -1156,7 +1114,7 @@ impl Auditor<'_> {
         id: &str,
         steps: &[StepView<'_>],
         declared: Option<&envsim_bench::spec_checks::SpecChecks>,
-    ) -> Vec<Value> {
+    ) -> Vec<SpecViolation> {
         let mut found = Vec::new();
         let package = self.known.get(env).and_then(|k| k.package.as_ref());
         let spec = self.spec.as_ref().or(declared);
@@ -1191,12 +1149,16 @@ impl Auditor<'_> {
             };
             flags.push(!problems.is_empty());
             for (kind, explanation) in problems {
-                found.push(json!({
-                    "trajectory": id, "step": k, "tool": tool, "kind": kind, "explanation": explanation,
-                }));
+                found.push(SpecViolation {
+                    trajectory: id.to_owned(),
+                    step: k,
+                    tool: tool.to_owned(),
+                    kind: kind.to_owned(),
+                    explanation,
+                });
             }
         }
-        self.spec_tally.add(&flags);
+        self.tally.add_spec_flags(&flags);
         found
     }
 }
@@ -1273,275 +1235,6 @@ impl Known {
     /// one (a rule written for the text, such as an error prefix, reads it there).
     fn classify_answer(&self, answer: &Answer) -> Option<bool> {
         answer.outcome(|value| self.classify(value))
-    }
-}
-
-/// Running totals of the trajectories audited: what the summary reports, without keeping any
-/// trajectory.
-#[derive(Default)]
-struct Tally {
-    /// Each trajectory's SCS (for its distribution).
-    scs: Vec<f64>,
-    steps: usize,
-    checked: usize,
-    violations: usize,
-    guessed: usize,
-    by_kind: BTreeMap<&'static str, usize>,
-}
-
-impl Tally {
-    fn add(&mut self, report: &TrajectoryAudit) {
-        self.scs.push(report.scs());
-        self.steps += report.steps;
-        self.checked += report.checked;
-        self.violations += report.violations.len();
-        for v in &report.violations {
-            *self.by_kind.entry(v.kind.name()).or_default() += 1;
-            self.guessed += usize::from(v.guessed);
-        }
-    }
-}
-
-/// Running totals of the specification checks.
-#[derive(Default)]
-struct SpecTally {
-    steps: usize,
-    violating_steps: usize,
-    /// Sum over trajectories with steps of the share of their steps that fit.
-    share_sum: f64,
-    with_steps: usize,
-    drift: envsim_core::audit::DriftTally,
-}
-
-impl SpecTally {
-    fn add(&mut self, flags: &[bool]) {
-        let bad = flags.iter().filter(|b| **b).count();
-        self.steps += flags.len();
-        self.violating_steps += bad;
-        if !flags.is_empty() {
-            self.share_sum += (flags.len() - bad) as f64 / flags.len() as f64;
-            self.with_steps += 1;
-        }
-        self.drift.add(flags);
-    }
-}
-
-/// Specification conformance (SpecCS: the mean share of a trajectory's steps whose call fits
-/// its tool's schema) and drift (the slope of violations on the step index), over the
-/// trajectories with a specification.
-fn spec_summary(tally: SpecTally) -> Value {
-    let trajectories = tally.drift.trajectories();
-    if trajectories == 0 {
-        return json!(null);
-    }
-    let spec_cs_mean = tally.share_sum / tally.with_steps.max(1) as f64;
-    let drift = tally.drift.finish(1000, 42);
-    json!({
-        "trajectories": trajectories,
-        "steps": tally.steps,
-        "violating_steps": tally.violating_steps,
-        "spec_cs_mean": spec_cs_mean,
-        "drift": {
-            "slope": drift.slope,
-            "interval": drift.interval.map(|i| json!([i.lo, i.hi])),
-            "by_index": drift.by_index.iter().map(|(n, bad)| json!([n, bad])).collect::<Vec<_>>(),
-        },
-    })
-}
-
-/// The summary: counts, SCS distribution, violations by kind, per environment.
-fn summarize(tally: Tally, known: &BTreeMap<String, Known>) -> Value {
-    let mut scs = tally.scs;
-    scs.sort_by(f64::total_cmp);
-    let n = scs.len().max(1);
-    let mut kinds: BTreeMap<&str, usize> =
-        ViolationKind::ALL.iter().map(|k| (k.name(), 0)).collect();
-    for (kind, count) in tally.by_kind {
-        kinds.insert(kind, count);
-    }
-    let envs: Vec<Value> = known
-        .iter()
-        .map(|(env, k)| json!({"env": env, "effects": if k.package.is_some() { "learned" } else { "guessed" }}))
-        .collect();
-    json!({
-        "trajectories": scs.len(),
-        "steps": tally.steps,
-        "checked": tally.checked,
-        "violations": tally.violations,
-        "violations_on_guessed_effects": tally.guessed,
-        "by_kind": kinds,
-        "scs": {
-            "mean": scs.iter().sum::<f64>() / n as f64,
-            "min": scs.first().copied().unwrap_or(1.0),
-            "p10": scs.get(scs.len() / 10).copied().unwrap_or(1.0),
-            "consistent_trajectories": scs.iter().filter(|x| **x >= 1.0).count(),
-            "histogram": histogram(&scs),
-        },
-        "environments": envs,
-    })
-}
-
-/// Counts of SCS values in ten bins, [0, 0.1) … [0.9, 1.0].
-fn histogram(scs: &[f64]) -> Vec<usize> {
-    let mut bins = vec![0usize; 10];
-    for x in scs {
-        bins[((x * 10.0).floor() as usize).min(9)] += 1;
-    }
-    bins
-}
-
-/// The summary as Markdown: headline numbers, violations by kind, specification, bias.
-fn markdown_summary(summary: &Value) -> String {
-    let f = |v: &Value| v.as_f64().map_or("—".to_owned(), |x| format!("{x:.4}"));
-    let scs = &summary["scs"];
-    let mut out = format!(
-        "# envsim audit\n\n| trajectories | steps | constraints checked | violations | mean SCS | min SCS | consistent trajectories |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n\n## Violations by kind\n\n| kind | count |\n|---|---|\n",
-        summary["trajectories"], summary["steps"], summary["checked"], summary["violations"],
-        f(&scs["mean"]), f(&scs["min"]), scs["consistent_trajectories"],
-    );
-    for (kind, n) in summary["by_kind"].as_object().into_iter().flatten() {
-        out.push_str(&format!("| {kind} | {n} |\n"));
-    }
-    if let Some(files) = summary["answers"].as_object() {
-        out.push_str("\n## Tool answers read\n\n| file | answers |\n|---|---|\n");
-        for (file, t) in files {
-            out.push_str(&format!("| {file} | {} |\n", answer_forms_text(t)));
-        }
-    }
-    let spec = &summary["spec"];
-    if spec.is_object() {
-        let interval = match spec["drift"]["interval"].as_array() {
-            Some(i) => format!("[{}, {}]", f(&i[0]), f(&i[1])),
-            None => "—".to_owned(),
-        };
-        out.push_str(&format!(
-            "\n## Specification\n\n| steps | violating | SpecCS | drift slope | 95% interval |\n|---|---|---|---|---|\n| {} | {} | {} | {} | {interval} |\n",
-            spec["steps"], spec["violating_steps"], f(&spec["spec_cs_mean"]), f(&spec["drift"]["slope"]),
-        ));
-    }
-    let bias = &summary["bias"];
-    if let Some(from) = bias["expected_from"].as_str() {
-        out.push_str(&format!("\n## Distribution bias\n\nExpected from {from}.\n\n| tool | steps | JSD | happy-path excess |\n|---|---|---|---|\n"));
-        if bias["overall"].is_object() {
-            let o = &bias["overall"];
-            out.push_str(&format!(
-                "| **all** | {} | {} | {} |\n",
-                o["steps"],
-                f(&o["jsd"]),
-                f(&o["happy_path_excess"])
-            ));
-        }
-        for (tool, b) in bias["tools"].as_object().into_iter().flatten() {
-            out.push_str(&format!(
-                "| {tool} | {} | {} | {} |\n",
-                b["steps"],
-                f(&b["jsd"]),
-                f(&b["happy_path_excess"])
-            ));
-        }
-    }
-    out
-}
-
-fn print_summary(summary: &Value) {
-    print_counts(summary);
-    print_bias(summary);
-}
-
-/// The distribution-bias lines: overall, then the tools that diverge most.
-fn print_bias(summary: &Value) {
-    let bias = &summary["bias"];
-    let Some(from) = bias["expected_from"].as_str() else {
-        return;
-    };
-    if let Some(overall) = bias["overall"].as_object() {
-        println!(
-            "distribution bias (expected from {from}): JSD {:.4}, happy-path excess {:+.4} over {} steps",
-            overall["jsd"].as_f64().unwrap_or(0.0),
-            overall["happy_path_excess"].as_f64().unwrap_or(0.0),
-            overall["steps"]
-        );
-    }
-    if let Some(tools) = bias["tools"].as_object() {
-        let mut worst: Vec<(&String, f64, f64)> = tools
-            .iter()
-            .map(|(t, b)| {
-                (
-                    t,
-                    b["jsd"].as_f64().unwrap_or(0.0),
-                    b["happy_path_excess"].as_f64().unwrap_or(0.0),
-                )
-            })
-            .filter(|(_, jsd, _)| *jsd > 0.0)
-            .collect();
-        worst.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (tool, jsd, excess) in worst.iter().take(5) {
-            println!("  {tool:<24} JSD {jsd:.4}, happy-path excess {excess:+.4}");
-        }
-    }
-    if let Some(coverage) = summary["coverage"].as_object() {
-        let parts: Vec<String> = coverage.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!("transitions exercised: {}", parts.join(", "));
-    }
-}
-
-/// A file's answer counts from the summary, in words.
-fn answer_forms_text(t: &Value) -> String {
-    let forms: Vec<String> = t["forms"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(form, n)| format!("{n} {form}"))
-        .collect();
-    format!(
-        "{} tool answers ({}); {} read ({:.1}%), {} with a known outcome",
-        t["answers"],
-        forms.join(", "),
-        t["read"],
-        100.0 * t["read_share"].as_f64().unwrap_or(1.0),
-        t["outcome_read"]
-    )
-}
-
-fn print_counts(summary: &Value) {
-    println!(
-        "{} trajectories, {} steps: {} constraints checked, {} violated ({} relying on guessed effects)",
-        summary["trajectories"], summary["steps"], summary["checked"], summary["violations"], summary["violations_on_guessed_effects"]
-    );
-    for (file, t) in summary["answers"].as_object().into_iter().flatten() {
-        println!("{file}: {}", answer_forms_text(t));
-    }
-    let scs = &summary["scs"];
-    println!(
-        "SCS: mean {:.4}, min {:.4}, 10th percentile {:.4}; {} of {} trajectories hold every checked constraint",
-        scs["mean"].as_f64().unwrap_or(1.0),
-        scs["min"].as_f64().unwrap_or(1.0),
-        scs["p10"].as_f64().unwrap_or(1.0),
-        scs["consistent_trajectories"],
-        summary["trajectories"]
-    );
-    if let Some(kinds) = summary["by_kind"].as_object() {
-        for (kind, count) in kinds {
-            println!("  {kind:<24} {count}");
-        }
-    }
-    let spec = &summary["spec"];
-    if !spec.is_null() {
-        let interval = match spec["drift"]["interval"].as_array() {
-            Some(i) => format!(
-                " (95% interval {:.4} to {:.4})",
-                i[0].as_f64().unwrap_or(0.0),
-                i[1].as_f64().unwrap_or(0.0)
-            ),
-            None => String::new(),
-        };
-        println!(
-            "specification: {} of {} calls break their tool's schema; SpecCS {:.4}; drift {:+.4} violations per step index{interval}",
-            spec["violating_steps"],
-            spec["steps"],
-            spec["spec_cs_mean"].as_f64().unwrap_or(1.0),
-            spec["drift"]["slope"].as_f64().unwrap_or(0.0),
-        );
     }
 }
 

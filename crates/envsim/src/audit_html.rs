@@ -3,7 +3,12 @@
 //! state constraint graph drawn as a timeline. Inline CSS and SVG only, so the file can be
 //! mailed, archived or opened offline, and nothing in it runs or fetches anything.
 
-use serde_json::Value;
+use envsim_core::audit::bias::Bias;
+use envsim_core::audit::observed::Timeline;
+use envsim_core::audit::{
+    AuditSummary, BiasSummary, ScsSummary, SpecSummary, SpecViolation, Violation,
+};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Appends formatted text to a `String`; writing to a `String` cannot fail, so the `Result`
@@ -54,13 +59,52 @@ tr.zero td{color:#aaa}.scroll{overflow-x:auto}svg{display:block;margin:8px 0;fon
 .sw{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle;\
 box-sizing:border-box}";
 
-/// A self-contained HTML report of an audit.
-///
-/// `summary` is the audit summary, `timeline` the chosen trajectory's resource lanes, and
-/// `violations` that trajectory's violations. Missing or null fields are left out rather than
-/// failing, because summaries from older or partial runs lack some of them. The output depends
-/// on the input alone, so reports can be compared byte for byte.
-pub fn render(summary: &Value, timeline: Option<&Value>, violations: &[Value]) -> String {
+/// The trajectory an HTML report draws: its resource lanes, and its violations (of the state
+/// checks, then of the specification).
+#[derive(Clone, Debug)]
+pub struct Drawn {
+    /// Its state constraint graph as lanes of events.
+    pub timeline: Timeline,
+    /// Its violations of the consistency checks.
+    pub violations: Vec<Violation>,
+    /// Its calls that break the specification.
+    pub spec: Vec<SpecViolation>,
+}
+
+/// A violation as the timeline and its table show it.
+struct Shown<'a> {
+    step: usize,
+    kind: &'a str,
+    resource: Option<&'a str>,
+    conflicting_step: Option<usize>,
+    explanation: &'a str,
+}
+
+impl Drawn {
+    /// Every violation, the state checks' first.
+    fn shown(&self) -> Vec<Shown<'_>> {
+        let checks = self.violations.iter().map(|v| Shown {
+            step: v.step,
+            kind: v.kind.name(),
+            resource: v.resource.as_deref(),
+            conflicting_step: v.conflicting_step,
+            explanation: &v.explanation,
+        });
+        let spec = self.spec.iter().map(|v| Shown {
+            step: v.step,
+            kind: &v.kind,
+            resource: None,
+            conflicting_step: None,
+            explanation: &v.explanation,
+        });
+        checks.chain(spec).collect()
+    }
+}
+
+/// A self-contained HTML report of an audit: the summary, and the trajectory `drawn` as a
+/// timeline when one is given. The output depends on the input alone, so reports can be
+/// compared byte for byte.
+pub fn render(summary: &AuditSummary, drawn: Option<&Drawn>) -> String {
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
@@ -69,15 +113,15 @@ pub fn render(summary: &Value, timeline: Option<&Value>, violations: &[Value]) -
         "<title>envsim audit</title><style>{CSS}</style></head><body><main>\n"
     );
     headline(&mut out, summary);
-    histogram(&mut out, &summary["scs"]);
+    histogram(&mut out, &summary.scs);
     out.push_str("<h2>Violations by kind</h2>\n");
-    count_table(&mut out, "kind", &summary["by_kind"]);
-    if summary["spec"].is_object() {
-        spec(&mut out, &summary["spec"]);
+    count_table(&mut out, "kind", &summary.by_kind);
+    if let Some(s) = &summary.spec {
+        spec(&mut out, s);
     }
-    bias(&mut out, &summary["bias"], &summary["coverage"]);
-    if let Some(t) = timeline {
-        timeline_section(&mut out, t, violations);
+    bias(&mut out, &summary.bias, &summary.coverage);
+    if let Some(d) = drawn {
+        timeline_section(&mut out, &d.timeline, &d.shown());
     }
     out.push_str("</main></body></html>\n");
     out
@@ -100,15 +144,6 @@ fn escape(s: &str) -> String {
     out
 }
 
-/// Any JSON value as escaped text: strings without their quotes, null as nothing.
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::String(s) => escape(s),
-        other => escape(&other.to_string()),
-    }
-}
-
 /// The first `max` characters of `s`, escaped, with an ellipsis when cut: SVG text does not
 /// wrap, so long names would run into their neighbours.
 fn short(s: &str, max: usize) -> String {
@@ -119,37 +154,9 @@ fn short(s: &str, max: usize) -> String {
     }
 }
 
-/// A count: integers as they are, other numbers rounded, anything else a dash.
-fn count(v: &Value) -> String {
-    match (v.as_u64(), v.as_i64(), v.as_f64()) {
-        (Some(n), _, _) => n.to_string(),
-        (_, Some(n), _) => n.to_string(),
-        (_, _, Some(x)) => format!("{x:.0}"),
-        _ => "–".to_string(),
-    }
-}
-
-/// A number with `digits` decimals, or a dash when absent.
-fn fixed(v: &Value, digits: usize) -> String {
-    v.as_f64().map_or("–".into(), |x| format!("{x:.digits$}"))
-}
-
-/// A share in [0, 1] as a percentage with one decimal, or a dash when absent.
-fn pct(v: &Value) -> String {
-    v.as_f64()
-        .map_or("–".into(), |x| format!("{:.1}%", x * 100.0))
-}
-
-/// A field as an index (step numbers), when it is a non-negative integer.
-fn index(v: &Value) -> Option<usize> {
-    v.as_u64().and_then(|n| usize::try_from(n).ok())
-}
-
-/// An object's entries, or none when the value is not an object.
-fn entries(v: &Value) -> Vec<(&String, &Value)> {
-    v.as_object()
-        .map(|m| m.iter().collect())
-        .unwrap_or_default()
+/// A share in [0, 1] as a percentage with one decimal.
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
 }
 
 /// A table under a header row (`head`: column names separated by `|`); the columns listed in
@@ -175,17 +182,16 @@ fn table(out: &mut String, head: &str, numeric: &[usize], rows: &[(bool, Vec<Str
 
 /// A two-column table of counts keyed by name, most frequent first (equal counts keep the
 /// summary's order), with zero rows greyed.
-fn count_table(out: &mut String, what: &str, counts: &Value) {
-    let mut rows = entries(counts);
-    if rows.is_empty() {
+fn count_table(out: &mut String, what: &str, counts: &BTreeMap<String, usize>) {
+    if counts.is_empty() {
         out.push_str("<p class=\"note\">None in the summary.</p>\n");
         return;
     }
-    let n = |v: &Value| v.as_f64().unwrap_or(0.0);
-    rows.sort_by(|a, b| n(b.1).total_cmp(&n(a.1)));
+    let mut rows: Vec<(&String, &usize)> = counts.iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(a.1));
     let rows: Vec<_> = rows
         .into_iter()
-        .map(|(k, v)| (v.as_f64() == Some(0.0), vec![escape(k), count(v)]))
+        .map(|(k, n)| (*n == 0, vec![escape(k), n.to_string()]))
         .collect();
     table(out, &format!("{what}|count"), &[1], &rows);
 }
@@ -209,32 +215,31 @@ fn line(out: &mut String, (x1, y1): (f64, f64), (x2, y2): (f64, f64), style: &st
 }
 
 /// Section 1: the title, the headline numbers and the input forms.
-fn headline(out: &mut String, s: &Value) {
+fn headline(out: &mut String, s: &AuditSummary) {
     out.push_str("<h1>envsim audit</h1>\n<p class=\"headline\">");
-    let scs = &s["scs"];
-    let consistent = count(&scs["consistent_trajectories"]);
     let items = [
-        (count(&s["trajectories"]), "trajectories"),
-        (count(&s["steps"]), "steps"),
-        (count(&s["checked"]), "constraints checked"),
-        (count(&s["violations"]), "violations"),
-        (fixed(&scs["mean"], 3), "mean SCS"),
-        (consistent, "consistent trajectories"),
+        (s.trajectories.to_string(), "trajectories"),
+        (s.steps.to_string(), "steps"),
+        (s.checked.to_string(), "constraints checked"),
+        (s.violations.to_string(), "violations"),
+        (format!("{:.3}", s.scs.mean), "mean SCS"),
+        (
+            s.scs.consistent_trajectories.to_string(),
+            "consistent trajectories",
+        ),
     ];
     let parts: Vec<String> = items
         .iter()
         .map(|(n, what)| format!("<b>{n}</b> {what}"))
         .collect();
     w!(out, "{}</p>\n", parts.join(" · "));
-    if s["violations_on_guessed_effects"].is_number() {
-        let n = count(&s["violations_on_guessed_effects"]);
-        w!(
-            out,
-            "<p class=\"muted\">{n} of the violations rest on guessed tool effects.</p>\n"
-        );
-    }
-    let forms: Vec<String> = (entries(&s["inputs"]).into_iter())
-        .map(|(form, n)| format!("{} ({})", escape(form), count(n)))
+    let n = s.violations_on_guessed_effects;
+    w!(
+        out,
+        "<p class=\"muted\">{n} of the violations rest on guessed tool effects.</p>\n"
+    );
+    let forms: Vec<String> = (s.inputs.iter())
+        .map(|(form, n)| format!("{} ({n})", escape(form)))
         .collect();
     if !forms.is_empty() {
         w!(out, "<p class=\"muted\">Inputs: {}</p>\n", forms.join(", "));
@@ -242,23 +247,20 @@ fn headline(out: &mut String, s: &Value) {
 }
 
 /// Section 2: the SCS histogram as bars over [0, 1], counts above the bars and in tooltips.
-fn histogram(out: &mut String, scs: &Value) {
+fn histogram(out: &mut String, scs: &ScsSummary) {
     out.push_str("<h2>SCS distribution</h2>\n");
-    let (mean, min, p10) = (
-        fixed(&scs["mean"], 3),
-        fixed(&scs["min"], 3),
-        fixed(&scs["p10"], 3),
-    );
+    let (mean, min, p10) = (scs.mean, scs.min, scs.p10);
     w!(
         out,
-        "<p>Mean {mean} · minimum {min} · 10th percentile {p10}</p>\n"
+        "<p>Mean {mean:.3} · minimum {min:.3} · 10th percentile {p10:.3}</p>\n"
     );
-    let Some(bins) = scs["histogram"].as_array().filter(|b| !b.is_empty()) else {
+    let bins = &scs.histogram;
+    if bins.is_empty() {
         out.push_str("<p class=\"note\">The summary has no SCS histogram.</p>\n");
         return;
-    };
+    }
     let (w, h, left, base) = (600.0, 200.0, 40.0, 170.0);
-    let max = bins.iter().filter_map(Value::as_f64).fold(0.0, f64::max);
+    let max = bins.iter().map(|&n| n as f64).fold(0.0, f64::max);
     let k = bins.len() as f64;
     let band = (w - left - 10.0) / k;
     svg(out, w, h, "SCS histogram");
@@ -268,8 +270,8 @@ fn histogram(out: &mut String, scs: &Value) {
         (w - 10.0, base),
         &format!("stroke=\"{GREY}\""),
     );
-    for (i, bin) in bins.iter().enumerate() {
-        let n = bin.as_f64().unwrap_or(0.0).max(0.0);
+    for (i, &bin) in bins.iter().enumerate() {
+        let n = bin as f64;
         let bh = if max > 0.0 {
             n / max * (base - 18.0)
         } else {
@@ -277,7 +279,7 @@ fn histogram(out: &mut String, scs: &Value) {
         };
         let (x, lo, hi) = (left + i as f64 * band, i as f64 / k, (i + 1) as f64 / k);
         let close = if i + 1 == bins.len() { ']' } else { ')' };
-        let (bw, top, c) = (band - 4.0, base - bh, count(bin));
+        let (bw, top, c) = (band - 4.0, base - bh, bin.to_string());
         w!(out, "<g><title>SCS [{lo:.1}, {hi:.1}{close}: {c} trajectories</title><rect x=\"{:.1}\" y=\"{top:.1}\" width=\"{bw:.1}\" height=\"{bh:.1}\" fill=\"{BLUE}\"/>", x + 2.0);
         // Zero bars stay unlabelled so that the populated bins stand out.
         if n > 0.0 {
@@ -296,31 +298,27 @@ fn histogram(out: &mut String, scs: &Value) {
 }
 
 /// Section 4: specification conformance and the drift of the violation rate by step index.
-fn spec(out: &mut String, spec: &Value) {
+fn spec(out: &mut String, spec: &SpecSummary) {
     out.push_str("<h2>Specification</h2>\n");
-    let rate = match (spec["violating_steps"].as_f64(), spec["steps"].as_f64()) {
-        (Some(a), Some(n)) if n > 0.0 => format!(" ({:.1}%)", a / n * 100.0),
-        _ => String::new(),
+    let rate = if spec.steps > 0 {
+        format!(
+            " ({:.1}%)",
+            spec.violating_steps as f64 / spec.steps as f64 * 100.0
+        )
+    } else {
+        String::new()
     };
-    let (cs, trajectories) = (
-        fixed(&spec["spec_cs_mean"], 3),
-        count(&spec["trajectories"]),
-    );
-    let (bad, steps) = (count(&spec["violating_steps"]), count(&spec["steps"]));
-    w!(out, "<p>Mean SpecCS <b>{cs}</b> over {trajectories} trajectories · {bad} of {steps} steps break the specification{rate}</p>\n<h3>Drift</h3>\n");
-    let drift = &spec["drift"];
-    let interval = match &drift["interval"] {
-        Value::Array(a) if a.len() == 2 => Some((&a[0], &a[1])),
-        Value::Object(o) => o.get("lo").zip(o.get("hi")),
-        _ => None,
-    };
-    let interval = interval.map_or("no interval".into(), |(lo, hi)| {
-        format!("95% interval [{}, {}]", fixed(lo, 3), fixed(hi, 3))
+    let (cs, trajectories) = (spec.spec_cs_mean, spec.trajectories);
+    let (bad, steps) = (spec.violating_steps, spec.steps);
+    w!(out, "<p>Mean SpecCS <b>{cs:.3}</b> over {trajectories} trajectories · {bad} of {steps} steps break the specification{rate}</p>\n<h3>Drift</h3>\n");
+    let drift = &spec.drift;
+    let interval = drift.interval.map_or("no interval".into(), |[lo, hi]| {
+        format!("95% interval [{lo:.3}, {hi:.3}]")
     });
-    let slope = fixed(&drift["slope"], 3);
-    w!(out, "<p>Slope of the violation indicator on the step index: <b>{slope}</b> per step ({interval}). A positive slope means later steps break the specification more often.</p>\n");
-    let points: Vec<(f64, f64)> = (drift["by_index"].as_array().into_iter().flatten())
-        .map(|p| (p[0].as_f64().unwrap_or(0.0), p[1].as_f64().unwrap_or(0.0)))
+    let slope = drift.slope;
+    w!(out, "<p>Slope of the violation indicator on the step index: <b>{slope:.3}</b> per step ({interval}). A positive slope means later steps break the specification more often.</p>\n");
+    let points: Vec<(f64, f64)> = (drift.by_index.iter())
+        .map(|&(n, bad)| (n as f64, bad as f64))
         .collect();
     if points.is_empty() {
         out.push_str("<p class=\"note\">No per-index counts to draw.</p>\n");
@@ -364,12 +362,9 @@ fn spec(out: &mut String, spec: &Value) {
 }
 
 /// Section 5: the outcome distribution against its expectation, per tool, then coverage.
-fn bias(out: &mut String, bias: &Value, coverage: &Value) {
-    if !bias.is_object() && !coverage.is_object() {
-        return;
-    }
+fn bias(out: &mut String, bias: &BiasSummary, coverage: &BTreeMap<String, usize>) {
     out.push_str("<h2>Distribution bias</h2>\n");
-    match bias["expected_from"].as_str() {
+    match &bias.expected_from {
         Some(from) => w!(
             out,
             "<p>Expected outcome distribution: {}.</p>\n",
@@ -377,32 +372,32 @@ fn bias(out: &mut String, bias: &Value, coverage: &Value) {
         ),
         None => out.push_str("<p>No expected outcome distribution.</p>\n"),
     }
-    let overall = &bias["overall"];
-    if overall.is_object() {
-        let (n, jsd) = (count(&overall["steps"]), fixed(&overall["jsd"], 4));
-        let excess = signed_pp(&overall["happy_path_excess"]);
-        w!(out, "<p>Overall over {n} steps: JSD <b>{jsd}</b> · happy-path excess <b>{excess}</b> (observed minus expected success share)</p>\n");
+    let overall = bias.report.as_ref().and_then(|r| r.overall.as_ref());
+    if let Some(o) = overall {
+        let (n, jsd, excess) = (o.steps, o.jsd, signed_pp(o.happy_path_excess));
+        w!(out, "<p>Overall over {n} steps: JSD <b>{jsd:.4}</b> · happy-path excess <b>{excess}</b> (observed minus expected success share)</p>\n");
     }
-    let mut tools = entries(&bias["tools"]);
-    // Most divergent tools first; a tool without a JSD sorts last.
-    let jsd = |v: &Value| v["jsd"].as_f64().unwrap_or(f64::NEG_INFINITY);
-    tools.sort_by(|a, b| jsd(b.1).total_cmp(&jsd(a.1)));
+    let mut tools: Vec<(&String, &Bias)> =
+        (bias.report.iter()).flat_map(|r| r.tools.iter()).collect();
+    // Most divergent tools first.
+    tools.sort_by(|a, b| b.1.jsd.total_cmp(&a.1.jsd));
     if !tools.is_empty() {
         let head = "tool|steps|observed success|expected success|excess|JSD";
         let rows: Vec<_> = (tools.iter())
             .map(|(tool, b)| {
-                let (obs, exp) = (success(&b["observed"]), success(&b["expected"]));
-                let (excess, jsd) = (signed_pp(&b["happy_path_excess"]), fixed(&b["jsd"], 4));
+                let (obs, exp) = (success(&b.observed), success(&b.expected));
+                let (excess, jsd) = (signed_pp(b.happy_path_excess), format!("{:.4}", b.jsd));
                 (
                     false,
-                    vec![escape(tool), count(&b["steps"]), obs, exp, excess, jsd],
+                    vec![escape(tool), b.steps.to_string(), obs, exp, excess, jsd],
                 )
             })
             .collect();
         table(out, head, &[1, 2, 3, 4, 5], &rows);
     }
-    let without: Vec<String> = (bias["without_expectation"].as_array().into_iter().flatten())
-        .map(text)
+    let without: Vec<String> = (bias.report.iter())
+        .flat_map(|r| r.without_expectation.iter())
+        .map(|t| escape(t))
         .collect();
     if !without.is_empty() {
         w!(
@@ -411,47 +406,39 @@ fn bias(out: &mut String, bias: &Value, coverage: &Value) {
             without.join(", ")
         );
     }
-    let observed: Vec<_> = (entries(&bias["observed"]).into_iter())
-        .map(|(class, share)| (false, vec![escape(class), pct(share)]))
+    let observed: Vec<_> = (bias.observed.iter())
+        .map(|(class, share)| (false, vec![escape(class), pct(*share)]))
         .collect();
     if !observed.is_empty() {
         table(out, "class|observed share", &[1], &observed);
     }
-    let mut bars: Vec<(&str, &Value)> = vec![("all tools", overall)];
+    let mut bars: Vec<(&str, &Bias)> = overall.map(|o| ("all tools", o)).into_iter().collect();
     bars.extend(tools.iter().map(|(t, b)| (t.as_str(), *b)));
-    bars.retain(|(_, b)| b["observed"].is_object());
     if !bars.is_empty() {
         share_bars(out, &bars);
     }
-    if coverage.is_object() {
+    if !coverage.is_empty() {
         out.push_str("<h3>Coverage</h3>\n");
         count_table(out, "transition", coverage);
     }
 }
 
 /// A happy-path excess in percentage points, signed so its direction reads at a glance.
-fn signed_pp(v: &Value) -> String {
-    v.as_f64()
-        .map_or("–".into(), |x| format!("{:+.1} pp", x * 100.0))
+fn signed_pp(x: f64) -> String {
+    format!("{:+.1} pp", x * 100.0)
 }
 
 /// The success share of a share map; a map without `success` has none of it.
-fn success(shares: &Value) -> String {
-    match shares.as_object() {
-        Some(m) => pct(m.get("success").unwrap_or(&Value::from(0.0))),
-        None => "–".into(),
-    }
+fn success(shares: &BTreeMap<String, f64>) -> String {
+    pct(shares.get("success").copied().unwrap_or(0.0))
 }
 
 /// Stacked bars of class shares, observed above expected, one pair per tool, in one SVG; each
 /// class keeps one colour (`success` first, then in the order met) across all bars.
-fn share_bars(out: &mut String, bars: &[(&str, &Value)]) {
+fn share_bars(out: &mut String, bars: &[(&str, &Bias)]) {
     let mut classes = vec!["success".to_string()];
     for (_, b) in bars {
-        for (class, _) in entries(&b["observed"])
-            .into_iter()
-            .chain(entries(&b["expected"]))
-        {
+        for class in b.observed.keys().chain(b.expected.keys()) {
             if !classes.contains(class) {
                 classes.push(class.clone());
             }
@@ -459,11 +446,7 @@ fn share_bars(out: &mut String, bars: &[(&str, &Value)]) {
     }
     let colour = |i: usize| CLASS_COLOURS[i % CLASS_COLOURS.len()];
     let (label_w, bar_w, row) = (190.0, 500.0, 14.0);
-    let rows = bars
-        .iter()
-        .filter(|(_, b)| b["expected"].is_object())
-        .count()
-        + bars.len();
+    let rows = 2 * bars.len();
     let h = rows as f64 * row + bars.len() as f64 * 8.0 + 4.0;
     out.push_str("<h3>Observed and expected outcome classes</h3>\n");
     svg(
@@ -474,10 +457,7 @@ fn share_bars(out: &mut String, bars: &[(&str, &Value)]) {
     );
     let mut y = 4.0;
     for (tool, b) in bars {
-        for (which, shares) in [("observed", &b["observed"]), ("expected", &b["expected"])] {
-            if !shares.is_object() {
-                continue;
-            }
+        for (which, shares) in [("observed", &b.observed), ("expected", &b.expected)] {
             let body = format!(
                 "<title>{}</title>{} · {}",
                 escape(tool),
@@ -488,10 +468,7 @@ fn share_bars(out: &mut String, bars: &[(&str, &Value)]) {
             w!(out, "<rect x=\"{label_w}\" y=\"{y:.1}\" width=\"{bar_w}\" height=\"{:.1}\" fill=\"#eee\"/>", row - 2.0);
             let mut x = label_w;
             for (i, class) in classes.iter().enumerate() {
-                let share = shares[class.as_str()]
-                    .as_f64()
-                    .unwrap_or(0.0)
-                    .clamp(0.0, 1.0);
+                let share = shares.get(class).copied().unwrap_or(0.0).clamp(0.0, 1.0);
                 if share > 0.0 {
                     let (width, c, t, p) = (share * bar_w, colour(i), escape(tool), share * 100.0);
                     w!(out, "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{c}\"><title>{t}, {which}: {} {p:.1}%</title></rect>", row - 2.0, escape(class));
@@ -526,25 +503,23 @@ fn marker(kind: &str, x: f64, y: f64) -> String {
     }
 }
 
-/// A lane's events as (step, kind), in step order; events without a step are dropped.
-fn events(lane: &Value) -> Vec<(usize, &str)> {
-    let mut evs: Vec<(usize, &str)> = (lane.as_array().into_iter().flatten())
-        .filter_map(|e| Some((index(&e["step"])?, e["kind"].as_str().unwrap_or(""))))
-        .collect();
+/// A lane's events as (step, kind), in step order.
+fn events(lane: &[envsim_core::audit::observed::TimelineEvent]) -> Vec<(usize, &str)> {
+    let mut evs: Vec<(usize, &str)> = lane.iter().map(|e| (e.step, e.kind)).collect();
     evs.sort_by_key(|e| e.0);
     evs
 }
 
 /// Section 6: the chosen trajectory's state constraint graph as a timeline, with its
 /// violations marked where they happen and a table of them below.
-fn timeline_section(out: &mut String, t: &Value, violations: &[Value]) {
+fn timeline_section(out: &mut String, t: &Timeline, violations: &[Shown<'_>]) {
     w!(
         out,
         "<h2>Timeline of trajectory {}</h2>\n",
-        text(&t["trajectory"])
+        escape(&t.trajectory)
     );
-    let steps: &[Value] = t["steps"].as_array().map_or(&[], Vec::as_slice);
-    let mut lanes: Vec<(&String, Vec<(usize, &str)>)> = (entries(&t["lanes"]).into_iter())
+    let steps = &t.steps;
+    let mut lanes: Vec<(&String, Vec<(usize, &str)>)> = (t.lanes.iter())
         .map(|(name, evs)| (name, events(evs)))
         .collect();
     // Lanes in order of their first event, so resources read top to bottom as they appear.
@@ -558,7 +533,7 @@ fn timeline_section(out: &mut String, t: &Value, violations: &[Value]) {
     let (shown_steps, shown_lanes) = (n_steps.min(MAX_STEPS), lanes.len().min(MAX_LANES));
     let total_lanes = lanes.len();
     let lanes = &lanes[..shown_lanes];
-    let name = |s: usize| steps.get(s).and_then(|st| st[0].as_str()).unwrap_or("");
+    let name = |s: usize| steps.get(s).map_or("", |st| st.0.as_str());
     if n_steps == 0 {
         out.push_str("<p class=\"note\">The trajectory has no steps to draw.</p>\n");
         return violation_table(out, violations);
@@ -577,7 +552,7 @@ fn timeline_section(out: &mut String, t: &Value, violations: &[Value]) {
     // Narrow columns number every other (or every third) step so the numbers stay apart.
     let every = (22.0 / col).ceil() as usize;
     for s in 0..shown_steps {
-        let outcome = steps.get(s).and_then(|st| st[1].as_bool());
+        let outcome = steps.get(s).and_then(|st| st.1);
         let (fill, what) = match outcome {
             Some(true) => (INK, "succeeded"),
             Some(false) => (RED, "failed"),
@@ -633,21 +608,17 @@ fn timeline_section(out: &mut String, t: &Value, violations: &[Value]) {
     // Violations at the same step and lane share one mark whose tooltip lists them all.
     let mut marks: Vec<(usize, Option<usize>, Vec<String>)> = Vec::new();
     for v in violations {
-        let Some(s) = index(&v["step"]).filter(|&s| s < shown_steps) else {
+        let s = v.step;
+        if s >= shown_steps {
             continue;
-        };
-        let resource = v["resource"].as_str();
-        let lane = resource.and_then(|r| lanes.iter().position(|(n, _)| n.as_str() == r));
-        let tip = format!(
-            "step {s} · {}: {}",
-            text(&v["kind"]),
-            text(&v["explanation"])
-        );
+        }
+        let lane = (v.resource).and_then(|r| lanes.iter().position(|(n, _)| n.as_str() == r));
+        let tip = format!("step {s} · {}: {}", escape(v.kind), escape(v.explanation));
         match marks.iter_mut().find(|m| m.0 == s && m.1 == lane) {
             Some(m) => m.2.push(tip),
             None => marks.push((s, lane, vec![tip])),
         }
-        if let Some(c) = index(&v["conflicting_step"]).filter(|&c| c < shown_steps) {
+        if let Some(c) = v.conflicting_step.filter(|&c| c < shown_steps) {
             let y = lane.map_or(head_h + tri_h / 2.0, cy);
             let (x1, x2) = (cx(c), cx(s));
             let (mid, lift) = (
@@ -698,14 +669,24 @@ fn legend(out: &mut String) {
 }
 
 /// The trajectory's violations as a table, every one of them, drawn or not.
-fn violation_table(out: &mut String, violations: &[Value]) {
+fn violation_table(out: &mut String, violations: &[Shown<'_>]) {
     if violations.is_empty() {
         out.push_str("<p>No violations in this trajectory.</p>\n");
         return;
     }
-    let fields = "step kind resource conflicting_step explanation".split(' ');
     let rows: Vec<_> = (violations.iter())
-        .map(|v| (false, fields.clone().map(|k| text(&v[k])).collect()))
+        .map(|v| {
+            let cells = vec![
+                v.step.to_string(),
+                escape(v.kind),
+                v.resource.map(escape).unwrap_or_default(),
+                v.conflicting_step
+                    .map(|c| c.to_string())
+                    .unwrap_or_default(),
+                escape(v.explanation),
+            ];
+            (false, cells)
+        })
         .collect();
     let head = "step|kind|resource|conflicting step|explanation";
     table(out, head, &[0, 3], &rows);
@@ -715,12 +696,14 @@ fn violation_table(out: &mut String, violations: &[Value]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envsim_core::audit::observed::TimelineEvent;
+    use envsim_core::audit::{EffectSource, ViolationKind};
     use serde_json::json;
 
     /// The example summary of `envsim audit`, with a histogram added (the example predates
     /// that field): two trajectories, SCS 0.0 and 0.5.
-    fn summary() -> Value {
-        json!({
+    fn summary() -> AuditSummary {
+        serde_json::from_value(json!({
             "trajectories": 2, "steps": 5, "checked": 4, "violations": 3,
             "violations_on_guessed_effects": 0,
             "by_kind": {
@@ -732,6 +715,7 @@ mod tests {
                     "histogram": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0]},
             "environments": [{"env": "", "effects": "guessed"}],
             "inputs": {"openai_chat": 1, "sharegpt": 1},
+            "answers": {},
             "spec": {
                 "trajectories": 2, "steps": 5, "violating_steps": 1,
                 "spec_cs_mean": 0.8333333333333333,
@@ -753,34 +737,62 @@ mod tests {
                     "expected": {"not_found": 0.3, "success": 0.7},
                     "jsd": 0.009668627400105323, "happy_path_excess": 0.10000000000000009},
                 "without_expectation": [],
-                "expected_from": "the statuses --spec declares, each equally likely"
+                "expected_from": "the statuses --spec declares, each equally likely",
+                "observed": {"not_found": 0.2, "success": 0.8}
             },
             "coverage": {"create": 1, "delete": 1, "failure": 1, "read": 2}
-        })
+        }))
+        .expect("the example summary reads")
     }
 
-    /// The example timeline: a ticket created, deleted, then read; another one missing.
-    fn timeline() -> Value {
-        json!({"trajectory": "line 1 o1",
-            "steps": [["create_ticket", true], ["delete_ticket", true], ["get_ticket", true],
-                      ["get_ticket", false]],
-            "lanes": {"ticket/T1": [{"step": 0, "kind": "create"}, {"step": 1, "kind": "delete"},
-                                    {"step": 2, "kind": "read"}],
-                      "ticket/T9": [{"step": 3, "kind": "missing"}]}})
-    }
-
-    /// The example violations of that trajectory, one of them without a resource.
-    fn violations() -> Vec<Value> {
-        vec![
-            json!({"trajectory": "line 1 o1", "step": 2, "kind": "read_after_delete",
-                "tool": "get_ticket", "resource": "ticket/T1", "field": "ticket_id",
-                "conflicting_step": 1, "guessed": false,
-                "explanation": "get_ticket succeeds on ticket/T1, which step 1 deleted"}),
-            json!({"trajectory": "line 1 o1", "step": 2, "tool": "get_ticket",
-                "kind": "response_schema",
-                "explanation": "the response breaks the declared success schema: status: \
-                                \"opened\" is not one of \"open\" or \"closed\""}),
-        ]
+    /// The example trajectory: a ticket created, deleted, then read; another one missing; a
+    /// read after the deletion and a response that breaks its schema.
+    fn drawn() -> Drawn {
+        let event = |step, kind| TimelineEvent { step, kind };
+        let steps = [
+            ("create_ticket", true),
+            ("delete_ticket", true),
+            ("get_ticket", true),
+            ("get_ticket", false),
+        ];
+        let lanes = [
+            (
+                "ticket/T1",
+                vec![event(0, "create"), event(1, "delete"), event(2, "read")],
+            ),
+            ("ticket/T9", vec![event(3, "missing")]),
+        ];
+        Drawn {
+            timeline: Timeline {
+                trajectory: "line 1 o1".into(),
+                steps: steps
+                    .iter()
+                    .map(|(t, ok)| (t.to_string(), Some(*ok)))
+                    .collect(),
+                lanes: lanes.into_iter().map(|(l, e)| (l.to_string(), e)).collect(),
+            },
+            violations: vec![Violation {
+                trajectory: "line 1 o1".into(),
+                step: 2,
+                kind: ViolationKind::ReadAfterDelete,
+                tool: "get_ticket".into(),
+                resource: Some("ticket/T1".into()),
+                field: Some("ticket_id".into()),
+                conflicting_step: Some(1),
+                guessed: false,
+                effects: EffectSource::Observed,
+                explanation: "get_ticket succeeds on ticket/T1, which step 1 deleted".into(),
+            }],
+            spec: vec![SpecViolation {
+                trajectory: "line 1 o1".into(),
+                step: 2,
+                tool: "get_ticket".into(),
+                kind: "response_schema".into(),
+                explanation: "the response breaks the declared success schema: status: \
+                              \"opened\" is not one of \"open\" or \"closed\""
+                    .into(),
+            }],
+        }
     }
 
     /// All five characters that could open markup or end an attribute are replaced.
@@ -796,7 +808,7 @@ mod tests {
     /// The example audit: a standalone page with every chart and every violation drawn.
     #[test]
     fn example_report_is_self_contained_and_complete() {
-        let html = render(&summary(), Some(&timeline()), &violations());
+        let html = render(&summary(), Some(&drawn()));
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(!html.contains("<script"));
         assert!(!html.contains("http://") && !html.contains("https://"));
@@ -821,38 +833,43 @@ mod tests {
         assert!(html.contains("<tr class=\"zero\"><td>stale_read</td>"));
         // Without its histogram the summary draws one chart fewer.
         let mut bare = summary();
-        bare["scs"].as_object_mut().unwrap().remove("histogram");
-        let html = render(&bare, Some(&timeline()), &violations());
+        bare.scs.histogram.clear();
+        let html = render(&bare, Some(&drawn()));
         assert_eq!(html.matches("<svg").count(), 3);
     }
 
-    /// Absent sections are skipped, and odd or empty inputs render without panicking.
+    /// Absent sections are skipped, and an empty trajectory renders without panicking.
     #[test]
     fn missing_parts_are_left_out() {
         let mut s = summary();
-        s["spec"] = Value::Null;
-        let html = render(&s, None, &[]);
+        s.spec = None;
+        let html = render(&s, None);
         assert!(!html.contains("<h2>Specification</h2>") && !html.contains("<h3>Drift</h3>"));
         assert!(!html.contains("<h2>Timeline"));
         assert!(html.contains("<h2>SCS distribution</h2>"));
-        let html = render(&json!({}), None, &[]);
-        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
-        assert_eq!(html.matches("<svg").count(), 0);
-        let odd = json!({"trajectory": null, "steps": "x", "lanes": {"a": [{"step": -1}]}});
-        let html = render(
-            &json!({"scs": {"histogram": [0, 0]}, "bias": {"expected_from": null,
-            "observed": {"success": 1.0}}}),
-            Some(&odd),
-            &[json!({"step": "two"})],
-        );
+        // Without an expectation: the observed shares, no comparison and no bars.
+        s.bias.report = None;
+        s.bias.expected_from = None;
+        let html = render(&s, None);
+        assert!(html.contains("<p>No expected outcome distribution.</p>"));
+        assert!(html.contains("<tr><td>success</td><td class=\"n\">80.0%</td></tr>"));
+        assert_eq!(html.matches("<svg").count(), 1);
+        let empty = Drawn {
+            timeline: Timeline::default(),
+            violations: Vec::new(),
+            spec: Vec::new(),
+        };
+        let html = render(&s, Some(&empty));
         assert!(html.contains("The trajectory has no steps to draw."));
+        assert!(html.contains("No violations in this trajectory."));
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
     }
 
     /// The same input gives the same bytes, so reports can be diffed.
     #[test]
     fn rendering_is_deterministic() {
-        let a = render(&summary(), Some(&timeline()), &violations());
-        let b = render(&summary(), Some(&timeline()), &violations());
+        let a = render(&summary(), Some(&drawn()));
+        let b = render(&summary(), Some(&drawn()));
         assert_eq!(a, b);
     }
 }

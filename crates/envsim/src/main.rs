@@ -3,6 +3,7 @@
 mod audit_agree;
 mod audit_cmd;
 mod audit_html;
+mod audit_report;
 #[cfg(feature = "local")]
 mod audit_simulate;
 mod audit_spec;

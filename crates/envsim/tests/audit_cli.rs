@@ -123,10 +123,12 @@ fn audit_records(dir: &Path, records: &[Value], extra: &[&str]) -> (Value, Vec<V
     args.extend_from_slice(extra);
     let out = envsim(dir, &args);
     succeeded(&out);
-    (
-        serde_json::from_slice(&out.stdout).unwrap(),
-        read_jsonl(&out_file),
-    )
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The printed summary is the typed one: it reads back and writes out the same.
+    let typed: envsim_core::audit::AuditSummary =
+        serde_json::from_slice(&out.stdout).expect("the summary reads as an AuditSummary");
+    assert_eq!(serde_json::to_value(&typed).unwrap(), summary);
+    (summary, read_jsonl(&out_file))
 }
 
 /// Fails the test with the command's error output unless it succeeded.

@@ -8,7 +8,7 @@
 //! calls, the statuses an API description declares ([`declared_classes`]), or a reference
 //! dataset counted the same way.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -255,7 +255,7 @@ pub fn jensen_shannon(p: &BTreeMap<String, f64>, q: &BTreeMap<String, f64>) -> f
 }
 
 /// The bias of one tool, or of all of them.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bias {
     /// Steps observed.
     pub steps: usize,
@@ -284,7 +284,7 @@ fn bias_of(steps: usize, observed: BTreeMap<String, f64>, expected: BTreeMap<Str
 /// tool's expected distribution by how often the observed trajectories call it (the tool mix
 /// is the agent's choice, not the simulator's bias). Tools without an expectation are listed
 /// apart.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BiasReport {
     /// Per tool.
     pub tools: BTreeMap<String, Bias>,
