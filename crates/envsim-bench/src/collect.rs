@@ -302,6 +302,23 @@ pub struct WalkPlan {
 /// shapes and writes).
 pub const LEARNING_FOCUS_SHARE: f64 = 0.8;
 
+/// Calls per tool that learning walks make in all, at the least: about half of a tool's
+/// calls fail (arguments a precondition refuses), and its effects are claimed only after
+/// three successes ([`envsim_core::audit::Effects::learn`]), so a few walks over one large
+/// database (τ²-bench's retail: 15 tools, one state) would leave most changes unproven.
+pub const LEARNING_CALLS_PER_TOOL: usize = 16;
+
+/// Learning walks per initial state: at least `min_walks` (0: no learning walks at all), and
+/// enough that the walks of `steps` steps over all `states` make [`LEARNING_CALLS_PER_TOOL`]
+/// calls per tool of `tools`.
+pub fn learning_walks(min_walks: usize, steps: usize, tools: usize, states: usize) -> usize {
+    if min_walks == 0 || steps == 0 || states == 0 {
+        return min_walks;
+    }
+    let calls = LEARNING_CALLS_PER_TOOL * tools;
+    min_walks.max(calls.div_ceil(steps * states))
+}
+
 impl Default for WalkPlan {
     fn default() -> Self {
         WalkPlan {
@@ -570,4 +587,23 @@ pub fn action_key(action: &Value) -> String {
         .cloned()
         .unwrap_or(Value::Object(Map::new()));
     format!("{name}({args})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::learning_walks;
+
+    /// One large state with many tools gets enough walks for 16 calls per tool; many states
+    /// keep the minimum; no learning stays none.
+    #[test]
+    fn learning_walks_cover_every_tool() {
+        // τ²-bench retail: 15 tools, one state, walks of 16 steps → 240 calls.
+        assert_eq!(learning_walks(6, 16, 15, 1), 15);
+        // A corpus environment: 8 tools over 3 states: 6 walks each are more than enough.
+        assert_eq!(learning_walks(6, 16, 8, 3), 6);
+        // 17 tools over 2 states: 272 calls → 9 walks of 16 steps per state (288 calls).
+        assert_eq!(learning_walks(6, 16, 17, 2), 9);
+        assert_eq!(learning_walks(0, 16, 15, 1), 0);
+        assert_eq!(learning_walks(6, 16, 15, 0), 6);
+    }
 }

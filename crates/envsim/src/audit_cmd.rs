@@ -70,7 +70,8 @@ struct CheckArgs {
     /// Do not re-execute the calls to learn the expected outcome distribution.
     #[arg(long)]
     no_replay: bool,
-    /// Walks per initial state that effects are learned from.
+    /// Walks per initial state that effects are learned from, at the least: a package with
+    /// many tools for its states gets enough for 16 calls per tool in all (0: none).
     #[arg(long, default_value_t = 6)]
     learn_walks: usize,
     /// Write every violation here as JSON Lines.
@@ -161,7 +162,8 @@ struct ValidateArgs {
     /// Audited walks per initial state.
     #[arg(long, default_value_t = 17)]
     walks: usize,
-    /// Walks per initial state that the effects are learned from (seed + 1).
+    /// Walks per initial state that the effects are learned from (seed + 1), at the least: a
+    /// package with many tools for its states gets enough for 16 calls per tool in all.
     #[arg(long, default_value_t = 10)]
     learn_walks: usize,
     /// Steps per walk.
@@ -235,21 +237,37 @@ pub(crate) fn learn_runs(
     seed: u64,
 ) -> Result<(Vec<AuditTrajectory>, Effects)> {
     // Learning walks draw most calls coherently, so that tools whose preconditions tie their
-    // arguments together succeed and show what they do.
+    // arguments together succeed and show what they do; and there are enough of them for
+    // every tool to be called a few times (`--learn-walks` is the least per state).
+    let tools = package.manifest.tool_names();
     let learning = crate::bench_cmd::WalkArgs {
-        walks: walk.walks,
+        walks: envsim_bench::collect::learning_walks(
+            walk.walks,
+            walk.steps,
+            tools.len(),
+            package.states.len(),
+        ),
         steps: walk.steps,
         workers: walk.workers,
         trace: walk.trace,
         clock_step: walk.clock_step,
         focus_share: envsim_bench::collect::LEARNING_FOCUS_SHARE,
     };
+    if learning.walks > 0 {
+        eprintln!(
+            "{}: learning what its tools do from {} walks of {} steps per state ({} tools, {} states)",
+            package.manifest.name,
+            learning.walks,
+            learning.steps,
+            tools.len(),
+            package.states.len()
+        );
+    }
     let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &learning, seed)?;
     let runs = trajectories_from_walks(&records)
         .into_values()
         .next()
         .unwrap_or_default();
-    let tools = package.manifest.tool_names();
     let effects = Effects::learn(&runs)
         .with_annotations(&package.manifest.effects)
         .with_code(
@@ -736,10 +754,6 @@ impl Auditor<'_> {
             // A package that is there but does not load is an error, not a guess.
             let entry = if !env.is_empty() && self.corpus.has(env)? {
                 let package = self.corpus.load(env)?;
-                eprintln!(
-                    "{env}: learning what its tools do from {} walks per state",
-                    self.args.learn_walks
-                );
                 Known {
                     effects: learn(&package, &walk_args(self.args.learn_walks, 16, 2), 1)?
                         .with_annotations(&declared),

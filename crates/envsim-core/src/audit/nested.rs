@@ -6,7 +6,10 @@
 //!
 //! An entry is typed by the singular of its list's field (`items` → `item`) and named by
 //! `<noun>_id` or `<noun>_number` in an object (`{"item_id": "7363354090"}`), or is the
-//! string itself in a list of strings (`"reservations": ["ZFA04Y"]`). A later call names the
+//! string itself in a list of strings (`"reservations": ["ZFA04Y"]`); in a list of flat
+//! objects none of which has an id (a reservation's `passengers`), an entry is named by its
+//! content, and since a changed entry is then another name, only a list that grew (or, read
+//! again, shrank) shows an omission. A later call names the
 //! record with `<record noun>_id` and an entry with `<noun>_id`, `<noun>_ids`, `<noun>_number`
 //! or `<noun>_numbers` (a string, an integer or a list of them). Tools that may create (by
 //! their effects or their name: `add_item_to_order`) are not held to the list, since they may
@@ -31,7 +34,20 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 type Record = (String, String);
 
 /// What a record's answer listed: the step, and per entry noun the entries.
-type Listed = (usize, BTreeMap<String, BTreeSet<String>>);
+type Listed = (usize, BTreeMap<String, Entries>);
+
+/// The entries of one list of a record.
+#[derive(Clone, Debug, PartialEq)]
+struct Entries {
+    /// Each entry's id, or its content where entries have no id.
+    names: BTreeSet<String>,
+    /// How many entries the list held (entries named by their content may repeat).
+    count: usize,
+    /// Whether entries are named by their content (`passengers`, objects of names and a date
+    /// of birth with no `passenger_id`): a changed entry is then another name, so only a list
+    /// that grew or shrank tells an omission from a change.
+    by_content: bool,
+}
 
 /// The checks of the module doc on one trajectory: the constraints checked and the
 /// violations (`list_inconsistent`, at the later call, naming the answer's step as the one it
@@ -114,12 +130,12 @@ pub(crate) fn nested_list_checks(
                     continue;
                 };
                 for (noun, ids) in entries_named(&step.arguments) {
-                    let Some(listed) = lists.get(&noun) else {
+                    let Some(listed) = lists.get(&noun).filter(|l| !l.by_content) else {
                         continue;
                     };
                     for id in ids {
                         checked += 1;
-                        if !listed.contains(&id) {
+                        if !listed.names.contains(&id) {
                             let explanation = format!(
                                 "{} succeeds on {noun} {id} of {} {}, which the answer of step {j} listed without it; nothing changed {} {} since",
                                 step.tool, record.0, record.1, record.0, record.1
@@ -148,14 +164,28 @@ pub(crate) fn nested_list_checks(
                         continue;
                     };
                     checked += 1;
+                    // An entry named by its content is named by the call when the call holds
+                    // every value of it (`update_reservation_passengers` giving the names).
+                    let named_by_call = |name: &String| {
+                        if now.by_content {
+                            content_values(name).iter().all(|v| in_call.contains(v))
+                        } else {
+                            in_call.contains(name)
+                        }
+                    };
+                    let grew = !now.by_content || now.count > listed.count;
+                    let shrank = !now.by_content || now.count < listed.count;
                     let omitted = now
+                        .names
                         .iter()
-                        .find(|id| !listed.contains(*id) && !in_call.contains(*id));
+                        .find(|id| !listed.names.contains(*id) && !named_by_call(id))
+                        .filter(|_| grew);
                     // A later read with no change between lists what the earlier one did.
                     let dropped = fx
                         .read_only
-                        .then(|| listed.iter().find(|id| !now.contains(*id)))
-                        .flatten();
+                        .then(|| listed.names.iter().find(|id| !now.names.contains(*id)))
+                        .flatten()
+                        .filter(|_| shrank);
                     let what = match (omitted, dropped) {
                         (Some(id), _) => {
                             format!("lists {noun} {id}, which the answer of step {j} left out")
@@ -304,10 +334,7 @@ fn entry_noun(key: &str) -> Option<String> {
 
 /// The record an answer is (an object with the tool's `<noun>_id`), with the entries of each
 /// of its lists whose entries are named (module doc).
-fn record_lists(
-    tool: &str,
-    observation: &Value,
-) -> Option<(Record, BTreeMap<String, BTreeSet<String>>)> {
+fn record_lists(tool: &str, observation: &Value) -> Option<(Record, BTreeMap<String, Entries>)> {
     let map = observation.as_object()?;
     let noun = tool_noun(tool);
     let id = id_text(map.get(&format!("{noun}_id"))?)?;
@@ -320,7 +347,7 @@ fn record_lists(
 fn record_lists_any(
     observation: &Value,
     shown: &HashMap<Record, Listed>,
-) -> Option<(Record, BTreeMap<String, BTreeSet<String>>)> {
+) -> Option<(Record, BTreeMap<String, Entries>)> {
     let map = observation.as_object()?;
     let record = map.iter().find_map(|(field, value)| {
         let record = (record_noun(field)?, id_text(value)?);
@@ -330,8 +357,9 @@ fn record_lists_any(
     (!lists.is_empty()).then_some((record, lists))
 }
 
-/// The entries of each list of a record whose entries are named (module doc).
-fn lists_of(map: &Map<String, Value>) -> BTreeMap<String, BTreeSet<String>> {
+/// The entries of each list of a record whose entries are named (module doc), or, for a
+/// list of objects none of which has an id, named by their content.
+fn lists_of(map: &Map<String, Value>) -> BTreeMap<String, Entries> {
     let mut lists = BTreeMap::new();
     for (field, value) in map {
         let Value::Array(items) = value else {
@@ -352,11 +380,54 @@ fn lists_of(map: &Map<String, Value>) -> BTreeMap<String, BTreeSet<String>> {
                 _ => None,
             })
             .collect();
-        if let Some(ids) = ids {
-            lists.insert(entry, ids);
-        }
+        let entries = match ids {
+            Some(names) => Entries {
+                names,
+                count: items.len(),
+                by_content: false,
+            },
+            None => match by_content(items) {
+                Some(names) => Entries {
+                    names,
+                    count: items.len(),
+                    by_content: true,
+                },
+                None => continue,
+            },
+        };
+        lists.insert(entry, entries);
     }
     lists
+}
+
+/// Entries named by their content: every entry an object of scalar fields only (strings,
+/// numbers, booleans, null), none with an id field (`*_id`, `id`); each named by its fields
+/// in key order. `None` for any other list.
+fn by_content(items: &[Value]) -> Option<BTreeSet<String>> {
+    items
+        .iter()
+        .map(|item| {
+            let fields = item.as_object().filter(|f| !f.is_empty())?;
+            let mut named: Vec<(&String, &Value)> = fields.iter().collect();
+            if named.iter().any(|(k, v)| {
+                v.is_object() || v.is_array() || k.as_str() == "id" || id_noun(k).is_some()
+            }) {
+                return None;
+            }
+            named.sort_by(|a, b| a.0.cmp(b.0));
+            serde_json::to_string(&named).ok()
+        })
+        .collect()
+}
+
+/// The values of an entry named by its content, as ids are compared ([`scalars`]).
+fn content_values(name: &str) -> Vec<String> {
+    let fields: Vec<(String, Value)> = serde_json::from_str(name).unwrap_or_default();
+    let mut out = HashSet::new();
+    for (_, v) in &fields {
+        scalars(v, &mut out);
+    }
+    out.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -494,6 +565,68 @@ mod tests {
         // A read with nothing changed between leaves out what the earlier one listed.
         let (_, found) = checks(vec![read_order(&["A", "B"]), read_order(&["A"])]);
         assert_eq!(found, [(1, Some(0), Some("order/#W1".to_owned()))]);
+    }
+
+    /// A reservation as τ²-bench's airline answers it: passengers without ids.
+    fn reservation(passengers: &[(&str, &str)]) -> Value {
+        let passengers: Vec<Value> = (passengers.iter())
+            .map(|(first, dob)| json!({"first_name": first, "last_name": "Lee", "dob": dob}))
+            .collect();
+        json!({"reservation_id": "R1", "status": null, "passengers": passengers,
+               "flights": [{"flight_number": "HAT1", "date": "2024-05-20"}]})
+    }
+
+    #[test]
+    fn entries_without_ids_are_named_by_their_content() {
+        let read = |p: &[(&str, &str)]| {
+            call(
+                "get_reservation_details",
+                json!({"reservation_id": "R1"}),
+                reservation(p),
+            )
+        };
+        let ann = ("Ann", "1990-01-01");
+        let bob = ("Bob", "1985-02-03");
+        // The cancellation answers the reservation with Bob, whom step 0 left out.
+        let (_, found) = checks(vec![
+            read(&[ann]),
+            call(
+                "cancel_reservation",
+                json!({"reservation_id": "R1"}),
+                reservation(&[ann, bob]),
+            ),
+        ]);
+        assert_eq!(found, [(1, Some(0), Some("reservation/R1".to_owned()))]);
+        // A change that gives the passengers names them: no omission.
+        let (_, found) = checks(vec![
+            read(&[ann]),
+            call(
+                "update_reservation_passengers",
+                json!({"reservation_id": "R1", "passengers": [
+                    {"first_name": "Ann", "last_name": "Lee", "dob": "1990-01-01"},
+                    {"first_name": "Bob", "last_name": "Lee", "dob": "1985-02-03"}]}),
+                reservation(&[ann, bob]),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // A passenger changed in place is another content, but the list did not grow.
+        let (_, found) = checks(vec![
+            read(&[ann]),
+            call(
+                "fix_passenger_dob",
+                json!({"reservation_id": "R1"}),
+                reservation(&[("Ann", "1990-01-02")]),
+            ),
+        ]);
+        assert_eq!(found, []);
+        // Two reads with nothing between: the second leaves out a passenger.
+        let (_, found) = checks(vec![read(&[ann, bob]), read(&[ann])]);
+        assert_eq!(found, [(1, Some(0), Some("reservation/R1".to_owned()))]);
+        // Entries with nested values are not named by content.
+        let nested = json!([{"tracking_id": ["T1"], "item_ids": ["A"]}]);
+        assert_eq!(by_content(nested.as_array().unwrap()), None);
+        let with_id = json!([{"payment_id": "card_1", "amount": 10}]);
+        assert_eq!(by_content(with_id.as_array().unwrap()), None);
     }
 
     #[test]
