@@ -33,6 +33,7 @@ mod drift;
 mod effects;
 pub mod implied;
 mod inject;
+mod named;
 mod nested;
 pub mod nouns;
 pub mod observed;
@@ -414,7 +415,10 @@ fn key_changes<'m, 'v>(
 /// the state before, and every other argument's value is already one of that resource's
 /// values, at any depth (an address saved unchanged). Such a success changes nothing by
 /// construction, whatever the walks showed of the tool.
-fn restates(before: &BTreeMap<KeyRef<'_>, &Value>, arguments: &Map<String, Value>) -> bool {
+pub(crate) fn restates(
+    before: &BTreeMap<KeyRef<'_>, &Value>,
+    arguments: &Map<String, Value>,
+) -> bool {
     fn holds(value: &Value, wanted: &Value) -> bool {
         value == wanted
             || match value {
@@ -1230,6 +1234,17 @@ mod tests {
         };
         let effects = Effects::learn(&[walk("b"), walk("c"), walk("d")]);
         assert!(effects.of("retitle_ticket").success_changes);
+        // A walk that retitled to the title it had is no evidence against it either; one
+        // that retitled to another title and changed nothing is.
+        let unchanged = |title: &str| {
+            let mut t = walk(title);
+            t.steps[0].state_after = t.initial_state.clone();
+            t
+        };
+        let learned = Effects::learn(&[walk("b"), walk("c"), walk("d"), unchanged("a")]);
+        assert!(learned.of("retitle_ticket").success_changes);
+        let learned = Effects::learn(&[walk("b"), walk("c"), walk("d"), unchanged("q")]);
+        assert!(!learned.of("retitle_ticket").success_changes);
         let kinds = |title: &str| -> Vec<ViolationKind> {
             let mut t = walk(title);
             t.steps[0].state_after = t.initial_state.clone();

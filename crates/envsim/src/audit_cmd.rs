@@ -255,12 +255,13 @@ pub(crate) fn learn_runs(
     };
     if learning.walks > 0 {
         eprintln!(
-            "{}: learning what its tools do from {} walks of {} steps per state ({} tools, {} states)",
+            "{}: learning what its tools do from {} walks of {} steps per state ({} tools, {} state{})",
             package.manifest.name,
             learning.walks,
             learning.steps,
             tools.len(),
-            package.states.len()
+            package.states.len(),
+            if package.states.len() == 1 { "" } else { "s" }
         );
     }
     let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &learning, seed)?;

@@ -78,6 +78,10 @@ pub struct ToolEffects {
     /// successes (a `clear_cart` walked only on empty carts is no evidence that it keeps
     /// cart entries).
     pub keeps: Option<BTreeSet<String>>,
+    /// The argument whose value is the key of what it creates, when the walks showed that
+    /// for every creation (at least [`MIN_EVIDENCE`] of them): `touch(file_name="a.txt")`
+    /// makes the file `a.txt`, so a later "a.txt not found" contradicts it.
+    pub created_named_by: Option<String>,
     /// What its code can reach, where the code was read ([`Effects::with_code`]): bounds
     /// what a guess or missing evidence leaves open (a `scan_ticket` whose code touches
     /// `tickets` only at `self.tickets[ticket_id]` cannot make a ticket its arguments do not
@@ -193,6 +197,7 @@ impl ToolEffects {
             // deletes is taken at its word.
             creates_known: read_only || creates || deletes,
             keeps: (!read_only && !creates && !deletes).then(BTreeSet::new),
+            created_named_by: None,
             reach: None,
             source: EffectSource::Guessed,
         }
@@ -227,6 +232,7 @@ impl ToolEffects {
             deletes,
             creates_known: true,
             keeps: None,
+            created_named_by: None,
             reach: None,
             source: EffectSource::Annotated,
         }
@@ -562,6 +568,10 @@ impl Effects {
             deleted: usize,
             /// Per type, the successes that found it present and deleted none of it.
             kept: BTreeMap<String, usize>,
+            /// Calls that created something, and the arguments whose value was the key of
+            /// what each of them created.
+            creations: usize,
+            named_by: Option<BTreeSet<String>>,
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
         let mut shapes: BTreeMap<String, ResponseShape> = BTreeMap::new();
@@ -581,10 +591,19 @@ impl Effects {
                 let s = seen.entry(step.tool.clone()).or_default();
                 let changed = *before != step.state_after;
                 s.changed |= changed;
+                // Resources with borrowed keys: every success's state before is read for the
+                // types it kept.
+                let before_resources =
+                    (changed || step.success == Some(true)).then(|| resource_refs(before));
                 match step.success {
                     Some(true) => {
                         s.successes += 1;
-                        s.success_unchanged |= !changed;
+                        // A call that sets only what its target holds changes nothing by
+                        // construction (baggage counts saved unchanged): no evidence that the
+                        // tool's successes may leave the state as it was.
+                        s.success_unchanged |= !changed
+                            && !(before_resources.as_ref())
+                                .is_some_and(|a| super::restates(a, &step.arguments));
                     }
                     Some(false) => {
                         s.failures += 1;
@@ -592,11 +611,7 @@ impl Effects {
                     }
                     None => {}
                 }
-                // Resources with borrowed keys: every success's state before is read for the
-                // types it kept.
                 let mut deleted_kinds: BTreeSet<&str> = BTreeSet::new();
-                let before_resources =
-                    (changed || step.success == Some(true)).then(|| resource_refs(before));
                 if let (true, Some(a)) = (changed, &before_resources) {
                     let b = resource_refs(&step.state_after);
                     let created: Vec<&str> = b
@@ -605,6 +620,22 @@ impl Effects {
                         .map(|k| k.0.as_ref())
                         .collect();
                     s.max_created = s.max_created.max(created.len());
+                    if !created.is_empty() {
+                        let keys: Vec<&str> = b
+                            .keys()
+                            .filter(|k| !a.contains_key(*k))
+                            .map(|k| k.1)
+                            .collect();
+                        let naming: BTreeSet<String> = (step.arguments.iter())
+                            .filter(|(_, v)| v.as_str().is_some_and(|v| keys.contains(&v)))
+                            .map(|(arg, _)| arg.clone())
+                            .collect();
+                        s.creations += 1;
+                        s.named_by = Some(match s.named_by.take() {
+                            Some(before) => before.intersection(&naming).cloned().collect(),
+                            None => naming,
+                        });
+                    }
                     s.creates.extend(created.into_iter().map(str::to_owned));
                     for (kind, id) in a.keys().filter(|k| !b.contains_key(*k)) {
                         s.deletes.insert(kind.to_string());
@@ -651,9 +682,13 @@ impl Effects {
                             .map(|(kind, _)| kind.clone())
                             .collect()
                     });
+                    let created_named_by = (s.creations >= MIN_EVIDENCE)
+                        .then(|| s.named_by.as_ref()?.iter().next().cloned())
+                        .flatten();
                     let effects = ToolEffects {
                         creates_known,
                         keeps,
+                        created_named_by,
                         reach: None,
                         creates,
                         deletes,

@@ -960,6 +960,10 @@ pub fn audit_calls(
     let (nested_checked, nested) = super::nested::nested_list_checks(trajectory, effects, initial);
     checked += nested_checked;
     violations.extend(nested);
+    // Things made under a name an argument gives, reported missing later.
+    let (named_checked, named) = super::named::named_creation_checks(trajectory, effects);
+    checked += named_checked;
+    violations.extend(named);
     violations.sort_by_key(|v| v.step);
     TrajectoryAudit {
         trajectory: trajectory.id.clone(),
