@@ -311,7 +311,7 @@ impl Validation {
             _ => known.effects.clone(),
         };
         for t in runs {
-            let (report, flags, label) = match self.form {
+            let (report, flags, label, spec_explanations) = match self.form {
                 InputForm::States => {
                     let (report, label) = match self.plan.plant(t, rate, &mut rng) {
                         Some((faulty, label)) => {
@@ -323,7 +323,7 @@ impl Validation {
                         }
                         None => (audit(t, &fx), None),
                     };
-                    (report, Vec::new(), label)
+                    (report, Vec::new(), label, Vec::new())
                 }
                 InputForm::Calls | InputForm::CallsInitial | InputForm::OpenApi => {
                     let (mut calls, label) =
@@ -338,6 +338,7 @@ impl Validation {
                             None => (CallTrajectory::from(t), None),
                         };
                     let mut flags = Vec::new();
+                    let mut spec_explanations = Vec::new();
                     if self.form == InputForm::OpenApi {
                         // Nothing says how this API answers failure but the answers.
                         for step in &mut calls.steps {
@@ -361,6 +362,8 @@ impl Validation {
                                         }
                                     } else {
                                         flags.push((k, None, p.kind));
+                                        spec_explanations
+                                            .push(format!("step {k}: {}", p.explanation));
                                     }
                                 }
                             }
@@ -369,7 +372,7 @@ impl Validation {
                     let initial =
                         (self.form == InputForm::CallsInitial).then_some(t.initial_state.as_ref());
                     let report = audit_calls(&calls, &fx, initial);
-                    (report, flags, label)
+                    (report, flags, label, spec_explanations)
                 }
             };
             // Every flag: (step, conflicting step, kind).
@@ -390,10 +393,9 @@ impl Validation {
                 flags.iter().map(|(step, _, kind)| (*step, *kind)).collect()
             };
             let explanations = || -> Vec<String> {
-                report
-                    .violations
-                    .iter()
+                (report.violations.iter())
                     .map(|v| format!("step {}: {}", v.step, v.explanation))
+                    .chain(spec_explanations.iter().cloned())
                     .collect()
             };
             self.trajectories += 1;
