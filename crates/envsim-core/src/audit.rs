@@ -413,7 +413,8 @@ fn key_changes<'m, 'v>(
 
 /// Whether a call only sets what its target already holds: an argument names a resource of
 /// the state before, and every other argument's value is already one of that resource's
-/// values, at any depth (an address saved unchanged). Such a success changes nothing by
+/// values, at any depth (an address saved unchanged); an argument naming another resource
+/// (the payment method to charge) is a reference, not a value set. Such a success changes nothing by
 /// construction, whatever the walks showed of the tool.
 pub(crate) fn restates(
     before: &BTreeMap<KeyRef<'_>, &Value>,
@@ -431,10 +432,16 @@ pub(crate) fn restates(
         let Some(id) = id.as_str() else {
             return false;
         };
+        // What the call sets: its other arguments, but for references to other resources of
+        // the state (the payment method a change would charge), which set nothing.
         let others: Vec<&Value> = arguments
             .iter()
             .filter(|(other, _)| *other != name)
             .map(|(_, v)| v)
+            .filter(|v| {
+                !v.as_str()
+                    .is_some_and(|r| before.keys().any(|(_, key)| *key == r))
+            })
             .collect();
         !others.is_empty()
             && before
@@ -1258,6 +1265,37 @@ mod tests {
         assert_eq!(kinds("a"), []);
         // Retitled to another and nothing changed: a dropped update.
         assert_eq!(kinds("z"), [ViolationKind::SuccessWithoutChange]);
+    }
+
+    /// A reference to another resource (the card a change would charge) is not a value the
+    /// call sets; a call that references and sets nothing restates nothing.
+    #[test]
+    fn references_are_no_values_a_restating_call_sets() {
+        let state = json!({"tickets": {"T1": {"title": "a", "bags": 0}},
+                           "cards": {"C9": {"last_four": "4242"}}});
+        let before = resource_refs(&state);
+        let args = |v: Value| v.as_object().cloned().unwrap();
+        assert!(restates(
+            &before,
+            &args(json!({"ticket_id": "T1", "title": "a", "card_id": "C9"}))
+        ));
+        assert!(restates(
+            &before,
+            &args(json!({"ticket_id": "T1", "bags": 0, "card_id": "C9"}))
+        ));
+        assert!(!restates(
+            &before,
+            &args(json!({"ticket_id": "T1", "title": "z", "card_id": "C9"}))
+        ));
+        assert!(!restates(
+            &before,
+            &args(json!({"ticket_id": "T1", "card_id": "C9"}))
+        ));
+        // A card that is not a resource of the state is a value like any other.
+        assert!(!restates(
+            &before,
+            &args(json!({"ticket_id": "T1", "title": "a", "card_id": "C7"}))
+        ));
     }
 
     #[test]
