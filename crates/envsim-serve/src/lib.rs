@@ -15,7 +15,10 @@
 //! and builds simulators.
 
 pub mod mcp;
+pub mod request;
 pub mod store;
+
+pub use request::SessionRequest;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -40,8 +43,8 @@ pub trait Host: Send + Sync + 'static {
     /// The environment `name` (without its code when `no_code`), and its default initial
     /// state. May take seconds (learning walks); called off the async threads.
     fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String>;
-    /// The simulators a session asks for (`request`: the creation body) over `env`.
-    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String>;
+    /// The simulators a session asks for (`request`: the creation body, checked) over `env`.
+    fn backends(&self, request: &SessionRequest, env: &Environment) -> Result<Backends, String>;
 }
 
 /// The server's limits and settings.
@@ -207,17 +210,8 @@ impl AppState {
         self.len().await == 0
     }
 
-    async fn environment(&self, request: &Value) -> ApiResult<(Arc<Environment>, Value)> {
-        let name = request["env"]
-            .as_str()
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "field `env` (the environment's name) is missing or not a string",
-                )
-            })?
-            .to_owned();
-        let no_code = request["no_code"].as_bool().unwrap_or(false);
+    async fn environment(&self, request: &SessionRequest) -> ApiResult<(Arc<Environment>, Value)> {
+        let (name, no_code) = (request.env.clone(), request.no_code);
         let host = Arc::clone(&self.host);
         // Learning an environment runs walks on a runtime of its own: a thread of its own.
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -242,12 +236,15 @@ impl AppState {
         steps: Vec<StepRecord>,
         snapshots: std::collections::BTreeMap<String, usize>,
     ) -> ApiResult<Arc<Entry>> {
-        let (env, _) = self.environment(request).await?;
+        let parsed = SessionRequest::parse(request).map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("the stored request: {e}"))
+        })?;
+        let (env, _) = self.environment(&parsed).await?;
         let backends = self
             .host
-            .backends(request, &env)
+            .backends(&parsed, &env)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-        let config = session_config(request)?;
+        let config = session_config(&parsed);
         let session = Session::restore(env, backends, config, initial, steps, snapshots);
         Ok(Entry::new(session, request.clone()))
     }
@@ -347,51 +344,13 @@ impl AppState {
 }
 
 /// The anchoring settings of a creation request.
-fn session_config(request: &Value) -> ApiResult<SessionConfig> {
-    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, m);
-    let mode = match request["anchor"].as_str().unwrap_or("full") {
-        "off" => envsim_sim::session::AnchorMode::Off,
-        "validate" => envsim_sim::session::AnchorMode::Validate,
-        "full" => envsim_sim::session::AnchorMode::Full,
-        other => {
-            return Err(bad(format!(
-                "field `anchor`: {other:?} is not off, validate or full"
-            )))
-        }
-    };
-    let verify = match &request["verify"] {
-        Value::Null | Value::Bool(false) => None,
-        Value::Bool(true) => Some(envsim_sim::verify::VerifyPolicy::default()),
-        Value::Object(v) => {
-            let p = |k: &str, d: f64| v.get(k).and_then(Value::as_f64).unwrap_or(d);
-            let policy = envsim_sim::verify::VerifyPolicy {
-                floor: p("floor", 0.1),
-                ceiling: p("ceiling", 1.0),
-                warmup: v.get("warmup").and_then(Value::as_u64).unwrap_or(3) as usize,
-            };
-            if !(0.0..=1.0).contains(&policy.floor)
-                || !(0.0..=1.0).contains(&policy.ceiling)
-                || policy.floor > policy.ceiling
-            {
-                return Err(bad(
-                    "field `verify`: floor and ceiling must be probabilities, floor ≤ ceiling"
-                        .into(),
-                ));
-            }
-            Some(policy)
-        }
-        _ => {
-            return Err(bad(
-                "field `verify` must be true, false or {floor, ceiling, warmup}".into(),
-            ))
-        }
-    };
-    Ok(SessionConfig {
-        mode,
-        max_regenerations: request["max_regenerations"].as_u64().unwrap_or(2).min(10) as usize,
-        verify,
-        seed: request["seed"].as_u64().unwrap_or(0),
-    })
+fn session_config(request: &SessionRequest) -> SessionConfig {
+    SessionConfig {
+        mode: request.anchor,
+        max_regenerations: request.max_regenerations,
+        verify: request.verify.clone(),
+        seed: request.seed,
+    }
 }
 
 /// The router: routes, limits and auth.
@@ -454,22 +413,12 @@ async fn create(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let request = body_json(&body)?;
-    if !request.is_object() {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "the request body must be a JSON object",
-        ));
-    }
-    let (env, default_state) = state.environment(&request).await?;
-    let initial = match &request["state"] {
-        Value::Null => default_state,
-        Value::Object(_) => request["state"].clone(),
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "field `state` must be a JSON object",
-            ))
-        }
+    let parsed =
+        SessionRequest::parse(&request).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+    let (env, default_state) = state.environment(&parsed).await?;
+    let initial = match &parsed.state {
+        Some(given) => Value::Object(given.clone()),
+        None => default_state,
     };
     let size = initial.to_string().len();
     if size > state.config.max_state_bytes {
@@ -483,9 +432,9 @@ async fn create(
     }
     let backends = state
         .host
-        .backends(&request, &env)
+        .backends(&parsed, &env)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-    let config = session_config(&request)?;
+    let config = session_config(&parsed);
     let id = uuid::Uuid::new_v4().simple().to_string();
     state.store.create(&id, &request, &initial, now()).await?;
     let session = Session::new(env, backends, config, initial);
@@ -708,16 +657,16 @@ pub fn openapi() -> Value {
         "security": [{"bearer": []}],
         "paths": {
             "/sessions": {
-                "post": {"operationId": "create_session", "requestBody": body(json!({"type": "object", "required": ["env"], "properties": {
+                "post": {"operationId": "create_session", "requestBody": body(json!({"type": "object", "required": ["env"], "additionalProperties": false, "properties": {
                     "env": {"type": "string", "description": "The environment's name."},
                     "no_code": {"type": "boolean", "description": "Simulate from the generated description only."},
                     "state": {"type": "object", "description": "The initial state (default: the environment's first)."},
                     "primary": {"type": "string", "enum": ["executor", "faulty", "local", "openai"]},
                     "secondary": {"type": "string", "enum": ["executor", "faulty", "local", "openai"]},
-                    "fault_rate": {"type": "number"},
+                    "fault_rate": {"type": "number", "minimum": 0, "maximum": 1},
                     "anchor": {"type": "string", "enum": ["off", "validate", "full"]},
                     "max_regenerations": {"type": "integer", "minimum": 0, "maximum": 10},
-                    "verify": {"oneOf": [{"type": "boolean"}, {"type": "object", "properties": {"floor": {"type": "number"}, "ceiling": {"type": "number"}, "warmup": {"type": "integer"}}}]},
+                    "verify": {"oneOf": [{"type": "boolean"}, {"type": "object", "additionalProperties": false, "properties": {"floor": {"type": "number", "minimum": 0, "maximum": 1}, "ceiling": {"type": "number", "minimum": 0, "maximum": 1}, "warmup": {"type": "integer", "minimum": 0}}}]},
                     "seed": {"type": "integer", "minimum": 0}}})),
                     "responses": {"201": ok("The session."), "400": error.clone(), "401": error.clone(), "413": error.clone()}},
                 "get": {"operationId": "list_sessions", "responses": {"200": ok("Every session."), "401": error.clone()}}

@@ -64,6 +64,29 @@ async fn sessions_over_http_survive_a_restart() {
         body["error"].as_str().unwrap().contains("`anchor`"),
         "{body}"
     );
+    // Every field is checked and unknown ones refused, each by name (what real clients
+    // sent, and got 201 for, before).
+    for (body, field) in [
+        (json!({"env": "desk", "fault_rate": "high"}), "`fault_rate`"),
+        (json!({"env": "desk", "no_code": "true"}), "`no_code`"),
+        (json!({"env": "desk", "primery": "faulty"}), "`primery`"),
+        (json!({"env": "desk", "seed": -1}), "`seed`"),
+        (
+            json!({"env": "desk", "max_regenerations": 99}),
+            "`max_regenerations`",
+        ),
+    ] {
+        let (status, answer) = call(&c, Method::POST, &u("/sessions"), Some(body.clone())).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let message = answer["error"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{body}: {message}");
+    }
+    let (_, listed) = call(&c, Method::GET, &u("/sessions"), None).await;
+    assert_eq!(
+        listed["sessions"],
+        json!([]),
+        "no refused request made a session"
+    );
     let big = json!({"tickets": {"T1": {"title": "x".repeat(5_000)}}});
     let (status, _) = call(
         &c,

@@ -5,7 +5,7 @@ use crate::sim_cmd::{build_backend, learn_environment, BackendArgs, BackendKind}
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use envsim_serve::store::Store;
-use envsim_serve::{AppState, Host, ServerConfig};
+use envsim_serve::{AppState, Host, ServerConfig, SessionRequest};
 use envsim_sim::backend::{ExecutorSimulator, Simulator};
 use envsim_sim::environment::Environment;
 use envsim_sim::session::Backends;
@@ -103,13 +103,12 @@ impl CliHost {
     }
 }
 
-fn kind_of(value: &Value, field: &str) -> Result<Option<BackendKind>, String> {
+fn kind_of(value: Option<&str>, field: &str) -> Result<Option<BackendKind>, String> {
     match value {
-        Value::Null => Ok(None),
-        Value::String(s) => BackendKind::from_str(s, true).map(Some).map_err(|_| {
+        None => Ok(None),
+        Some(s) => BackendKind::from_str(s, true).map(Some).map_err(|_| {
             format!("field `{field}`: {s:?} is not executor, faulty, local or openai")
         }),
-        _ => Err(format!("field `{field}` must be a string")),
     }
 }
 
@@ -139,17 +138,12 @@ impl Host for CliHost {
         Ok((env, state))
     }
 
-    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String> {
+    fn backends(&self, request: &SessionRequest, env: &Environment) -> Result<Backends, String> {
         let code = env.code.is_some();
-        let rate = request["fault_rate"]
-            .as_f64()
-            .unwrap_or(self.args.fault_rate);
-        if !(0.0..=1.0).contains(&rate) {
-            return Err("field `fault_rate` must be between 0 and 1".into());
-        }
-        let primary = kind_of(&request["primary"], "primary")?.unwrap_or(self.default);
+        let rate = request.fault_rate.unwrap_or(self.args.fault_rate);
+        let primary = kind_of(request.primary.as_deref(), "primary")?.unwrap_or(self.default);
         let primary = self.simulator(primary, "primary", rate, code)?;
-        let secondary = match kind_of(&request["secondary"], "secondary")? {
+        let secondary = match kind_of(request.secondary.as_deref(), "secondary")? {
             Some(kind) => Some(self.simulator(kind, "secondary", rate, code)?),
             None => None,
         };

@@ -36,8 +36,12 @@ impl Host for DeskHost {
         Ok((Arc::new(env), self.package.states[0].1.clone()))
     }
 
-    fn backends(&self, request: &Value, env: &Environment) -> Result<Backends, String> {
-        let primary: Arc<dyn Simulator> = match request["primary"].as_str() {
+    fn backends(
+        &self,
+        request: &envsim_serve::SessionRequest,
+        env: &Environment,
+    ) -> Result<Backends, String> {
+        let primary: Arc<dyn Simulator> = match request.primary.as_deref() {
             None | Some("executor") => Arc::new(self.executor.clone()),
             Some("faulty") => Arc::new(FaultySimulator::new(self.executor.clone(), 1.0, 1, "test")),
             Some(other) => return Err(format!("no simulator {other:?} here")),
