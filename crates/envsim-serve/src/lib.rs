@@ -386,11 +386,13 @@ async fn auth(
     next: Next,
 ) -> Response {
     if let Some(token) = &state.config.token {
+        // The scheme is case-insensitive (RFC 9110): `bearer TOKEN` is as good.
         let given = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token.trim());
         let same = given.len() == token.len()
             && given
                 .bytes()
@@ -398,11 +400,18 @@ async fn auth(
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0;
         if !same {
-            return ApiError::new(
+            // The challenge says which scheme to use (RFC 6750); without it, MCP clients take
+            // the 401 for the start of an OAuth flow.
+            let mut response = ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "missing or wrong bearer token (Authorization: Bearer TOKEN)",
             )
             .into_response();
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"envsim\""),
+            );
+            return response;
         }
     }
     next.run(request).await

@@ -6,6 +6,7 @@
 
 use crate::{ApiError, AppState};
 use axum::extract::{Path, Request, State};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -97,7 +98,10 @@ impl ServerHandler for SessionTools {
     }
 }
 
-/// Hands an HTTP request to the session's MCP service.
+/// Hands an HTTP request to the session's MCP service, with the edges real clients need:
+/// the server's body limit (`--max-body-bytes`), a JSON-RPC parse error for a body that is no
+/// JSON, JSON-RPC error bodies instead of plain text, and a session ended by `DELETE`
+/// answered 200 (the Python SDK takes anything but 200 or 204 as a failed termination).
 pub async fn serve(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -106,6 +110,7 @@ pub async fn serve(
     if let Err(e) = state.entry(&id).await {
         return e.into_response();
     }
+    let limit = state.config.max_body_bytes;
     let service = {
         let mut services = state.mcp_services();
         services
@@ -115,7 +120,8 @@ pub async fn serve(
                     state: Arc::clone(&state),
                     id: id.clone(),
                 };
-                let mut config = StreamableHttpServerConfig::default();
+                let mut config =
+                    StreamableHttpServerConfig::default().with_max_request_body_bytes(limit);
                 config = match &state.config.mcp_allowed_hosts {
                     Some(hosts) => config.with_allowed_hosts(hosts.clone()),
                     None => config.disable_allowed_hosts(),
@@ -128,9 +134,81 @@ pub async fn serve(
             })
             .clone()
     };
-    match service.oneshot(request).await {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            INVALID_REQUEST,
+            &format!("the request body is over the limit of {limit} bytes"),
+        );
+    };
+    let method = parts.method.clone();
+    // A JSON body is read here first: what is no JSON gets the JSON-RPC parse error, and
+    // what is JSON but no JSON-RPC message (the SDK answers 415) an invalid request.
+    let json_body = method == Method::POST && is_json(&parts.headers);
+    if json_body {
+        if let Err(e) = serde_json::from_slice::<Value>(&bytes) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                &format!("parse error: the body is not JSON ({e})"),
+            );
+        }
+    }
+    let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    let response = match service.oneshot(request).await {
         Ok(response) => response.map(axum::body::Body::new),
         Err(never) => match never {},
+    };
+    let status = response.status();
+    if method == Method::DELETE && status == StatusCode::ACCEPTED {
+        return StatusCode::OK.into_response();
     }
-    .into_response()
+    if status.is_client_error() || status.is_server_error() {
+        if is_json(response.headers()) {
+            return response;
+        }
+        let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+            Ok(b) => String::from_utf8_lossy(&b).trim().to_owned(),
+            Err(_) => String::new(),
+        };
+        let (status, code) = match status {
+            StatusCode::UNSUPPORTED_MEDIA_TYPE if json_body => {
+                (StatusCode::BAD_REQUEST, INVALID_REQUEST)
+            }
+            s if s.is_server_error() => (s, INTERNAL_ERROR),
+            s => (s, INVALID_REQUEST),
+        };
+        let message = if text.is_empty() {
+            status.canonical_reason().unwrap_or("error").to_owned()
+        } else {
+            text
+        };
+        return rpc_error(status, code, &message);
+    }
+    response
+}
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INTERNAL_ERROR: i64 = -32603;
+
+/// Whether headers say the body is JSON (`application/json`, parameters aside).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split(';').next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case("application/json")
+        })
+}
+
+/// A JSON-RPC error response without an id (the request's could not be read).
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}
+    });
+    (status, axum::Json(body)).into_response()
 }

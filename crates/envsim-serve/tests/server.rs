@@ -373,6 +373,9 @@ async fn the_python_mcp_client_lists_and_calls_a_sessions_tools() {
     assert_eq!(text("missing")["error"], "no ticket T9");
     assert_eq!(seen["missing"]["is_error"], true);
     assert_eq!(text("created")["ticket_id"], "T2");
+    // The client ended its MCP session without a complaint (a 202 made it log "Session
+    // termination failed").
+    assert_eq!(seen["warnings"], json!([]), "{seen}");
     // The MCP calls were steps of the session.
     let state: Value = c
         .get(format!(
@@ -387,5 +390,94 @@ async fn the_python_mcp_client_lists_and_calls_a_sessions_tools() {
         .await
         .unwrap();
     assert_eq!(state["tickets"]["T2"]["title"], "from mcp");
+    server.stop().await;
+}
+
+/// The edges MCP clients hit: the server's body limit, JSON-RPC errors for bodies that are no
+/// JSON or no JSON-RPC, a session ended with 200, and a 401 that names its scheme (which is
+/// case-insensitive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_endpoint_answers_json_rpc_errors_and_ends_sessions_with_200() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        dir.path(),
+        ServerConfig {
+            token: Some("s3cret".into()),
+            max_body_bytes: 2_000,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let c = reqwest::Client::new();
+    // No token: 401 with the challenge; `bearer` in lower case is accepted.
+    let denied = c
+        .get(format!("{}/sessions", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status().as_u16(), 401);
+    assert_eq!(
+        denied.headers()["www-authenticate"].to_str().unwrap(),
+        "Bearer realm=\"envsim\""
+    );
+    let created: Value = c
+        .post(format!("{}/sessions", server.url))
+        .header("authorization", "bearer s3cret")
+        .body(json!({"env": "desk"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let url = format!("{}{}", server.url, created["mcp"].as_str().unwrap());
+    let post = |body: String| {
+        c.post(&url)
+            .bearer_auth("s3cret")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    };
+    let rpc = |r: reqwest::Response| async move {
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.expect("a JSON-RPC error body");
+        (
+            status,
+            body["error"]["code"].clone(),
+            body["jsonrpc"].clone(),
+        )
+    };
+    // Not JSON: the JSON-RPC parse error.
+    let (status, code, version) = rpc(post("{not json".into()).send().await.unwrap()).await;
+    assert_eq!((status, code, version), (400, json!(-32700), json!("2.0")));
+    // JSON, but no JSON-RPC message.
+    let (status, code, _) = rpc(post("[1, 2]".into()).send().await.unwrap()).await;
+    assert_eq!((status, code), (400, json!(-32600)));
+    // Over the server's own limit (the SDK's 4 MiB is not the limit).
+    let big = format!(
+        "{{\"jsonrpc\": \"2.0\", \"pad\": \"{}\"}}",
+        "x".repeat(3_000)
+    );
+    let (status, code, _) = rpc(post(big).send().await.unwrap()).await;
+    assert_eq!((status, code), (413, json!(-32600)));
+    // A session: initialize, then end it.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let opened = post(init.to_string()).send().await.unwrap();
+    assert_eq!(opened.status().as_u16(), 200);
+    let mcp_session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    drop(opened);
+    let ended = c
+        .delete(&url)
+        .bearer_auth("s3cret")
+        .header("mcp-session-id", &mcp_session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 200);
     server.stop().await;
 }

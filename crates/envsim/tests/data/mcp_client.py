@@ -2,10 +2,12 @@
 
 Usage: mcp_client.py URL TOKEN — lists the tools, calls `get_ticket` twice (a known and an
 unknown ticket) and `create_ticket` once, and prints one JSON object with what came back.
-Exits 3 when the `mcp` package is not installed.
+Exits 3 when the `mcp` package is not installed. The client's own warnings (such as a
+session termination the server refused) are printed under `warnings`.
 """
 
 import json
+import logging
 import sys
 
 try:
@@ -30,8 +32,21 @@ def text_of(result):
     return [c.text for c in result.content if getattr(c, "type", "") == "text"]
 
 
+class Collect(logging.Handler):
+    """Keeps the text of every warning the client logs."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.texts = []
+
+    def emit(self, record):
+        self.texts.append(record.getMessage())
+
+
 async def main(url, token):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = {"Authorization": f"bearer {token}"} if token else {}
+    collect = Collect()
+    logging.getLogger().addHandler(collect)
     out = {}
     async with httpx.AsyncClient(headers=headers, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as streams:
@@ -47,6 +62,7 @@ async def main(url, token):
                 out["missing"] = {"text": text_of(missing), "is_error": bool(field(missing, "is_error", "isError"))}
                 created = await session.call_tool("create_ticket", {"title": "from mcp"})
                 out["created"] = {"text": text_of(created), "is_error": bool(field(created, "is_error", "isError"))}
+    out["warnings"] = collect.texts
     print(json.dumps(out))
 
 
