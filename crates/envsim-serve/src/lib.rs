@@ -348,7 +348,7 @@ fn session_config(request: &SessionRequest) -> SessionConfig {
     SessionConfig {
         mode: request.anchor,
         max_regenerations: request.max_regenerations,
-        verify: request.verify.clone(),
+        verify: request.verify,
         seed: request.seed,
     }
 }
