@@ -137,7 +137,9 @@ impl RunConfig {
 
 /// A deterministic subset of a benchmark: the samples whose prompt has at most
 /// `max_prompt_chars` characters (with the run's template), then the first `per_stratum` of
-/// every stratum (benchmark order), then the first `limit` of those.
+/// every stratum (benchmark order), then `limit` of those taken across the strata in turn
+/// (the first of each stratum, then the second of each, …), kept in benchmark order: a
+/// benchmark sorted by stratum would otherwise give a limit all from its first stratum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subset {
     /// Samples kept per stratum (difficult |Δ| values count as one stratum).
@@ -147,6 +149,11 @@ pub struct Subset {
     /// Only samples whose rendered prompt (system + user) has at most this many characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_prompt_chars: Option<usize>,
+    /// Whether `limit` takes samples across the strata in turn. Runs stored before it did
+    /// read as `false` and keep taking the first `limit`, so that resuming them selects what
+    /// they started with (the field is part of the run's hash).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub limit_across_strata: bool,
 }
 
 impl Subset {
@@ -160,6 +167,8 @@ impl Subset {
             per_stratum,
             limit,
             max_prompt_chars,
+            // Only a limit needs it: subsets without one hash as they did.
+            limit_across_strata: limit.is_some(),
         })
     }
 
@@ -181,10 +190,33 @@ impl Subset {
             *count += 1;
             kept.push(i);
         }
-        if let Some(limit) = self.limit {
-            kept.truncate(limit);
+        match self.limit {
+            Some(limit) if self.limit_across_strata && limit < kept.len() => {
+                // Each kept sample's rank within its stratum; take rank 0 of every stratum
+                // (in order of first appearance), then rank 1, … until the limit.
+                let mut seen: std::collections::HashMap<&str, usize> =
+                    std::collections::HashMap::new();
+                let mut ranked: Vec<(usize, usize, usize)> = Vec::with_capacity(kept.len());
+                let mut order: std::collections::HashMap<&str, usize> =
+                    std::collections::HashMap::new();
+                for &i in &kept {
+                    let next = order.len();
+                    let first = *order.entry(strata[i]).or_insert(next);
+                    let rank = seen.entry(strata[i]).or_insert(0);
+                    ranked.push((*rank, first, i));
+                    *rank += 1;
+                }
+                ranked.sort_unstable();
+                let mut chosen: Vec<usize> = ranked.iter().take(limit).map(|r| r.2).collect();
+                chosen.sort_unstable();
+                chosen
+            }
+            Some(limit) => {
+                kept.truncate(limit);
+                kept
+            }
+            None => kept,
         }
-        kept
     }
 }
 
@@ -276,11 +308,32 @@ mod tests {
                 .select(&strata, &[]),
             [0, 1]
         );
+        // A limit alone takes the strata in turn: a, b, c first.
         assert_eq!(
             Subset::new(None, Some(3), None)
                 .unwrap()
                 .select(&strata, &[]),
-            [0, 1, 2]
+            [0, 1, 4]
+        );
+        assert_eq!(
+            Subset::new(None, Some(5), None)
+                .unwrap()
+                .select(&strata, &[]),
+            [0, 1, 2, 4, 5]
+        );
+        // A benchmark sorted by stratum: the limit still spans them.
+        let sorted = ["f", "f", "f", "f", "s", "s", "n"];
+        let limited = Subset::new(None, Some(3), None).unwrap();
+        assert_eq!(limited.select(&sorted, &[]), [0, 4, 6]);
+        // A run stored before (no `limit_across_strata`) keeps its first samples.
+        let stored: Subset =
+            serde_json::from_value(json!({"per_stratum": null, "limit": 3})).unwrap();
+        assert_eq!(stored.select(&sorted, &[]), [0, 1, 2]);
+        assert_ne!(stored, limited);
+        // A subset without a limit serializes (and hashes) as before.
+        assert_eq!(
+            serde_json::to_value(Subset::new(Some(2), None, None).unwrap()).unwrap(),
+            json!({"per_stratum": 2, "limit": null})
         );
         assert_eq!(Subset::new(None, None, None), None);
         let mut a = openai(json!({}));

@@ -753,27 +753,59 @@ fn execute(
             attempts,
         }) => bail!(
             "stopped: the first {attempts} requests all failed, none succeeded: {first_error}\n{}\nnothing else was sent; run {} is stored (no sample finished in this attempt) and rerunning the same command resumes it",
-            hint_for(cause, base_url),
+            hint_for(cause, &first_error, base_url),
             report.record.run_id
         ),
         None => Ok(report),
     }
 }
 
-/// What to check for a cause of failure.
-fn hint_for(cause: &str, base_url: &str) -> String {
+/// What to check for a cause of failure, given the first error's text: a hint the server's
+/// own words support, not a guess (a 400 for a bad key is no context-length problem).
+fn hint_for(cause: &str, first_error: &str, base_url: &str) -> String {
     let url = if base_url.is_empty() {
         "--base-url".to_owned()
     } else {
         format!("--base-url ({base_url})")
     };
+    let said = first_error.to_lowercase();
+    let says = |words: &[&str]| words.iter().any(|w| said.contains(w));
     match cause {
         "connection refused" => format!("check that the server is running and listening there, and that {url} is right"),
         "DNS lookup failed" => format!("check the host name in {url}"),
         "HTTP 401" | "HTTP 403" => "check the API key (--api-key or OPENAI_API_KEY) and its permissions".to_owned(),
         "HTTP 404" => format!("check --model (the name the server serves: GET {}/models lists them) and that {url} ends in /v1", base_url.trim_end_matches('/')),
-        "HTTP 400" | "HTTP 422" => "the server rejects the requests as sent: if the prompts are too long, raise the server's context length, or use --max-prompt-chars or --template envsim-sliced; check --extra-body and --max-tokens".to_owned(),
+        "HTTP 400" | "HTTP 422" if says(&["api key", "api_key", "apikey", "unauthorized", "authentication", "credential", "permission"]) => {
+            "the server refuses the credentials: check the API key (--api-key or OPENAI_API_KEY)".to_owned()
+        }
+        "HTTP 400" | "HTTP 422" if says(&["context length", "context_length", "maximum context", "too long", "too many tokens", "max_tokens", "prompt is too", "token limit"]) => {
+            "the prompts do not fit: raise the server's context length, or use --max-prompt-chars or --template envsim-sliced, or lower --max-tokens".to_owned()
+        }
+        "HTTP 400" | "HTTP 422" if says(&["model"]) => {
+            "the server's message names the model: check --model (GET /models lists what it serves)".to_owned()
+        }
+        "HTTP 400" | "HTTP 422" => "the server rejects the requests as sent; its message (above) says why: check --extra-body, --max-tokens and --model against it".to_owned(),
         other => format!("check the server and {url} ({other})"),
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::hint_for;
+
+    /// A 400 gets the hint its text supports, and only that one.
+    #[test]
+    fn a_400_is_hinted_by_what_the_server_said() {
+        let url = "http://gw:4000/v1";
+        let key = hint_for("HTTP 400", "HTTP 400: {\"error\": {\"message\": \"Invalid API key provided\"}}", url);
+        assert!(key.contains("API key") && !key.contains("context length"), "{key}");
+        let long = hint_for("HTTP 400", "HTTP 400: This model's maximum context length is 4096 tokens", url);
+        assert!(long.contains("context length"), "{long}");
+        let other = hint_for("HTTP 422", "HTTP 422: field `temperature` must be at most 2", url);
+        assert!(!other.contains("context length") && other.contains("its message"), "{other}");
+        let model = hint_for("HTTP 400", "HTTP 400: model `gpt-9` does not exist", url);
+        assert!(model.contains("--model"), "{model}");
+        assert!(hint_for("connection refused", "", url).contains("http://gw:4000/v1"));
     }
 }
 
