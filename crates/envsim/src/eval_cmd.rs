@@ -753,7 +753,7 @@ fn execute(
             attempts,
         }) => bail!(
             "stopped: the first {attempts} requests all failed, none succeeded: {first_error}\n{}\nnothing else was sent; run {} is stored (no sample finished in this attempt) and rerunning the same command resumes it",
-            hint_for(cause, &first_error, base_url),
+            hint_for(cause, first_error, base_url),
             report.record.run_id
         ),
         None => Ok(report),
