@@ -72,11 +72,48 @@ pub fn system_prompt(env: &Environment) -> String {
         "You are an assistant that operates the {} system for its users, through the tools you are given. {about}",
         env.name
     );
-    if !env.notes.trim().is_empty() {
+    // A package's rules are in its generated description already ("Rules:"): only notes the
+    // description does not hold are added, so that no rule is said twice (in every export).
+    let unsaid: Vec<&str> = (env.notes.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !about.contains(line))
+        .collect();
+    if !unsaid.is_empty() {
         text.push_str("\n\nRules of the system:\n");
-        text.push_str(env.notes.trim());
+        text.push_str(&unsaid.join("\n"));
     }
     text
+}
+
+#[cfg(test)]
+mod prompt_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(description: &str, notes: &str) -> Environment {
+        let doc = json!({"openapi": "3.1.0", "info": {"title": "desk", "version": "1",
+                         "description": description}, "paths": {}});
+        Environment::from_description("desk", doc, notes.into(), 0.0).unwrap()
+    }
+
+    /// Rules the description states are not repeated; notes it lacks are added once.
+    #[test]
+    fn rules_are_said_once() {
+        let text = system_prompt(&env("Tickets.\n\nRules:\n- Be kind.\n", "Be kind."));
+        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
+        assert!(!text.contains("Rules of the system"));
+        let text = system_prompt(&env(
+            "Tickets.\n\nRules:\n- Be kind.\n",
+            "Be kind.\nClose on Fridays.",
+        ));
+        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
+        assert!(
+            text.ends_with("Rules of the system:\nClose on Fridays."),
+            "{text}"
+        );
+        let text = system_prompt(&env("Tickets.", ""));
+        assert!(text.ends_with("Tickets."), "{text}");
+    }
 }
 
 fn observation_text(observation: &Value) -> String {

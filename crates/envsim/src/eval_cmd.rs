@@ -1142,12 +1142,30 @@ mod hint_tests {
     #[test]
     fn a_400_is_hinted_by_what_the_server_said() {
         let url = "http://gw:4000/v1";
-        let key = hint_for("HTTP 400", "HTTP 400: {\"error\": {\"message\": \"Invalid API key provided\"}}", url);
-        assert!(key.contains("API key") && !key.contains("context length"), "{key}");
-        let long = hint_for("HTTP 400", "HTTP 400: This model's maximum context length is 4096 tokens", url);
+        let key = hint_for(
+            "HTTP 400",
+            "HTTP 400: {\"error\": {\"message\": \"Invalid API key provided\"}}",
+            url,
+        );
+        assert!(
+            key.contains("API key") && !key.contains("context length"),
+            "{key}"
+        );
+        let long = hint_for(
+            "HTTP 400",
+            "HTTP 400: This model's maximum context length is 4096 tokens",
+            url,
+        );
         assert!(long.contains("context length"), "{long}");
-        let other = hint_for("HTTP 422", "HTTP 422: field `temperature` must be at most 2", url);
-        assert!(!other.contains("context length") && other.contains("its message"), "{other}");
+        let other = hint_for(
+            "HTTP 422",
+            "HTTP 422: field `temperature` must be at most 2",
+            url,
+        );
+        assert!(
+            !other.contains("context length") && other.contains("its message"),
+            "{other}"
+        );
         let model = hint_for("HTTP 400", "HTTP 400: model `gpt-9` does not exist", url);
         assert!(model.contains("--model"), "{model}");
         assert!(hint_for("connection refused", "", url).contains("http://gw:4000/v1"));
