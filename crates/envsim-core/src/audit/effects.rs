@@ -78,9 +78,10 @@ pub struct ToolEffects {
     /// successes (a `clear_cart` walked only on empty carts is no evidence that it keeps
     /// cart entries).
     pub keeps: Option<BTreeSet<String>>,
-    /// The argument whose value is the key of what it creates, when the walks showed that
-    /// for every creation (at least [`MIN_EVIDENCE`] of them): `touch(file_name="a.txt")`
-    /// makes the file `a.txt`, so a later "a.txt not found" contradicts it.
+    /// The argument, not named like an id, whose value is the key of what it creates, when the
+    /// walks showed that for every creation (at least [`MIN_EVIDENCE`] of them):
+    /// `touch(file_name="a.txt")` makes the file `a.txt`, so a later "a.txt not found"
+    /// contradicts it.
     pub created_named_by: Option<String>,
     /// What its code can reach, where the code was read ([`Effects::with_code`]): bounds
     /// what a guess or missing evidence leaves open (a `scan_ticket` whose code touches
@@ -626,7 +627,10 @@ impl Effects {
                             .filter(|k| !a.contains_key(*k))
                             .map(|k| k.1)
                             .collect();
+                        // Names only: an id argument (`customer_id` keying the cart it
+                        // opens) is followed by the id-based checks, and keys another thing.
                         let naming: BTreeSet<String> = (step.arguments.iter())
+                            .filter(|(arg, _)| super::observed::id_noun(arg).is_none())
                             .filter(|(_, v)| v.as_str().is_some_and(|v| keys.contains(&v)))
                             .map(|(arg, _)| arg.clone())
                             .collect();

@@ -189,6 +189,32 @@ mod tests {
             Some("file_name")
         );
         assert_eq!(effects().of("cd").created_named_by, None);
+        // A creation keyed by an id argument is left to the id-based checks.
+        let cart = |id: &str, owners: &[&str]| {
+            let carts: serde_json::Map<String, Value> = (owners.iter())
+                .map(|o| ((*o).to_owned(), json!({"items": []})))
+                .collect();
+            AuditStep {
+                tool: "open_cart".into(),
+                arguments: json!({"customer_id": id}).as_object().cloned().unwrap(),
+                observation: json!({"ok": true}),
+                success: Some(true),
+                state_after: Arc::new(json!({"carts": carts})),
+            }
+        };
+        let walk = AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(json!({"carts": {}})),
+            steps: vec![
+                cart("C1", &["C1"]),
+                cart("C2", &["C1", "C2"]),
+                cart("C3", &["C1", "C2", "C3"]),
+            ],
+        };
+        assert_eq!(
+            Effects::learn(&[walk]).of("open_cart").created_named_by,
+            None
+        );
         // touch x, a read, then "x not found".
         let (checked, found) = flags(vec![
             call("touch", "x", true),
