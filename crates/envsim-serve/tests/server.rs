@@ -324,16 +324,7 @@ async fn the_python_mcp_client_lists_and_calls_a_sessions_tools() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), ServerConfig::default()).await;
     let c = reqwest::Client::new();
-    let created: Value = c
-        .post(format!("{}/sessions", server.url))
-        .body(json!({"env": "desk"}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = format!("{}{}", server.url, created["mcp"].as_str().unwrap());
+    let (created, url) = desk_session(&c, &server.url, None).await;
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../envsim/tests/data/mcp_client.py"
@@ -420,17 +411,7 @@ async fn the_mcp_endpoint_answers_json_rpc_errors_and_ends_sessions_with_200() {
         denied.headers()["www-authenticate"].to_str().unwrap(),
         "Bearer realm=\"envsim\""
     );
-    let created: Value = c
-        .post(format!("{}/sessions", server.url))
-        .header("authorization", "bearer s3cret")
-        .body(json!({"env": "desk"}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let url = format!("{}{}", server.url, created["mcp"].as_str().unwrap());
+    let (_, url) = desk_session(&c, &server.url, Some("bearer s3cret")).await;
     let post = |body: String| {
         c.post(&url)
             .bearer_auth("s3cret")
@@ -480,4 +461,22 @@ async fn the_mcp_endpoint_answers_json_rpc_errors_and_ends_sessions_with_200() {
         .unwrap();
     assert_eq!(ended.status().as_u16(), 200);
     server.stop().await;
+}
+
+/// Creates a session of the desk (with `authorization` as that header, when given): the
+/// creation's answer and the session's MCP URL.
+async fn desk_session(
+    c: &reqwest::Client,
+    base: &str,
+    authorization: Option<&str>,
+) -> (Value, String) {
+    let mut request = c
+        .post(format!("{base}/sessions"))
+        .body(json!({"env": "desk"}).to_string());
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let created: Value = request.send().await.unwrap().json().await.unwrap();
+    let url = format!("{base}{}", created["mcp"].as_str().unwrap());
+    (created, url)
 }

@@ -85,37 +85,6 @@ pub fn system_prompt(env: &Environment) -> String {
     text
 }
 
-#[cfg(test)]
-mod prompt_tests {
-    use super::*;
-    use serde_json::json;
-
-    fn env(description: &str, notes: &str) -> Environment {
-        let doc = json!({"openapi": "3.1.0", "info": {"title": "desk", "version": "1",
-                         "description": description}, "paths": {}});
-        Environment::from_description("desk", doc, notes.into(), 0.0).unwrap()
-    }
-
-    /// Rules the description states are not repeated; notes it lacks are added once.
-    #[test]
-    fn rules_are_said_once() {
-        let text = system_prompt(&env("Tickets.\n\nRules:\n- Be kind.\n", "Be kind."));
-        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
-        assert!(!text.contains("Rules of the system"));
-        let text = system_prompt(&env(
-            "Tickets.\n\nRules:\n- Be kind.\n",
-            "Be kind.\nClose on Fridays.",
-        ));
-        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
-        assert!(
-            text.ends_with("Rules of the system:\nClose on Fridays."),
-            "{text}"
-        );
-        let text = system_prompt(&env("Tickets.", ""));
-        assert!(text.ends_with("Tickets."), "{text}");
-    }
-}
-
 fn observation_text(observation: &Value) -> String {
     match observation {
         Value::String(s) => s.clone(),
@@ -408,4 +377,35 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
         }),
         truth,
     })
+}
+
+#[cfg(test)]
+mod prompt_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(description: &str, notes: &str) -> Environment {
+        let doc = json!({"openapi": "3.1.0", "info": {"title": "desk", "version": "1",
+                         "description": description}, "paths": {}});
+        Environment::from_description("desk", doc, notes.into(), 0.0).unwrap()
+    }
+
+    /// Rules the description states are not repeated; notes it lacks are added once.
+    #[test]
+    fn rules_are_said_once() {
+        let text = system_prompt(&env("Tickets.\n\nRules:\n- Be kind.\n", "Be kind."));
+        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
+        assert!(!text.contains("Rules of the system"));
+        let text = system_prompt(&env(
+            "Tickets.\n\nRules:\n- Be kind.\n",
+            "Be kind.\nClose on Fridays.",
+        ));
+        assert_eq!(text.matches("Be kind.").count(), 1, "{text}");
+        assert!(
+            text.ends_with("Rules of the system:\nClose on Fridays."),
+            "{text}"
+        );
+        let text = system_prompt(&env("Tickets.", ""));
+        assert!(text.ends_with("Tickets."), "{text}");
+    }
 }
