@@ -451,12 +451,11 @@ pub(crate) fn restates(
     })
 }
 
-/// Audits one trajectory.
+/// Audits one trajectory: its states read once into a [`History`], then every step through
+/// each of [`CHECKS`], one function per concern.
 pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit {
     let mut violations = Vec::new();
     let mut checked = 0usize;
-    // Per resource: the step that last removed it (for resurrections and reads after delete).
-    let mut removed_at: HashMap<KeyRef<'_>, usize> = HashMap::new();
     // Every id any state of the trajectory holds, by type.
     let mut all_ids: HashMap<&str, BTreeSet<std::borrow::Cow<'_, str>>> = HashMap::new();
     // The resources of every state, found once: index 0 is the initial state, k + 1 the state
@@ -495,445 +494,34 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         deltas.push(delta);
     }
     let mut transitions = Vec::with_capacity(trajectory.steps.len());
-
+    let mut history = History {
+        found: &found,
+        deltas: &deltas,
+        all_ids: &all_ids,
+        removed_at: HashMap::new(),
+        changes: &changes,
+    };
     for (k, step) in trajectory.steps.iter().enumerate() {
-        let fx = effects.of(&step.tool);
-        let changed = changes[k];
-        let site = Site {
+        let mut c = StepCheck {
+            k,
+            step,
+            fx: effects.of(&step.tool),
+            changed: history.changes[k],
             trajectory: &trajectory.id,
-            step: k,
-            tool: &step.tool,
-            effects: fx.source,
+            effects,
+            checked: 0,
+            violations: Vec::new(),
         };
-        let mut violation = |kind: ViolationKind,
-                             resource: Option<String>,
-                             field: Option<String>,
-                             conflicting_step: Option<usize>,
-                             explanation: String| {
-            violations.push(site.violation(kind, resource, field, conflicting_step, explanation));
-        };
-        // Outcome and change.
-        match step.success {
-            Some(true) if fx.success_changes && !restates(&found[k], &step.arguments) => {
-                checked += 1;
-                if !changed {
-                    violation(
-                        ViolationKind::SuccessWithoutChange,
-                        None,
-                        None,
-                        None,
-                        format!("{} reports success but the state did not change; its successes always change it", step.tool),
-                    );
-                }
-            }
-            Some(false) if fx.failure_keeps => {
-                checked += 1;
-                if changed {
-                    violation(
-                        ViolationKind::FailureWithChange,
-                        None,
-                        None,
-                        None,
-                        format!("{} reports failure but the state changed; its failures never change it", step.tool),
-                    );
-                }
-            }
-            _ => {}
+        for check in CHECKS {
+            check(&mut c, &mut history);
         }
-        // The response's shape.
-        if step.success == Some(true) {
-            if let Some(problems) = effects.shape_problems(&step.tool, &step.observation) {
-                checked += 1;
-                if !problems.is_empty() {
-                    violation(
-                        ViolationKind::ResponseShape,
-                        None,
-                        None,
-                        None,
-                        format!("{} responds with {}", step.tool, problems.join("; ")),
-                    );
-                }
-            }
-        }
-        // What a successful change wrote, against what its walks showed it writes.
-        if step.success == Some(true) && changed {
-            let writes = effects.writes_of(&step.tool);
-            let target = writes
-                .target
-                .as_ref()
-                .and_then(|a| step.arguments.get(a))
-                .and_then(implied::id_text)
-                .and_then(|id| {
-                    found[k + 1]
-                        .keys()
-                        .find(|key| {
-                            !key.0.contains('*')
-                                && key.1 == id
-                                && writes
-                                    .target_collection
-                                    .as_deref()
-                                    .is_none_or(|c| key.0 == c)
-                        })
-                        .cloned()
-                });
-            if let (EffectSource::Observed, Some(tkey)) = (writes.source, &target) {
-                let shown = label_of(&tkey.0, tkey.1);
-                let after = found[k + 1].get(tkey).and_then(|v| v.as_object());
-                let before = found[k].get(tkey).and_then(|v| v.as_object());
-                if let Some(after) = after {
-                    for (field, value) in writes.fields_set(&step.arguments, None, None) {
-                        // A write seen a few times may be a coincidence of the walks (a status
-                        // that depends on a condition they never met): only well-evidenced
-                        // ones are held to.
-                        if writes.write_evidence.get(&field).copied().unwrap_or(0)
-                            < implied::ONLY_TARGET_EVIDENCE
-                        {
-                            continue;
-                        }
-                        checked += 1;
-                        if !after.get(&field).is_some_and(|v| implied::same(v, &value)) {
-                            let now = after
-                                .get(&field)
-                                .map_or("nothing".to_owned(), Value::to_string);
-                            violation(
-                                ViolationKind::WriteNotApplied,
-                                Some(shown.clone()),
-                                Some(field.clone()),
-                                None,
-                                format!("{} succeeds but {shown}.{field} is {now}; its walks always set it to {value}", step.tool),
-                            );
-                        }
-                    }
-                    // The answer reports the changed fields with their new values, not the old
-                    // ones (a stale observation of a right state).
-                    if let (Some(answer), Some(before)) =
-                        (observed::unwrapped(&step.observation), before)
-                    {
-                        for (field, reported) in answer {
-                            let (Some(stored), Some(old)) = (after.get(field), before.get(field))
-                            else {
-                                continue;
-                            };
-                            if reported.is_object()
-                                || reported.is_array()
-                                || old == stored
-                                || writes.reported_differs.contains(field)
-                            {
-                                continue;
-                            }
-                            checked += 1;
-                            if reported == old {
-                                violation(
-                                    ViolationKind::StaleRead,
-                                    Some(shown.clone()),
-                                    Some(field.clone()),
-                                    None,
-                                    format!("{} answers {field} = {reported}, the value it had before; it set {shown}.{field} to {stored}", step.tool),
-                                );
-                            }
-                        }
-                    }
-                }
-                // Other resources, for a tool that changes nothing but its target.
-                if writes.only_target && writes.changes_seen >= implied::ONLY_TARGET_EVIDENCE {
-                    checked += 1;
-                    let elsewhere = found[k + 1]
-                        .iter()
-                        .find(|(key, value)| {
-                            !key.0.contains('*')
-                                && *key != tkey
-                                && found[k].get(*key) != Some(*value)
-                        })
-                        .map(|(key, _)| label_of(&key.0, key.1));
-                    if let Some(other) = elsewhere {
-                        violation(
-                            ViolationKind::SpuriousWrite,
-                            Some(other.clone()),
-                            None,
-                            None,
-                            format!("{} changes {other}; its walks only ever changed what it names ({shown})", step.tool),
-                        );
-                    }
-                }
-            }
-        }
-        // A failure that says a resource it names is not found, when the state holds it.
-        if step.success == Some(false) && observed::says_not_found(&step.observation) {
-            let text = match &step.observation {
-                Value::String(t) => t.clone(),
-                other => other.to_string(),
-            };
-            // Only a call that names one id, quoted by the text: with a parent's id too, "not
-            // found" may mean "not under that parent".
-            let ids: Vec<&str> = step
-                .arguments
-                .iter()
-                .filter(|(arg, _)| observed::id_noun(arg).is_some())
-                .filter_map(|(_, v)| v.as_str())
-                .collect();
-            let quoted = match ids.as_slice() {
-                [id] if observed::mentions(&text, id) => Some(*id),
-                _ => None,
-            };
-            if let Some(id) = quoted {
-                checked += 1;
-                // The resource with that id whose type the text names ("Access code D4 not
-                // found" is not about device D4).
-                let lower = text.to_lowercase();
-                let held = all_ids.get(id).and_then(|kinds| {
-                    // Top-level resources only: a nested one is "not found" under another
-                    // parent.
-                    kinds
-                        .iter()
-                        .filter(|kind| !kind.contains('*'))
-                        .find(|kind| {
-                            let noun =
-                                observed::singular(kind.rsplit('/').next().unwrap_or_default())
-                                    .replace('_', " ");
-                            lower.contains(&noun) && found[k].contains_key(&((*kind).clone(), id))
-                        })
-                });
-                if let Some(kind) = held {
-                    violation(
-                        ViolationKind::ErrorContradictsState,
-                        Some(label_of(kind, id)),
-                        None,
-                        None,
-                        format!(
-                            "{} says {id} is not found; the state holds {}",
-                            step.tool,
-                            label_of(kind, id)
-                        ),
-                    );
-                }
-            }
-        }
-        // Resources that appear or vanish.
-        if changed {
-            let (added, removed) = &deltas[k];
-            // Only top-level resources: nested ones come and go with their parents and with
-            // updates of them.
-            let created = added.iter().filter(|key| !key.0.contains('*')).count();
-            for key in added.iter().copied().filter(|key| !key.0.contains('*')) {
-                checked += 1;
-                let may_create = fx.may_create(&key.0, key.1, &step.arguments);
-                if may_create && created > fx.max_created {
-                    violation(
-                        ViolationKind::AppearedWithoutCreate,
-                        Some(label_of(&key.0, key.1)),
-                        None,
-                        None,
-                        format!(
-                            "{created} resources appear under {}, which creates at most {}",
-                            step.tool, fx.max_created
-                        ),
-                    );
-                } else if !may_create {
-                    let earlier = removed_at.get(key).copied();
-                    let why = match earlier {
-                        Some(j) => format!("{} reappears after step {j} removed it, under {} which never creates {}", label_of(&key.0, key.1), step.tool, key.0),
-                        None => format!("{} appears under {} which never creates {}", label_of(&key.0, key.1), step.tool, key.0),
-                    };
-                    violation(
-                        ViolationKind::AppearedWithoutCreate,
-                        Some(label_of(&key.0, key.1)),
-                        None,
-                        earlier,
-                        why,
-                    );
-                }
-            }
-            for key in removed.iter().copied() {
-                removed_at.insert(key.clone(), k);
-                if key.0.contains('*') {
-                    continue;
-                }
-                checked += 1;
-                let resource = label_of(&key.0, key.1);
-                let why = if !fx.may_delete(&key.0, key.1, &step.arguments) {
-                    Some(format!(
-                        "{resource} vanishes under {} which never deletes {}",
-                        step.tool, key.0
-                    ))
-                } else if fx.deletes_named_only && !names_of(&step.arguments, &key.0, key.1) {
-                    Some(format!(
-                        "{resource} vanishes under {}, which deletes only what its arguments name",
-                        step.tool
-                    ))
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    violation(
-                        ViolationKind::VanishedWithoutDelete,
-                        Some(resource),
-                        None,
-                        None,
-                        why,
-                    );
-                }
-            }
-        }
-        // Referential integrity: what a created resource refers to by id exists, when the state
-        // has a collection of that kind.
-        if changed && deltas[k].0.iter().any(|key| !key.0.contains('*')) {
-            let after = &found[k + 1];
-            // Top-level collections by the singular of their name (`customers` → `customer`).
-            let mut collections: BTreeMap<String, &str> = BTreeMap::new();
-            for (kind, _) in after.keys().filter(|key| !key.0.contains('*')) {
-                collections
-                    .entry(observed::singular(kind))
-                    .or_insert(kind.as_ref());
-            }
-            for key in deltas[k].0.iter().filter(|key| !key.0.contains('*')) {
-                let Some(Value::Object(fields)) = after.get(*key) else {
-                    continue;
-                };
-                for (field, value) in fields {
-                    let (Some(noun), Some(id)) = (observed::id_noun(field), value.as_str()) else {
-                        continue;
-                    };
-                    let Some(kind) = collections.get(&noun) else {
-                        continue;
-                    };
-                    checked += 1;
-                    if !after.contains_key(&(std::borrow::Cow::Borrowed(*kind), id)) {
-                        violation(
-                            ViolationKind::DanglingReference,
-                            Some(label_of(&key.0, key.1)),
-                            Some(field.clone()),
-                            None,
-                            format!(
-                                "{} creates {} with {field} = {id:?}, and {kind} holds no {id}",
-                                step.tool,
-                                label_of(&key.0, key.1)
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        // Reads: ids named by the arguments, fields returned by the observation.
-        if step.success == Some(true) && fx.read_only {
-            let current = &found[k + 1];
-            let mut named: Vec<KeyRef<'_>> = Vec::new();
-            for (arg, value) in &step.arguments {
-                let Some(id) = value.as_str() else { continue };
-                let lower = arg.to_lowercase();
-                if !(lower == "id" || lower.ends_with("_id") || lower.ends_with("id")) {
-                    continue;
-                }
-                checked += 1;
-                match all_ids.get(id) {
-                    // A phantom only when the call returned a record for it (a list that finds
-                    // nothing for an unknown id is right).
-                    None if returns_record(&step.observation) => violation(
-                        ViolationKind::PhantomId,
-                        None,
-                        Some(arg.clone()),
-                        None,
-                        format!(
-                            "{} succeeds on {arg} = {id:?}, which no state of the trajectory holds",
-                            step.tool
-                        ),
-                    ),
-                    None => {}
-                    Some(kinds) => {
-                        let keys: Vec<KeyRef<'_>> =
-                            kinds.iter().map(|kind| (kind.clone(), id)).collect();
-                        if keys.iter().all(|key| !current.contains_key(key)) {
-                            let gone = keys
-                                .iter()
-                                .find_map(|key| removed_at.get(key).map(|s| (key, *s)));
-                            if let Some((key, j)) = gone {
-                                violation(
-                                    ViolationKind::ReadAfterDelete,
-                                    Some(label_of(&key.0, key.1)),
-                                    Some(arg.clone()),
-                                    Some(j),
-                                    format!(
-                                        "{} succeeds on {}, which step {j} removed",
-                                        step.tool,
-                                        label_of(&key.0, key.1)
-                                    ),
-                                );
-                            }
-                        }
-                        named.extend(keys.into_iter().filter(|key| current.contains_key(key)));
-                    }
-                }
-            }
-            // The observation object that best matches each named resource, field by field.
-            let mut returned = Vec::new();
-            objects(&step.observation, &mut returned);
-            for key in &named {
-                let Some(resource) = current.get(key) else {
-                    continue;
-                };
-                let truth = scalars(resource);
-                // An object describes the resource when at least two of its fields equal the
-                // resource's and at least half of its fields are the resource's fields (a
-                // folio that quotes a reservation's id is not the reservation).
-                let best = returned
-                    .iter()
-                    .map(|o| {
-                        let seen = scalars(o);
-                        let same = seen
-                            .iter()
-                            .filter(|(f, v)| truth.get(*f) == Some(v))
-                            .count();
-                        let shared = seen.keys().filter(|f| truth.contains_key(*f)).count();
-                        (same, shared, seen)
-                    })
-                    .filter(|(same, shared, seen)| *same >= 2 && 2 * shared >= seen.len())
-                    .max_by_key(|(same, _, _)| *same)
-                    .map(|(_, _, seen)| seen);
-                let Some(seen) = best else { continue };
-                for (field, value) in seen {
-                    let Some(actual) = truth.get(field) else {
-                        continue;
-                    };
-                    checked += 1;
-                    if *actual == value {
-                        continue;
-                    }
-                    // The latest earlier state with the returned value, and the step that set
-                    // it there (`None`: the initial state had it).
-                    let value_at = |i: usize| found[i].get(key).and_then(|r| r.get(field));
-                    let past = (0..=k)
-                        .rev()
-                        .find(|&i| value_at(i) == Some(value))
-                        .map(|i| {
-                            let mut start = i;
-                            while start > 0 && value_at(start - 1) == Some(value) {
-                                start -= 1;
-                            }
-                            start.checked_sub(1)
-                        });
-                    let (conflict, why) = match past {
-                        Some(set) => (
-                            set,
-                            format!("{} returns {}.{field} = {value}, a value it had before; it is {actual}", step.tool, label_of(&key.0, key.1)),
-                        ),
-                        None => (
-                            None,
-                            format!("{} returns {}.{field} = {value}; the state holds {actual}", step.tool, label_of(&key.0, key.1)),
-                        ),
-                    };
-                    violation(
-                        ViolationKind::StaleRead,
-                        Some(label_of(&key.0, key.1)),
-                        Some(field.to_owned()),
-                        conflict,
-                        why,
-                    );
-                }
-            }
-        }
+        checked += c.checked;
+        violations.append(&mut c.violations);
+        let (added, removed) = &history.deltas[k];
         transitions.push(bias::transition_kind(
-            changed,
-            !deltas[k].0.is_empty(),
-            !deltas[k].1.is_empty(),
+            c.changed,
+            !added.is_empty(),
+            !removed.is_empty(),
             step.success,
         ));
     }
@@ -943,6 +531,520 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         checked,
         violations,
         transitions,
+    }
+}
+
+/// The checks of one step, in report order.
+const CHECKS: [fn(&mut StepCheck<'_, '_>, &mut History<'_, '_>); 7] = [
+    outcome,
+    response_shape,
+    writes,
+    error_contradicts_state,
+    appear_and_vanish,
+    dangling_references,
+    reads,
+];
+
+/// Resources a step added and removed, borrowed from the states' resource maps.
+type Delta<'h, 't> = (Vec<&'h KeyRef<'t>>, Vec<&'h KeyRef<'t>>);
+
+/// What the checks know of a trajectory's states: read once, before any step is checked.
+struct History<'h, 't> {
+    /// The resources of every state: index 0 is the initial state, k + 1 the state after step
+    /// k (unchanged states share the map of the state before).
+    found: &'h [std::rc::Rc<BTreeMap<KeyRef<'t>, &'t Value>>],
+    /// Per step: the resources it added and removed (empty when the state did not change).
+    deltas: &'h [Delta<'h, 't>],
+    /// Every id any state of the trajectory holds, by type.
+    all_ids: &'h HashMap<&'t str, BTreeSet<std::borrow::Cow<'t, str>>>,
+    /// Per resource: the step that last removed it (for resurrections and reads after
+    /// delete), filled as the steps are checked.
+    removed_at: HashMap<KeyRef<'t>, usize>,
+    /// Whether each step changed the state.
+    changes: &'h [bool],
+}
+
+/// One step under check: what it is, and what its checks found.
+struct StepCheck<'s, 't> {
+    k: usize,
+    step: &'t AuditStep,
+    fx: ToolEffects,
+    changed: bool,
+    trajectory: &'s str,
+    effects: &'s Effects,
+    checked: usize,
+    violations: Vec<Violation>,
+}
+
+impl StepCheck<'_, '_> {
+    /// Records a violation at this step.
+    fn violation(
+        &mut self,
+        kind: ViolationKind,
+        resource: Option<String>,
+        field: Option<String>,
+        conflicting_step: Option<usize>,
+        explanation: String,
+    ) {
+        let site = Site {
+            trajectory: self.trajectory,
+            step: self.k,
+            tool: &self.step.tool,
+            effects: self.fx.source,
+        };
+        self.violations
+            .push(site.violation(kind, resource, field, conflicting_step, explanation));
+    }
+}
+
+/// Outcome and change: a success that changes nothing from a tool whose successes always change the state, a failure that changes it from one whose failures never do.
+fn outcome(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    match c.step.success {
+        Some(true) if c.fx.success_changes && !restates(&h.found[c.k], &c.step.arguments) => {
+            c.checked += 1;
+            if !c.changed {
+                c.violation(
+                    ViolationKind::SuccessWithoutChange,
+                    None,
+                    None,
+                    None,
+                    format!("{} reports success but the state did not change; its successes always change it", c.step.tool),
+                );
+            }
+        }
+        Some(false) if c.fx.failure_keeps => {
+            c.checked += 1;
+            if c.changed {
+                c.violation(
+                    ViolationKind::FailureWithChange,
+                    None,
+                    None,
+                    None,
+                    format!(
+                        "{} reports failure but the state changed; its failures never change it",
+                        c.step.tool
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The response's shape against the tool's learned successful responses.
+fn response_shape(c: &mut StepCheck<'_, '_>, _: &mut History<'_, '_>) {
+    if c.step.success == Some(true) {
+        if let Some(problems) = c.effects.shape_problems(&c.step.tool, &c.step.observation) {
+            c.checked += 1;
+            if !problems.is_empty() {
+                c.violation(
+                    ViolationKind::ResponseShape,
+                    None,
+                    None,
+                    None,
+                    format!("{} responds with {}", c.step.tool, problems.join("; ")),
+                );
+            }
+        }
+    }
+}
+
+/// What a successful change wrote, against what its walks showed it writes: fields it always sets, its answer's report of them, and other resources it never touches.
+fn writes(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    if c.step.success == Some(true) && c.changed {
+        let writes = c.effects.writes_of(&c.step.tool);
+        let target = writes
+            .target
+            .as_ref()
+            .and_then(|a| c.step.arguments.get(a))
+            .and_then(implied::id_text)
+            .and_then(|id| {
+                h.found[c.k + 1]
+                    .keys()
+                    .find(|key| {
+                        !key.0.contains('*')
+                            && key.1 == id
+                            && writes
+                                .target_collection
+                                .as_deref()
+                                .is_none_or(|c| key.0 == c)
+                    })
+                    .cloned()
+            });
+        if let (EffectSource::Observed, Some(tkey)) = (writes.source, &target) {
+            let shown = label_of(&tkey.0, tkey.1);
+            let after = h.found[c.k + 1].get(tkey).and_then(|v| v.as_object());
+            let before = h.found[c.k].get(tkey).and_then(|v| v.as_object());
+            if let Some(after) = after {
+                for (field, value) in writes.fields_set(&c.step.arguments, None, None) {
+                    // A write seen a few times may be a coincidence of the walks (a status
+                    // that depends on a condition they never met): only well-evidenced
+                    // ones are held to.
+                    if writes.write_evidence.get(&field).copied().unwrap_or(0)
+                        < implied::ONLY_TARGET_EVIDENCE
+                    {
+                        continue;
+                    }
+                    c.checked += 1;
+                    if !after.get(&field).is_some_and(|v| implied::same(v, &value)) {
+                        let now = after
+                            .get(&field)
+                            .map_or("nothing".to_owned(), Value::to_string);
+                        c.violation(
+                            ViolationKind::WriteNotApplied,
+                            Some(shown.clone()),
+                            Some(field.clone()),
+                            None,
+                            format!("{} succeeds but {shown}.{field} is {now}; its walks always set it to {value}", c.step.tool),
+                        );
+                    }
+                }
+                // The answer reports the c.changed fields with their new values, not the old
+                // ones (a stale observation of a right state).
+                if let (Some(answer), Some(before)) =
+                    (observed::unwrapped(&c.step.observation), before)
+                {
+                    for (field, reported) in answer {
+                        let (Some(stored), Some(old)) = (after.get(field), before.get(field))
+                        else {
+                            continue;
+                        };
+                        if reported.is_object()
+                            || reported.is_array()
+                            || old == stored
+                            || writes.reported_differs.contains(field)
+                        {
+                            continue;
+                        }
+                        c.checked += 1;
+                        if reported == old {
+                            c.violation(
+                                ViolationKind::StaleRead,
+                                Some(shown.clone()),
+                                Some(field.clone()),
+                                None,
+                                format!("{} answers {field} = {reported}, the value it had before; it set {shown}.{field} to {stored}", c.step.tool),
+                            );
+                        }
+                    }
+                }
+            }
+            // Other resources, for a tool that changes nothing but its target.
+            if writes.only_target && writes.changes_seen >= implied::ONLY_TARGET_EVIDENCE {
+                c.checked += 1;
+                let elsewhere = h.found[c.k + 1]
+                    .iter()
+                    .find(|(key, value)| {
+                        !key.0.contains('*')
+                            && *key != tkey
+                            && h.found[c.k].get(*key) != Some(*value)
+                    })
+                    .map(|(key, _)| label_of(&key.0, key.1));
+                if let Some(other) = elsewhere {
+                    c.violation(
+                        ViolationKind::SpuriousWrite,
+                        Some(other.clone()),
+                        None,
+                        None,
+                        format!("{} changes {other}; its walks only ever changed what it names ({shown})", c.step.tool),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A failure that says a resource it names is not found, when the state holds it.
+fn error_contradicts_state(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    if c.step.success == Some(false) && observed::says_not_found(&c.step.observation) {
+        let text = match &c.step.observation {
+            Value::String(t) => t.clone(),
+            other => other.to_string(),
+        };
+        // Only a call that names one id, quoted by the text: with a parent's id too, "not
+        // found" may mean "not under that parent".
+        let ids: Vec<&str> = c
+            .step
+            .arguments
+            .iter()
+            .filter(|(arg, _)| observed::id_noun(arg).is_some())
+            .filter_map(|(_, v)| v.as_str())
+            .collect();
+        let quoted = match ids.as_slice() {
+            [id] if observed::mentions(&text, id) => Some(*id),
+            _ => None,
+        };
+        if let Some(id) = quoted {
+            c.checked += 1;
+            // The resource with that id whose type the text names ("Access code D4 not
+            // found" is not about device D4).
+            let lower = text.to_lowercase();
+            let held = h.all_ids.get(id).and_then(|kinds| {
+                // Top-level resources only: a nested one is "not found" under another
+                // parent.
+                kinds
+                    .iter()
+                    .filter(|kind| !kind.contains('*'))
+                    .find(|kind| {
+                        let noun = observed::singular(kind.rsplit('/').next().unwrap_or_default())
+                            .replace('_', " ");
+                        lower.contains(&noun) && h.found[c.k].contains_key(&((*kind).clone(), id))
+                    })
+            });
+            if let Some(kind) = held {
+                c.violation(
+                    ViolationKind::ErrorContradictsState,
+                    Some(label_of(kind, id)),
+                    None,
+                    None,
+                    format!(
+                        "{} says {id} is not found; the state holds {}",
+                        c.step.tool,
+                        label_of(kind, id)
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Resources that appear or vanish (top-level ones) under tools that never create or delete their type.
+fn appear_and_vanish(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    if c.changed {
+        let (added, removed) = &h.deltas[c.k];
+        // Only top-level resources: nested ones come and go with their parents and with
+        // updates of them.
+        let created = added.iter().filter(|key| !key.0.contains('*')).count();
+        for key in added.iter().copied().filter(|key| !key.0.contains('*')) {
+            c.checked += 1;
+            let may_create = c.fx.may_create(&key.0, key.1, &c.step.arguments);
+            if may_create && created > c.fx.max_created {
+                c.violation(
+                    ViolationKind::AppearedWithoutCreate,
+                    Some(label_of(&key.0, key.1)),
+                    None,
+                    None,
+                    format!(
+                        "{created} resources appear under {}, which creates at most {}",
+                        c.step.tool, c.fx.max_created
+                    ),
+                );
+            } else if !may_create {
+                let earlier = h.removed_at.get(key).copied();
+                let why = match earlier {
+                    Some(j) => format!(
+                        "{} reappears after step {j} removed it, under {} which never creates {}",
+                        label_of(&key.0, key.1),
+                        c.step.tool,
+                        key.0
+                    ),
+                    None => format!(
+                        "{} appears under {} which never creates {}",
+                        label_of(&key.0, key.1),
+                        c.step.tool,
+                        key.0
+                    ),
+                };
+                c.violation(
+                    ViolationKind::AppearedWithoutCreate,
+                    Some(label_of(&key.0, key.1)),
+                    None,
+                    earlier,
+                    why,
+                );
+            }
+        }
+        for key in removed.iter().copied() {
+            h.removed_at.insert(key.clone(), c.k);
+            if key.0.contains('*') {
+                continue;
+            }
+            c.checked += 1;
+            let resource = label_of(&key.0, key.1);
+            let why = if !c.fx.may_delete(&key.0, key.1, &c.step.arguments) {
+                Some(format!(
+                    "{resource} vanishes under {} which never deletes {}",
+                    c.step.tool, key.0
+                ))
+            } else if c.fx.deletes_named_only && !names_of(&c.step.arguments, &key.0, key.1) {
+                Some(format!(
+                    "{resource} vanishes under {}, which deletes only what its arguments name",
+                    c.step.tool
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                c.violation(
+                    ViolationKind::VanishedWithoutDelete,
+                    Some(resource),
+                    None,
+                    None,
+                    why,
+                );
+            }
+        }
+    }
+}
+
+/// Referential integrity: what a created resource refers to by id exists, when the state has a collection of that kind.
+fn dangling_references(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    if c.changed && h.deltas[c.k].0.iter().any(|key| !key.0.contains('*')) {
+        let after = &h.found[c.k + 1];
+        // Top-level collections by the singular of their name (`customers` → `customer`).
+        let mut collections: BTreeMap<String, &str> = BTreeMap::new();
+        for (kind, _) in after.keys().filter(|key| !key.0.contains('*')) {
+            collections
+                .entry(observed::singular(kind))
+                .or_insert(kind.as_ref());
+        }
+        for key in h.deltas[c.k].0.iter().filter(|key| !key.0.contains('*')) {
+            let Some(Value::Object(fields)) = after.get(*key) else {
+                continue;
+            };
+            for (field, value) in fields {
+                let (Some(noun), Some(id)) = (observed::id_noun(field), value.as_str()) else {
+                    continue;
+                };
+                let Some(kind) = collections.get(&noun) else {
+                    continue;
+                };
+                c.checked += 1;
+                if !after.contains_key(&(std::borrow::Cow::Borrowed(*kind), id)) {
+                    c.violation(
+                        ViolationKind::DanglingReference,
+                        Some(label_of(&key.0, key.1)),
+                        Some(field.clone()),
+                        None,
+                        format!(
+                            "{} creates {} with {field} = {id:?}, and {kind} holds no {id}",
+                            c.step.tool,
+                            label_of(&key.0, key.1)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Reads: ids named by the arguments (phantoms, reads after a delete), and the fields the observation returns against the resource's current ones (stale reads).
+fn reads(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
+    if c.step.success == Some(true) && c.fx.read_only {
+        let current = &h.found[c.k + 1];
+        let mut named: Vec<KeyRef<'_>> = Vec::new();
+        for (arg, value) in &c.step.arguments {
+            let Some(id) = value.as_str() else { continue };
+            let lower = arg.to_lowercase();
+            if !(lower == "id" || lower.ends_with("_id") || lower.ends_with("id")) {
+                continue;
+            }
+            c.checked += 1;
+            match h.all_ids.get(id) {
+                // A phantom only when the call returned a record for it (a list that finds
+                // nothing for an unknown id is right).
+                None if returns_record(&c.step.observation) => c.violation(
+                    ViolationKind::PhantomId,
+                    None,
+                    Some(arg.clone()),
+                    None,
+                    format!(
+                        "{} succeeds on {arg} = {id:?}, which no state of the trajectory holds",
+                        c.step.tool
+                    ),
+                ),
+                None => {}
+                Some(kinds) => {
+                    let keys: Vec<KeyRef<'_>> =
+                        kinds.iter().map(|kind| (kind.clone(), id)).collect();
+                    if keys.iter().all(|key| !current.contains_key(key)) {
+                        let gone = keys
+                            .iter()
+                            .find_map(|key| h.removed_at.get(key).map(|s| (key, *s)));
+                        if let Some((key, j)) = gone {
+                            c.violation(
+                                ViolationKind::ReadAfterDelete,
+                                Some(label_of(&key.0, key.1)),
+                                Some(arg.clone()),
+                                Some(j),
+                                format!(
+                                    "{} succeeds on {}, which step {j} removed",
+                                    c.step.tool,
+                                    label_of(&key.0, key.1)
+                                ),
+                            );
+                        }
+                    }
+                    named.extend(keys.into_iter().filter(|key| current.contains_key(key)));
+                }
+            }
+        }
+        // The observation object that best matches each named resource, field by field.
+        let mut returned = Vec::new();
+        objects(&c.step.observation, &mut returned);
+        for key in &named {
+            let Some(resource) = current.get(key) else {
+                continue;
+            };
+            let truth = scalars(resource);
+            // An object describes the resource when at least two of its fields equal the
+            // resource's and at least half of its fields are the resource's fields (a
+            // folio that quotes a reservation's id is not the reservation).
+            let best = returned
+                .iter()
+                .map(|o| {
+                    let seen = scalars(o);
+                    let same = seen
+                        .iter()
+                        .filter(|(f, v)| truth.get(*f) == Some(v))
+                        .count();
+                    let shared = seen.keys().filter(|f| truth.contains_key(*f)).count();
+                    (same, shared, seen)
+                })
+                .filter(|(same, shared, seen)| *same >= 2 && 2 * shared >= seen.len())
+                .max_by_key(|(same, _, _)| *same)
+                .map(|(_, _, seen)| seen);
+            let Some(seen) = best else { continue };
+            for (field, value) in seen {
+                let Some(actual) = truth.get(field) else {
+                    continue;
+                };
+                c.checked += 1;
+                if *actual == value {
+                    continue;
+                }
+                // The latest earlier state with the returned value, and the step that set
+                // it there (`None`: the initial state had it).
+                let value_at = |i: usize| h.found[i].get(key).and_then(|r| r.get(field));
+                let past = (0..=c.k)
+                    .rev()
+                    .find(|&i| value_at(i) == Some(value))
+                    .map(|i| {
+                        let mut start = i;
+                        while start > 0 && value_at(start - 1) == Some(value) {
+                            start -= 1;
+                        }
+                        start.checked_sub(1)
+                    });
+                let (conflict, why) = match past {
+                    Some(set) => (
+                        set,
+                        format!("{} returns {}.{field} = {value}, a value it had before; it is {actual}", c.step.tool, label_of(&key.0, key.1)),
+                    ),
+                    None => (
+                        None,
+                        format!("{} returns {}.{field} = {value}; the state holds {actual}", c.step.tool, label_of(&key.0, key.1)),
+                    ),
+                };
+                c.violation(
+                    ViolationKind::StaleRead,
+                    Some(label_of(&key.0, key.1)),
+                    Some(field.to_owned()),
+                    conflict,
+                    why,
+                );
+            }
+        }
     }
 }
 
