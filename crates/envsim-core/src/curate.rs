@@ -20,7 +20,7 @@
 
 use crate::audit::{resource_changes, ResourceChange};
 use crate::rng::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -47,6 +47,10 @@ pub struct Item {
     pub finish: String,
     /// Whether the final state equals the executor's replay (absent without code).
     pub final_state_equal: Option<bool>,
+    /// Calls an error-path task made to fail, answered as failures (`deliberate_errors` of a
+    /// synthesis record; 0 for other records): as training targets they teach the failing
+    /// call, so curation counts them and can drop or mask them.
+    pub deliberate_errors: usize,
     /// What it covers.
     pub features: Features,
 }
@@ -152,6 +156,15 @@ impl Item {
                 uncertain += 1;
             }
         }
+        let deliberate_errors = match record.get("deliberate_errors") {
+            None | Some(Value::Null) => 0,
+            Some(Value::Array(calls)) => calls.len(),
+            Some(_) => {
+                return Err(RecordError(format!(
+                    "{id}: `deliberate_errors` is not a list"
+                )))
+            }
+        };
         let scores = record.get("scores").unwrap_or(&Value::Null);
         Ok(Item {
             id,
@@ -174,6 +187,7 @@ impl Item {
             final_state_equal: record
                 .pointer("/truth/final_state_equal")
                 .and_then(Value::as_bool),
+            deliberate_errors,
             features,
         })
     }
@@ -239,7 +253,7 @@ fn edges(before: &Value, after: &Value, success: Option<bool>) -> BTreeSet<Strin
 }
 
 /// Weights of the scores in an item's consistency.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Weights {
     /// SCS.
     pub scs: f64,
@@ -261,7 +275,7 @@ impl Default for Weights {
 
 /// Minimums per score; an item without a score passes that minimum (it cannot be judged by
 /// it), unless `require_scores` is set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     /// Least SCS.
     pub min_scs: Option<f64>,
@@ -455,7 +469,7 @@ pub fn pareto_select(items: &[Item], weights: &Weights, count: usize) -> Vec<usi
 }
 
 /// Diversity measures of a set of items.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Diversity {
     /// Items.
     pub items: usize,
@@ -524,7 +538,7 @@ pub fn lost_features<'a>(kept: &[&'a Item], dropped: &[&'a Item]) -> BTreeSet<&'
 }
 
 /// A consistency tier and its share of each batch.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tier {
     /// Its name.
     pub name: String,

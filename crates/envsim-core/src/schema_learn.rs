@@ -8,8 +8,10 @@
 //! - objects list `properties`, and `required` names the properties present in every object
 //!   seen there;
 //! - an object whose keys name things rather than fields (a key with a digit, or in capitals
-//!   only: `TCK-5001`, `U46`, `2024-06-25`) and whose values are all objects is a map: one
-//!   `additionalProperties` schema learned from all its values, no `properties`;
+//!   only: `TCK-5001`, `U46`, `2024-06-25`) and whose values are all of one kind (all records,
+//!   all lists — a user's messages keyed by user id —, all numbers — prices keyed by ticker —,
+//!   all texts or all booleans) is a map: one `additionalProperties` schema learned from all
+//!   its values, no `properties`;
 //! - arrays have one `items` schema learned from every element;
 //! - below [`MAX_DEPTH`] levels the schema is `{}` (anything), so a deep or recursive answer
 //!   yields a small schema.
@@ -42,6 +44,19 @@ pub struct SchemaLearner {
 fn names_a_thing(key: &str) -> bool {
     key.chars().any(|c| c.is_ascii_digit())
         || (key.chars().any(char::is_uppercase) && !key.chars().any(char::is_lowercase))
+}
+
+/// Whether `values` are all of one kind (numbers of either form one kind), `null` being none.
+fn one_kind<'a>(mut values: impl Iterator<Item = &'a Value>) -> bool {
+    let kind = |v: &Value| match type_of(v) {
+        "integer" => "number",
+        other => other,
+    };
+    let Some(first) = values.next() else {
+        return false;
+    };
+    let first = kind(first);
+    first != "null" && values.all(|v| kind(v) == first)
 }
 
 fn type_of(value: &Value) -> &'static str {
@@ -77,7 +92,7 @@ impl SchemaLearner {
             Value::Object(map) => {
                 let is_map = !map.is_empty()
                     && map.keys().all(|k| names_a_thing(k))
-                    && map.values().all(Value::is_object);
+                    && one_kind(map.values());
                 if is_map {
                     let values = self.map_values.get_or_insert_with(Box::default);
                     for child in map.values() {
@@ -233,6 +248,33 @@ mod tests {
         // Fields whose values are objects but whose names are words stay fields.
         let schema = learned(&[json!({"ticket": {"id": 1}, "customer": {"id": 2}})]);
         assert_eq!(schema["required"], json!(["customer", "ticket"]));
+        // Lists and numbers keyed by ids are maps too: a user seen in no example is fine, and
+        // every value is judged by what all of them held (BFCL's messages per user).
+        let schema = learned(&[
+            json!({"messages": {"USR001": ["hi"], "USR002": ["a", "b"]}}),
+            json!({"messages": {"USR002": [{"USR003": ["c"]}]}}),
+            json!({"prices": {"AAPL": 150.5, "NVDA": 220}}),
+        ]);
+        assert_eq!(
+            schema["properties"]["messages"],
+            json!({
+                "type": "object",
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {
+                        "type": ["object", "string"],
+                        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            })
+        );
+        assert_eq!(
+            schema["properties"]["prices"],
+            json!({"type": "object", "additionalProperties": {"type": "number"}})
+        );
+        // Values of mixed kinds keyed by ids stay a record (the keys may be fields after all).
+        let schema = learned(&[json!({"A1": 1, "B2": "x"})]);
+        assert_eq!(schema["required"], json!(["A1", "B2"]));
     }
 
     #[test]

@@ -45,6 +45,45 @@ pub trait Host: Send + Sync + 'static {
     fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String>;
     /// The simulators a session asks for (`request`: the creation body, checked) over `env`.
     fn backends(&self, request: &SessionRequest, env: &Environment) -> Result<Backends, String>;
+    /// Something the operator should hear of that no request is waiting for (the library
+    /// prints nothing itself). The default drops it.
+    fn notice(&self, _event: ServerEvent) {}
+}
+
+/// What the server tells its host beside the requests it answers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerEvent {
+    /// A stored session could not be made again at start (its environment is gone, say); it
+    /// stays in the store.
+    NotRestored {
+        /// The session.
+        id: String,
+        /// Why.
+        error: String,
+    },
+    /// An idle session was dropped from memory but its deletion from the store failed.
+    ExpiredNotDeleted {
+        /// The session.
+        id: String,
+        /// Why.
+        error: String,
+    },
+}
+
+impl std::fmt::Display for ServerEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerEvent::NotRestored { id, error } => {
+                write!(f, "session {id}: not restored: {error}")
+            }
+            ServerEvent::ExpiredNotDeleted { id, error } => {
+                write!(
+                    f,
+                    "session {id}: expired, but not deleted from the store: {error}"
+                )
+            }
+        }
+    }
 }
 
 /// The server's limits and settings.
@@ -194,7 +233,10 @@ impl AppState {
                     entry.touched.store(s.touched as u64, Ordering::Relaxed);
                     state.sessions.write().await.insert(s.id, entry);
                 }
-                Err(e) => eprintln!("session {}: not restored: {}", s.id, e.1),
+                Err(e) => state.host.notice(ServerEvent::NotRestored {
+                    id: s.id.clone(),
+                    error: e.1,
+                }),
             }
         }
         Ok(state)
@@ -332,7 +374,10 @@ impl AppState {
             self.sessions.write().await.remove(id);
             self.mcp_services().remove(id);
             if let Err(e) = self.store.delete(id).await {
-                eprintln!("session {id}: expired, but not deleted from the store: {e}");
+                self.host.notice(ServerEvent::ExpiredNotDeleted {
+                    id: id.clone(),
+                    error: e.to_string(),
+                });
             }
         }
         idle.len()

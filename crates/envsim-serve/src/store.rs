@@ -129,20 +129,19 @@ impl Store {
         let writer = Connection::open(path)?;
         writer.execute_batch(SCHEMA)?;
         let reader = Connection::open(path)?;
-        Ok(Store::with(writer, reader))
+        Store::with(writer, reader)
     }
 
-    fn with(writer: Connection, reader: Connection) -> Store {
+    fn with(writer: Connection, reader: Connection) -> Result<Store, StoreError> {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("envsim-store".into())
             .spawn(move || write_loop(writer, rx))
-            .map(|_| ())
-            .unwrap_or_else(|e| eprintln!("the session store's writer did not start: {e}"));
-        Store {
+            .map_err(|e| StoreError::Writer(format!("the writer thread did not start: {e}")))?;
+        Ok(Store {
             writer: tx,
             reader: Arc::new(Mutex::new(reader)),
-        }
+        })
     }
 
     /// Runs a write on the writer thread and waits for its group's commit.

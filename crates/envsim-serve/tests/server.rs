@@ -4,8 +4,9 @@
 mod common;
 
 use common::Server;
-use envsim_serve::ServerConfig;
+use envsim_serve::{AppState, Host, ServerConfig, ServerEvent};
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 async fn call(
@@ -216,7 +217,7 @@ async fn sessions_over_http_survive_a_restart() {
     assert_eq!(trajectory["steps"].as_array().unwrap().len(), 1);
     // A restart on the same file loses nothing.
     server.stop().await;
-    let server = Server::start(dir.path(), config).await;
+    let server = Server::start(dir.path(), config.clone()).await;
     let u = |path: &str| format!("{}{path}", server.url);
     let (status, shown) = call(&c, Method::GET, &u(&format!("/sessions/{id}")), None).await;
     assert_eq!(status, 200);
@@ -249,6 +250,56 @@ async fn sessions_over_http_survive_a_restart() {
     let (_, listed) = call(&c, Method::GET, &u("/sessions"), None).await;
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
     server.stop().await;
+    // Started by a host that no longer has the environment, the session is not restored, the
+    // host hears why (the library prints nothing), and the store keeps it.
+    let host = Arc::new(GoneHost::default());
+    let store = envsim_serve::store::Store::open(&dir.path().join("sessions.sqlite")).unwrap();
+    let state = AppState::start(host.clone(), store, config.clone())
+        .await
+        .unwrap();
+    assert_eq!(state.len().await, 0);
+    let notices = host.notices.lock().unwrap().clone();
+    assert_eq!(
+        notices,
+        [ServerEvent::NotRestored {
+            id: id.clone(),
+            error: "the desk is gone".into()
+        }]
+    );
+    assert_eq!(
+        notices[0].to_string(),
+        format!("session {id}: not restored: the desk is gone")
+    );
+    let store = envsim_serve::store::Store::open(&dir.path().join("sessions.sqlite")).unwrap();
+    assert_eq!(store.load_all().unwrap().len(), 1);
+}
+
+/// A host whose environments are all gone, keeping what the server tells it.
+#[derive(Default)]
+struct GoneHost {
+    notices: std::sync::Mutex<Vec<ServerEvent>>,
+}
+
+impl Host for GoneHost {
+    fn environment(
+        &self,
+        _name: &str,
+        _no_code: bool,
+    ) -> Result<(Arc<envsim_sim::environment::Environment>, Value), String> {
+        Err("the desk is gone".into())
+    }
+
+    fn backends(
+        &self,
+        _request: &envsim_serve::SessionRequest,
+        _env: &envsim_sim::environment::Environment,
+    ) -> Result<envsim_sim::session::Backends, String> {
+        Err("the desk is gone".into())
+    }
+
+    fn notice(&self, event: ServerEvent) {
+        self.notices.lock().unwrap().push(event);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,6 +2,8 @@
 //!
 //! - [`openai_chat`]: OpenAI chat fine-tuning lines, `{"messages", "tools"}`, assistant turns
 //!   with `tool_calls` (arguments as JSON text) and `tool` answers with their `tool_call_id`;
+//!   [`openai_chat_masking_deliberate_errors`] weights 0 the turns that made a call an
+//!   error-path task made to fail;
 //! - [`sharegpt`]: LLaMA-Factory's ShareGPT function-calling layout: `conversations` of
 //!   `human` / `function_call` / `observation` / `gpt` turns, the `system` prompt and the `tools`
 //!   as JSON text (parallel calls become consecutive call/answer pairs, which that layout needs);
@@ -57,6 +59,31 @@ pub fn openai_chat(record: &Value) -> Value {
         })
         .collect();
     json!({"messages": messages, "tools": tools(record)})
+}
+
+/// An OpenAI chat fine-tuning line whose assistant turns that made a deliberate error (the
+/// record's `deliberate_errors`: calls an error-path task made to fail) carry `"weight": 0`,
+/// so fine-tuning trains on the rest of the conversation but not on making those calls.
+pub fn openai_chat_masking_deliberate_errors(record: &Value) -> Value {
+    let mut line = openai_chat(record);
+    let marked: Vec<usize> = record
+        .get("deliberate_errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get("message")?.as_u64())
+        .filter_map(|k| usize::try_from(k).ok())
+        .collect();
+    if let Some(messages) = line.get_mut("messages").and_then(Value::as_array_mut) {
+        for k in marked {
+            if let Some(Value::Object(m)) = messages.get_mut(k) {
+                if m.get("role").and_then(Value::as_str) == Some("assistant") {
+                    m.insert("weight".into(), json!(0));
+                }
+            }
+        }
+    }
+    line
 }
 
 fn call_parts(call: &Value) -> (String, Value) {

@@ -11,11 +11,13 @@
 //! - [`run`]: one task's conversation over an `envsim-sim` session, then SCS, SpecCS, DCS and,
 //!   in code mode, the truth.
 //! - [`store`]: the resumable SQLite store of runs.
+//! - [`export`]: the training formats; [`curation`]: `envsim curate`'s workflow (gate,
+//!   selection, batches, curriculum, exports, the typed datasheet).
 //!
-//! The CLI's `envsim synth` schedules tasks concurrently over these pieces; `envsim curate`
-//! reads the records.
+//! The CLI's `envsim synth` schedules tasks concurrently over these pieces.
 
 pub mod agent;
+pub mod curation;
 pub mod export;
 pub mod run;
 pub mod store;

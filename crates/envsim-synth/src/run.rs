@@ -17,7 +17,7 @@
 //! from the initial state.
 
 use crate::agent::{Agent, AgentContext, User};
-use crate::task::Task;
+use crate::task::{Task, TaskFamily};
 use envsim_core::sample::Usage;
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
 use envsim_sim::environment::Environment;
@@ -168,6 +168,10 @@ pub async fn synthesize(
     };
     let mut tool_calls = 0usize;
     let mut refused_calls = 0usize;
+    // The calls an error-path task is about: answered as failures by the environment. As
+    // training targets they teach an agent to make the call that fails, so curation can drop
+    // or mask them (`envsim curate --error-paths`).
+    let mut deliberate_errors: Vec<Value> = Vec::new();
     let mut finish = "turn_budget";
     let mut finish_detail: Option<String> = None;
     for turn in 0..budgets.agent_turns {
@@ -184,6 +188,7 @@ pub async fn synthesize(
             finish_detail = Some(format!("{why}: {}", answer.content));
             break;
         }
+        let assistant_message = messages.len();
         messages.push(answer.message());
         if answer.tool_calls.is_empty() {
             let (next, used) = who.user.next(task, &messages, seed).await?;
@@ -219,6 +224,11 @@ pub async fn synthesize(
                     .step(&call.name, &call.arguments)
                     .await
                     .map_err(|e| format!("{}: {}: {e}", ctx.env.name, call.name))?;
+                if task.family == TaskFamily::ErrorPath && record.success == Some(false) {
+                    deliberate_errors.push(json!({
+                        "message": assistant_message, "call_id": call.id, "tool": call.name,
+                    }));
+                }
                 observation_text(&record.observation)
             };
             messages.push(json!({
@@ -270,6 +280,7 @@ pub async fn synthesize(
         ("finish_detail", json!(finish_detail)),
         ("tool_calls", json!(tool_calls)),
         ("refused_calls", json!(refused_calls)),
+        ("deliberate_errors", json!(deliberate_errors)),
         ("scores", scores.json),
         ("truth", scores.truth),
         ("usage", usage),

@@ -49,11 +49,7 @@ pub fn fingerprint(config: &Value, tasks: &[Value]) -> String {
         hasher.update(b"\n");
         hasher.update(t.to_string().as_bytes());
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    envsim_core::hex::encode(&hasher.finalize())
 }
 
 impl SynthStore {

@@ -466,7 +466,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     audit.counting_done = true;
     if let Some(out) = &a.out {
         audit.out = Some(std::io::BufWriter::new(
-            std::fs::File::create(out)
+            envsim_fs::AtomicFile::create(out)
                 .with_context(|| format!("cannot create {}", out.display()))?,
         ));
     }
@@ -486,9 +486,12 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         out: writer,
         ..
     } = audit;
-    if let (Some(mut file), Some(out)) = (writer, &a.out) {
-        file.flush()
-            .map_err(|e| anyhow!("cannot write {}: {e}", out.display()))?;
+    if let (Some(file), Some(out)) = (writer, &a.out) {
+        // Whole or not at all: the file appears only now, complete.
+        file.into_inner()
+            .map_err(|e| anyhow!("cannot write {}: {}", out.display(), e.error()))?
+            .commit()
+            .with_context(|| format!("cannot write {}", out.display()))?;
     }
     let environments = (known.iter())
         .map(|(env, k)| EnvironmentEffects {
@@ -725,7 +728,7 @@ struct Auditor<'a> {
     /// specification conformance, input forms, answers per file, transitions.
     tally: SummaryTally,
     /// Where violations go as they are found (`--out`).
-    out: Option<std::io::BufWriter<std::fs::File>>,
+    out: Option<std::io::BufWriter<envsim_fs::AtomicFile>>,
     /// The record being audited: where it is (`line 3`) and its own id, which every
     /// violation carries in fields of their own.
     current: (String, Option<String>),

@@ -5,15 +5,15 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
-use envsim_core::curate::{self, Diversity, Gate, Item, Tier, Weights};
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use envsim_core::curate::{Gate, Tier, Weights};
+use envsim_synth::curation::{
+    self, Datasheet, ErrorPaths, ExportFormat as Format, Records, Selection, Settings,
+};
+use std::path::PathBuf;
 
-/// How trajectories are chosen.
+/// How trajectories are chosen (`--select`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Selection {
+enum SelectArg {
     /// Every trajectory that passes the gate.
     Gate,
     /// --count drawn among those passing the gate, each with probability ∝
@@ -25,9 +25,9 @@ pub enum Selection {
     Pareto,
 }
 
-/// An export format.
+/// An export format (`--formats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum Format {
+enum FormatArg {
     /// OpenAI chat fine-tuning lines (`openai.jsonl`).
     Openai,
     /// LLaMA-Factory ShareGPT function calling (`sharegpt.jsonl` and `dataset_info.json`).
@@ -36,6 +36,18 @@ pub enum Format {
     Hermes,
     /// RL episodes with final-state checkers (`rl_episodes.jsonl`).
     Rl,
+}
+
+/// What becomes of calls an error-path task made to fail (`--error-paths`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ErrorPathsArg {
+    /// Kept as training targets (counted in the datasheet).
+    Keep,
+    /// Their trajectories are dropped.
+    Drop,
+    /// Kept, with the assistant turns that made them weighted 0 in the OpenAI chat lines
+    /// (ShareGPT and Hermes have no per-turn weight and carry them as they are).
+    Mask,
 }
 
 /// `envsim curate`.
@@ -48,8 +60,8 @@ pub struct CurateArgs {
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// How trajectories are chosen.
-    #[arg(long, value_enum, default_value_t = Selection::Gate)]
-    select: Selection,
+    #[arg(long, value_enum, default_value_t = SelectArg::Gate)]
+    select: SelectArg,
     /// How many to choose (weighted and pareto).
     #[arg(long)]
     count: Option<usize>,
@@ -85,8 +97,12 @@ pub struct CurateArgs {
     #[arg(long, default_value_t = 2.0)]
     power: f64,
     /// Formats to write.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![Format::Openai, Format::Sharegpt, Format::Hermes, Format::Rl])]
-    formats: Vec<Format>,
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![FormatArg::Openai, FormatArg::Sharegpt, FormatArg::Hermes, FormatArg::Rl])]
+    formats: Vec<FormatArg>,
+    /// What becomes of the calls an error-path task made to fail (answered as failures):
+    /// as training targets they teach the failing call. Counted in the datasheet either way.
+    #[arg(long, value_enum, default_value_t = ErrorPathsArg::Keep)]
+    error_paths: ErrorPathsArg,
     /// Training batches of this size, mixing the tiers of --mix (`batches.jsonl`).
     #[arg(long)]
     batch_size: Option<usize>,
@@ -156,390 +172,163 @@ fn parse_mix(text: &str) -> Result<Vec<Tier>> {
     Ok(tiers)
 }
 
-/// Reads the records and what curation sees of each (same order), located errors for what
-/// does not read.
-fn read_records(inputs: &[PathBuf]) -> Result<(Vec<Value>, Vec<Item>)> {
-    let (mut records, mut items) = (Vec::new(), Vec::new());
-    let mut ids: BTreeMap<String, String> = BTreeMap::new();
-    for path in inputs {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let at = format!("{} line {}", path.display(), i + 1);
-            let record: Value =
-                serde_json::from_str(line).with_context(|| format!("{at}: not JSON"))?;
-            let item = Item::from_record(&record).map_err(|e| anyhow!("{at}: {e}"))?;
-            if let Some(first) = ids.insert(item.id.clone(), at.clone()) {
-                bail!("{at}: the id {:?} was already used at {first}", item.id);
-            }
-            records.push(record);
-            items.push(item);
-        }
-    }
-    Ok((records, items))
+/// The settings the arguments say, checked.
+fn settings(a: &CurateArgs) -> Result<Settings> {
+    let settings = Settings {
+        inputs: a.inputs.iter().map(|p| p.display().to_string()).collect(),
+        select: match a.select {
+            SelectArg::Gate => Selection::Gate,
+            SelectArg::Weighted => Selection::Weighted,
+            SelectArg::Pareto => Selection::Pareto,
+        },
+        count: a.count,
+        floor: a.floor,
+        gate: Gate {
+            min_scs: a.min_scs,
+            min_spec_cs: a.min_spec_cs,
+            min_dcs: a.min_dcs,
+            min_consistency: a.min_consistency,
+            allow_uncertain: a.allow_uncertain,
+            require_scores: a.require_scores,
+        },
+        keep_unfinished: a.keep_unfinished,
+        weights: parse_weights(&a.weights)?,
+        power: a.power,
+        seed: a.seed,
+        mix: parse_mix(&a.mix)?,
+        batch_size: a.batch_size,
+        curriculum: a.curriculum.clone(),
+        formats: a
+            .formats
+            .iter()
+            .map(|f| match f {
+                FormatArg::Openai => Format::Openai,
+                FormatArg::Sharegpt => Format::Sharegpt,
+                FormatArg::Hermes => Format::Hermes,
+                FormatArg::Rl => Format::Rl,
+            })
+            .collect(),
+        error_paths: match a.error_paths {
+            ErrorPathsArg::Keep => ErrorPaths::Keep,
+            ErrorPathsArg::Drop => ErrorPaths::Drop,
+            ErrorPathsArg::Mask => ErrorPaths::Mask,
+        },
+    };
+    settings.check()?;
+    Ok(settings)
 }
 
 pub fn run(a: CurateArgs) -> Result<()> {
-    let weights = parse_weights(&a.weights)?;
-    let tiers = parse_mix(&a.mix)?;
-    for (k, t) in a.curriculum.iter().enumerate() {
-        if !(0.0..=1.0).contains(t) {
-            bail!(
-                "--curriculum: stage {} minimum {t} is not between 0 and 1",
-                k + 1
-            );
-        }
+    let settings = settings(&a)?;
+    let mut records = Records::default();
+    for path in &a.inputs {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        records.add(&path.display().to_string(), &text)?;
     }
-    if matches!(a.select, Selection::Weighted | Selection::Pareto) && a.count.is_none() {
-        bail!("--select {:?} needs --count", a.select);
-    }
-    let (records, items) = read_records(&a.inputs)?;
-    if records.is_empty() {
-        bail!("the inputs hold no trajectories");
-    }
-    let gate = Gate {
-        min_scs: a.min_scs,
-        min_spec_cs: a.min_spec_cs,
-        min_dcs: a.min_dcs,
-        min_consistency: a.min_consistency,
-        allow_uncertain: a.allow_uncertain,
-        require_scores: a.require_scores,
-    };
-    // Whether a trajectory's ending keeps it (records without a `finish` are not synthesized
-    // conversations: they count as finished).
-    let finished =
-        |it: &Item| a.keep_unfinished || it.finish == "final_answer" || it.finish.is_empty();
-    // Why each trajectory would be dropped by the gate (and by its ending).
-    let reasons: Vec<Vec<String>> = items
-        .iter()
-        .map(|it| {
-            let mut r = Vec::new();
-            if !finished(it) {
-                r.push(format!("ended with {}", it.finish));
-            }
-            r.extend(gate.reasons(it, &weights));
-            r
-        })
-        .collect();
-    let passing: Vec<usize> = (0..items.len())
-        .filter(|&i| reasons[i].is_empty())
-        .collect();
-    let selected: Vec<usize> = match a.select {
-        Selection::Gate => passing.clone(),
-        Selection::Weighted => {
-            let pool: Vec<Item> = passing.iter().map(|&i| items[i].clone()).collect();
-            curate::weighted_sample(&pool, &weights, a.power, a.count.unwrap_or(0), a.seed)
-                .into_iter()
-                .map(|k| passing[k])
-                .collect()
-        }
-        Selection::Pareto => {
-            // Pareto ranks everything finished and certain: the gate's score minimums are
-            // what it is compared with.
-            let eligible: Vec<usize> = (0..items.len())
-                .filter(|&i| {
-                    finished(&items[i])
-                        && (a.allow_uncertain || items[i].uncertain_steps == 0)
-                        && items[i].consistency(&weights) >= a.floor
-                })
-                .collect();
-            let pool: Vec<Item> = eligible.iter().map(|&i| items[i].clone()).collect();
-            curate::pareto_select(&pool, &weights, a.count.unwrap_or(0))
-                .into_iter()
-                .map(|k| eligible[k])
-                .collect()
-        }
-    };
-    if selected.is_empty() {
-        bail!(
-            "no trajectory was selected ({} read; the gate dropped {}: {})",
-            items.len(),
-            items.len() - passing.len(),
-            reason_counts(&reasons, &(0..items.len()).collect::<Vec<_>>())
-                .iter()
-                .map(|(r, n)| format!("{r} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    std::fs::create_dir_all(&a.out)
-        .with_context(|| format!("cannot create {}", a.out.display()))?;
-    let mut written: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let chosen: Vec<&Value> = selected.iter().map(|&i| &records[i]).collect();
-    let lines = |render: fn(&Value) -> Value, from: &[&Value]| -> Vec<u8> {
-        let mut text = String::new();
-        for r in from {
-            text.push_str(&render(r).to_string());
-            text.push('\n');
-        }
-        text.into_bytes()
-    };
-    let mut formats = a.formats.clone();
-    formats.sort();
-    formats.dedup();
-    for f in &formats {
-        match f {
-            Format::Openai => {
-                written.insert(
-                    "openai.jsonl".into(),
-                    lines(envsim_synth::export::openai_chat, &chosen),
-                );
-            }
-            Format::Sharegpt => {
-                written.insert(
-                    "sharegpt.jsonl".into(),
-                    lines(envsim_synth::export::sharegpt, &chosen),
-                );
-                let info = envsim_synth::export::dataset_info("envsim_synth", "sharegpt.jsonl");
-                written.insert(
-                    "dataset_info.json".into(),
-                    serde_json::to_vec_pretty(&info)?,
-                );
-            }
-            Format::Hermes => {
-                written.insert(
-                    "hermes.jsonl".into(),
-                    lines(envsim_synth::export::hermes, &chosen),
-                );
-            }
-            Format::Rl => {
-                written.insert(
-                    "rl_episodes.jsonl".into(),
-                    lines(envsim_synth::export::rl_episode, &chosen),
-                );
-            }
-        }
-    }
-    let chosen_items: Vec<Item> = selected.iter().map(|&i| items[i].clone()).collect();
-    let mut batch_report = Value::Null;
-    if let Some(size) = a.batch_size {
-        if size == 0 {
-            bail!("--batch-size must be at least 1");
-        }
-        let (batches, left) = curate::batches(&chosen_items, &weights, &tiers, size, a.seed);
-        if batches.is_empty() {
-            bail!(
-                "no batch of {size} can be filled in the --mix ratios from the {} selected trajectories (per tier: {}); change --mix or --batch-size",
-                chosen_items.len(),
-                left.iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let mut text = String::new();
-        for (k, b) in batches.iter().enumerate() {
-            let ids: Vec<&str> = b.iter().map(|&i| chosen_items[i].id.as_str()).collect();
-            text.push_str(&json!({"batch": k, "ids": ids}).to_string());
-            text.push('\n');
-        }
-        written.insert("batches.jsonl".into(), text.into_bytes());
-        batch_report =
-            json!({"size": size, "batches": batches.len(), "tiers": tiers, "left_over": left});
-    }
-    let mut stages_report = Vec::new();
-    if !a.curriculum.is_empty() {
-        let stages = curate::curriculum(&chosen_items, &weights, &a.curriculum);
-        for (k, stage) in stages.iter().enumerate() {
-            let from: Vec<&Value> = stage.iter().map(|&i| chosen[i]).collect();
-            written.insert(
-                format!("curriculum/stage-{}.jsonl", k + 1),
-                lines(envsim_synth::export::openai_chat, &from),
-            );
-            stages_report.push(json!({"stage": k + 1, "min_consistency": a.curriculum[k], "trajectories": stage.len()}));
-        }
-    }
-    // The datasheet.
-    let all_idx: Vec<usize> = (0..items.len()).collect();
-    let chosen_set: BTreeSet<usize> = selected.iter().copied().collect();
-    let not_selected: Vec<usize> = all_idx
-        .iter()
-        .copied()
-        .filter(|i| !chosen_set.contains(i))
-        .collect();
-    let gate_dropped: Vec<usize> = all_idx
-        .iter()
-        .copied()
-        .filter(|&i| !reasons[i].is_empty())
-        .collect();
-    let selected_refs: Vec<&Item> = selected.iter().map(|&i| &items[i]).collect();
-    let passing_refs: Vec<&Item> = passing.iter().map(|&i| &items[i]).collect();
-    let dropped_by_gate: Vec<&Item> = gate_dropped.iter().map(|&i| &items[i]).collect();
-    let gate_loses = curate::lost_features(&passing_refs, &dropped_by_gate);
-    let selected_despite_gate: Vec<&str> = selected
-        .iter()
-        .filter(|&&i| !reasons[i].is_empty())
-        .map(|&i| items[i].id.as_str())
-        .collect();
-    let config = json!({
-        "inputs": a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        "select": format!("{:?}", a.select).to_lowercase(),
-        "count": a.count,
-        "floor": a.floor,
-        "gate": gate,
-        "keep_unfinished": a.keep_unfinished,
-        "weights": weights,
-        "power": a.power,
-        "seed": a.seed,
-        "mix": tiers,
-        "batch_size": a.batch_size,
-        "curriculum": a.curriculum,
-    });
-    let mut hasher = Sha256::new();
-    hasher.update(config.to_string().as_bytes());
-    for (name, bytes) in &written {
-        hasher.update(name.as_bytes());
-        hasher.update(Sha256::digest(bytes));
-    }
-    let fingerprint: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let scores = |idx: &[usize]| {
-        json!({
-            "scs": curate::histogram(idx.iter().filter_map(|&i| items[i].scs)),
-            "spec_cs": curate::histogram(idx.iter().filter_map(|&i| items[i].spec_cs)),
-            "dcs": curate::histogram(idx.iter().filter_map(|&i| items[i].dcs)),
-            "consistency": curate::histogram(idx.iter().map(|&i| items[i].consistency(&weights))),
-            "final_state_equal": idx.iter().filter(|&&i| items[i].final_state_equal == Some(true)).count(),
-            "with_truth": idx.iter().filter(|&&i| items[i].final_state_equal.is_some()).count(),
-        })
-    };
-    let count_by = |idx: &[usize], key: fn(&Item) -> &str| {
-        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
-        for &i in idx {
-            *m.entry(key(&items[i])).or_default() += 1;
-        }
-        json!(m)
-    };
-    let datasheet = json!({
-        "fingerprint": fingerprint,
-        "config": config,
-        "counts": {
-            "read": items.len(),
-            "passing_gate": passing.len(),
-            "selected": selected.len(),
-            "selected_by_family": count_by(&selected, |it| &it.family),
-            "selected_by_env": count_by(&selected, |it| &it.env),
-        },
-        "dropped": {
-            "not_selected": not_selected.len(),
-            "gate_reasons": reason_counts(&reasons, &all_idx),
-        },
-        "gate_would_throw_away": {
-            "trajectories": gate_dropped.len(),
-            "selected_anyway": selected_despite_gate,
-            "features_only_they_have": gate_loses.len(),
-            "examples": gate_loses.iter().take(12).collect::<Vec<_>>(),
-        },
-        "scores": {"read": scores(&all_idx), "selected": scores(&selected)},
-        "diversity": {
-            "read": Diversity::of(&items),
-            "passing_gate": Diversity::of(passing_refs.iter().copied()),
-            "selected": Diversity::of(selected_refs.iter().copied()),
-        },
-        "batches": batch_report,
-        "curriculum": stages_report,
-        "files": written.keys().collect::<Vec<_>>(),
-    });
-    written.insert(
+    let curated = curation::curate(&records, &settings)?;
+    let mut files = curated.files;
+    files.insert(
         "datasheet.json".into(),
-        serde_json::to_vec_pretty(&datasheet)?,
+        serde_json::to_vec_pretty(&curated.datasheet)?,
     );
-    written.insert("datasheet.md".into(), markdown(&datasheet).into_bytes());
-    for (name, bytes) in &written {
+    files.insert(
+        "datasheet.md".into(),
+        markdown(&curated.datasheet).into_bytes(),
+    );
+    for (name, bytes) in &files {
         let path = a.out.join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        write_file(&path, bytes)?;
+        crate::output::write_atomic(&path, bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&datasheet)?);
+        println!("{}", serde_json::to_string_pretty(&curated.datasheet)?);
     } else {
-        print!("{}", markdown(&datasheet));
+        print!("{}", markdown(&curated.datasheet));
     }
     Ok(())
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn reason_counts(reasons: &[Vec<String>], idx: &[usize]) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for &i in idx {
-        let distinct: BTreeSet<&String> = reasons[i].iter().collect();
-        for r in distinct {
-            *m.entry(r.clone()).or_default() += 1;
-        }
-    }
-    m
-}
-
-fn markdown(d: &Value) -> String {
-    let c = &d["counts"];
+fn markdown(d: &Datasheet) -> String {
+    let c = &d.counts;
+    let select = match d.config.select {
+        Selection::Gate => "gate",
+        Selection::Weighted => "weighted",
+        Selection::Pareto => "pareto",
+    };
     let mut out = format!(
-        "# Curated trajectories\n\nFingerprint `{}`.\n\n{} read, {} pass the gate, {} selected ({}).\n",
-        d["fingerprint"].as_str().unwrap_or(""),
-        c["read"],
-        c["passing_gate"],
-        c["selected"],
-        d["config"]["select"].as_str().unwrap_or("")
+        "# Curated trajectories\n\nFingerprint `{}`.\n\n{} read, {} pass the gate, {} selected ({select}).\n",
+        d.fingerprint, c.read, c.passing_gate, c.selected,
     );
-    let reasons = d["dropped"]["gate_reasons"].as_object();
-    if let Some(r) = reasons.filter(|r| !r.is_empty()) {
+    if !d.dropped.gate_reasons.is_empty() {
         out.push_str("\nWhy the gate drops trajectories (a trajectory may have several reasons):\n\n| reason | trajectories |\n|---|---|\n");
-        for (k, v) in r {
+        for (k, v) in &d.dropped.gate_reasons {
             out.push_str(&format!("| {k} | {v} |\n"));
         }
     }
-    let g = &d["gate_would_throw_away"];
+    let g = &d.gate_would_throw_away;
     out.push_str(&format!(
         "\nThe gate would throw away {} trajectories; {} features (tools, tool pairs, state transitions) appear only in them; {} of them are selected anyway.\n",
-        g["trajectories"],
-        g["features_only_they_have"],
-        g["selected_anyway"].as_array().map_or(0, Vec::len)
+        g.trajectories,
+        g.features_only_they_have,
+        g.selected_anyway.len()
     ));
+    let e = &d.deliberate_errors;
+    if e.calls_read > 0 {
+        let handling = match e.handling {
+            ErrorPaths::Keep => "kept as training targets",
+            ErrorPaths::Drop => "their trajectories dropped",
+            ErrorPaths::Mask => "weighted 0 in the OpenAI chat lines",
+        };
+        out.push_str(&format!(
+            "\nCalls error-path tasks made to fail: {} in {} trajectories read, {} in {} selected ({handling}).\n",
+            e.calls_read, e.trajectories_read, e.calls_selected, e.trajectories_selected
+        ));
+    }
     out.push_str("\n| set | trajectories | tools | tool pairs | edge kinds | argument entropy (bits) | failed steps |\n|---|---|---|---|---|---|---|\n");
-    for set in ["read", "passing_gate", "selected"] {
-        let v = &d["diversity"][set];
+    for (set, v) in [
+        ("read", &d.diversity.read),
+        ("passing_gate", &d.diversity.passing_gate),
+        ("selected", &d.diversity.selected),
+    ] {
         out.push_str(&format!(
             "| {set} | {} | {} | {} | {} | {:.2} | {:.1}% |\n",
-            v["items"],
-            v["tools"],
-            v["bigrams"],
-            v["edge_kinds"],
-            v["argument_entropy"].as_f64().unwrap_or(0.0),
-            100.0 * v["failure_share"].as_f64().unwrap_or(0.0)
+            v.items,
+            v.tools,
+            v.bigrams,
+            v.edge_kinds,
+            v.argument_entropy,
+            100.0 * v.failure_share
         ));
     }
-    let s = &d["scores"]["selected"];
+    let s = &d.scores.selected;
     out.push_str(&format!(
         "\nSelected: final state equal to the executor's replay in {} of {} with the truth.\nConsistency histogram (tenths, selected): {}\n",
-        s["final_state_equal"], s["with_truth"], s["consistency"]
+        s.final_state_equal,
+        s.with_truth,
+        serde_json::to_string(&s.consistency).unwrap_or_default()
     ));
-    if let Some(b) = d["batches"].as_object() {
+    if let Some(b) = &d.batches {
         out.push_str(&format!(
             "\nBatches: {} of {} (left over per tier: {}).\n",
-            b["batches"], b["size"], b["left_over"]
+            b.batches,
+            b.size,
+            serde_json::to_string(&b.left_over).unwrap_or_default()
         ));
     }
-    if let Some(stages) = d["curriculum"].as_array().filter(|s| !s.is_empty()) {
+    if !d.curriculum.is_empty() {
         out.push_str("\nCurriculum:");
-        for st in stages {
+        for st in &d.curriculum {
             out.push_str(&format!(
                 " stage {} (≥ {}): {};",
-                st["stage"], st["min_consistency"], st["trajectories"]
+                st.stage, st.min_consistency, st.trajectories
             ));
         }
         out.push('\n');
     }
-    out.push_str(&format!("\nFiles: {}\n", d["files"]));
+    out.push_str(&format!(
+        "\nFiles: {}\n",
+        serde_json::to_string(&d.files).unwrap_or_default()
+    ));
     out
 }

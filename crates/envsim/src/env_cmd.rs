@@ -1178,7 +1178,7 @@ fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
     };
     match &a.out {
         Some(path) => {
-            std::fs::write(path, text)
+            crate::output::write_atomic(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "{}: {operations} operations, learned from {} walks, written to {}",

@@ -153,6 +153,10 @@ impl Host for CliHost {
             executor: code.then(|| Arc::new(self.executor.clone()) as Arc<dyn Simulator>),
         })
     }
+
+    fn notice(&self, event: envsim_serve::ServerEvent) {
+        eprintln!("envsim serve: {event}");
+    }
 }
 
 pub fn run(a: ServeArgs) -> Result<()> {

@@ -444,14 +444,16 @@ pub fn run(a: SynthArgs) -> Result<()> {
     let stored = store.tasks(&hash)?;
     // The output.
     let mut out = std::io::BufWriter::new(
-        std::fs::File::create(&a.out)
+        envsim_fs::AtomicFile::create(&a.out)
             .with_context(|| format!("cannot write {}", a.out.display()))?,
     );
     let records: Vec<&Value> = stored.iter().filter_map(|t| t.record.as_ref()).collect();
     for r in &records {
         writeln!(out, "{r}").with_context(|| format!("cannot write {}", a.out.display()))?;
     }
-    out.flush()
+    out.into_inner()
+        .map_err(|e| anyhow!("cannot write {}: {}", a.out.display(), e.error()))?
+        .commit()
         .with_context(|| format!("cannot write {}", a.out.display()))?;
     let mut summary = summarize(
         &records,

@@ -65,6 +65,90 @@ fn synthesized_trajectories_are_gated_selected_and_exported() {
         })
         .count();
     assert!(inconsistent > 0, "the faulty simulator spoiled nothing");
+    // The calls an error-path task made to fail are marked: exactly its steps answered as
+    // failures, each with the assistant message that made it (system, user, then an
+    // assistant call and its answer per step: step k's call is message 2 + 2k).
+    let mut marked_calls = 0;
+    for r in &records {
+        let expected: Vec<Value> = if r["family"] == "error_path" {
+            r["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s["success"] == false)
+                .map(|(k, s)| {
+                    serde_json::json!({"message": 2 + 2 * k, "tool": s["action"]["name"],
+                        "call_id": r["messages"][2 + 2 * k]["tool_calls"][0]["id"]})
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        assert_eq!(
+            r["deliberate_errors"],
+            Value::Array(expected),
+            "{}",
+            r["id"]
+        );
+        marked_calls += r["deliberate_errors"].as_array().unwrap().len();
+    }
+    assert!(marked_calls > 0, "no error-path task failed a call");
+    let error_path_ids: Vec<&Value> = records
+        .iter()
+        .filter(|r| !r["deliberate_errors"].as_array().unwrap().is_empty())
+        .map(|r| &r["id"])
+        .collect();
+    // Kept by default and counted; dropped with their trajectories; or weighted 0 in the
+    // OpenAI lines (only those turns).
+    for (handling, kept_marked) in [("keep", true), ("drop", false), ("mask", true)] {
+        let to = root.join(format!("errors-{handling}"));
+        let o = envsim(&[
+            "curate",
+            synth_out.to_str().unwrap(),
+            "--out",
+            to.to_str().unwrap(),
+            "--keep-unfinished",
+            "--error-paths",
+            handling,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let sheet: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let e = &sheet["deliberate_errors"];
+        assert_eq!(e["handling"], handling);
+        assert_eq!(e["calls_read"], marked_calls);
+        assert_eq!(e["trajectories_read"], error_path_ids.len());
+        let selected = if kept_marked { marked_calls } else { 0 };
+        assert_eq!(e["calls_selected"], selected, "{handling}");
+        assert_eq!(
+            sheet["counts"]["selected"],
+            if kept_marked {
+                12
+            } else {
+                12 - error_path_ids.len()
+            },
+            "{handling}"
+        );
+        let weighted: usize = lines(&to.join("openai.jsonl"))
+            .iter()
+            .flat_map(|l| l["messages"].as_array().unwrap().clone())
+            .filter(|m| m.get("weight").is_some())
+            .inspect(|m| {
+                assert_eq!(m["weight"], 0);
+                assert_eq!(m["role"], "assistant");
+            })
+            .count();
+        assert_eq!(weighted, if handling == "mask" { marked_calls } else { 0 });
+        let md = std::fs::read_to_string(to.join("datasheet.md")).unwrap();
+        assert!(
+            md.contains(&format!(
+                "Calls error-path tasks made to fail: {marked_calls} in {} trajectories read, {selected} in",
+                error_path_ids.len()
+            )),
+            "{md}"
+        );
+    }
     // Gate on a perfect SCS and DCS: only consistent trajectories are kept, and each export
     // has one line per kept trajectory.
     let out = root.join("curated");
