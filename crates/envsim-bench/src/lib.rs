@@ -13,6 +13,7 @@ pub mod audit_check;
 pub mod collect;
 pub mod driver;
 pub mod export;
+pub mod learn;
 pub mod openapi;
 pub mod output;
 pub mod replay;

@@ -7,6 +7,9 @@
 //! [`envsim_exec::step_seed`]`(s, k)` and the clock `start + k × step` of [`StepDefaults`]
 //! (by default the initial state's own clock and five-minute steps, as in `bench build` walks).
 
+mod runs;
+pub use runs::{package_for, package_state, replay_runs, ReplayChoice, ReplayError};
+
 use crate::collect::{execute, StateForm, TransitionRecord};
 use crate::driver::Intent;
 use crate::trajectories::RecordedRun;

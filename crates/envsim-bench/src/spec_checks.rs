@@ -3,7 +3,7 @@
 //! transcript declares, or an environment package's manifest. Every schema is compiled once.
 
 use envsim_core::apispec::{parse_spec, ApiSpec, SpecError};
-use envsim_core::audit::EffectAnnotation;
+use envsim_core::audit::{EffectAnnotation, Vocabulary};
 use envsim_exec::arguments::ArgumentSchemas;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +25,10 @@ pub struct SpecChecks {
     statuses: BTreeMap<String, envsim_core::apispec::ToolSpec>,
     /// What each tool does to resources, from the OpenAPI method and path.
     pub effects: BTreeMap<String, Vec<EffectAnnotation>>,
+    /// The field names and types every success schema declares: what also judges an answer
+    /// whose own schema promises little (no schema, or no field required), since a tool's
+    /// answer holds the API's records under the API's names.
+    vocabulary: Vocabulary,
 }
 
 /// One way a step breaks the specification.
@@ -67,7 +71,16 @@ impl SpecChecks {
                 _ => Some((t.name.clone(), serde_json::json!({ "anyOf": schemas }))),
             }
         }));
+        let mut vocabulary = Vocabulary::default();
+        for t in spec.tools.values() {
+            for (status, response) in &t.responses {
+                if let (true, Some(schema)) = (status.starts_with('2'), &response.schema) {
+                    vocabulary.declare(schema);
+                }
+            }
+        }
         SpecChecks {
+            vocabulary,
             name,
             tools: spec.tools.keys().cloned().collect(),
             arguments,
@@ -154,6 +167,22 @@ impl SpecChecks {
                     })
                 }
                 None => None,
+            };
+            // A successful answer also keeps to the description's vocabulary: another
+            // spelling of a field it names, or another type of a field it types one way.
+            let broken = match (broken, success) {
+                (broken, Some(true)) => {
+                    let departures = self.vocabulary.problems(observation);
+                    match broken {
+                        _ if departures.is_empty() => broken,
+                        Some((which, mut problems)) => {
+                            problems.extend(departures);
+                            Some((which, problems))
+                        }
+                        None => Some(("success", departures)),
+                    }
+                }
+                (broken, _) => broken,
             };
             if let Some((which, problems)) = broken {
                 out.push(SpecProblem {

@@ -42,7 +42,9 @@ mod timeline;
 
 pub use drift::{drift, Drift, DriftTally};
 pub(crate) use effects::{names_of, MIN_EVIDENCE};
-pub use effects::{EffectAnnotation, EffectSource, Effects, Operation, ResponseShape, ToolEffects};
+pub use effects::{
+    EffectAnnotation, EffectSource, Effects, Operation, ResponseShape, ToolEffects, Vocabulary,
+};
 pub use inject::{inject, inject_calls, FaultKind, FaultLabel, FaultPlan};
 pub use summary::{
     AnswerSummary, AuditSummary, BiasSummary, DriftSummary, EffectsOrigin, EnvironmentEffects,

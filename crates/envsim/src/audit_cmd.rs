@@ -1,6 +1,12 @@
 //! `envsim audit ...`: consistency diagnostics for trajectories, and the check that proves
 //! them on executed ground truth.
 
+mod agree;
+mod html;
+mod report;
+#[cfg(feature = "local")]
+mod simulate;
+
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
@@ -124,12 +130,12 @@ enum AuditCommand {
     /// observation and the state change (exact and field by field), per tool; with `--bench`,
     /// K prediction files scored against the truth: how well agreement predicts correctness
     /// (reliability table, AUROC).
-    Agree(crate::audit_agree::AgreeArgs),
+    Agree(agree::AgreeArgs),
     /// Run the embedded local model as a multi-step simulator of corpus walks (its own state
     /// carried from step to step), execute every step on that same state, and compare the
     /// audit's SCS and flags with the steps' true correctness.
     #[cfg(feature = "local")]
-    Simulate(crate::audit_simulate::SimulateArgs),
+    Simulate(simulate::SimulateArgs),
     /// Plant known faults in trajectories that are consistent (executed: `env replay` output or
     /// walks), one per trajectory in a `--rate` share of them, kinds in turn; write the faulty
     /// trajectories and the labels (trajectory, step, kind, resource).
@@ -201,96 +207,11 @@ pub fn run(args: AuditArgs) -> Result<()> {
     match args.command {
         Some(AuditCommand::Validate(a)) => validate_cmd(a),
         Some(AuditCommand::Inject(a)) => inject_cmd(a),
-        Some(AuditCommand::Agree(a)) => crate::audit_agree::run(a),
+        Some(AuditCommand::Agree(a)) => agree::run(a),
         #[cfg(feature = "local")]
-        Some(AuditCommand::Simulate(a)) => crate::audit_simulate::run(a),
+        Some(AuditCommand::Simulate(a)) => simulate::run(a),
         None => check_cmd(args.check),
     }
-}
-
-/// Walks of `steps` steps per initial state, as `bench build` walks.
-pub(crate) fn walk_args(walks: usize, steps: usize, workers: usize) -> crate::bench_cmd::WalkArgs {
-    crate::bench_cmd::WalkArgs {
-        walks,
-        steps,
-        workers,
-        trace: false,
-        clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
-        focus_share: 0.0,
-    }
-}
-
-/// What `package`'s tools do: learned from `walk` walks with `seed`, for tools those never
-/// show what its manifest declares, and bounded by what each tool's code can reach.
-pub(crate) fn learn(
-    package: &envsim_exec::package::EnvPackage,
-    walk: &crate::bench_cmd::WalkArgs,
-    seed: u64,
-) -> Result<Effects> {
-    Ok(learn_runs(package, walk, seed)?.1)
-}
-
-/// [`learn`], with the walks it learned from.
-pub(crate) fn learn_runs(
-    package: &envsim_exec::package::EnvPackage,
-    walk: &crate::bench_cmd::WalkArgs,
-    seed: u64,
-) -> Result<(Vec<AuditTrajectory>, Effects)> {
-    // Learning walks draw most calls coherently, so that tools whose preconditions tie their
-    // arguments together succeed and show what they do; and there are enough of them for
-    // every tool to be called a few times (`--learn-walks` is the least per state).
-    let tools = package.manifest.tool_names();
-    let learning = crate::bench_cmd::WalkArgs {
-        walks: envsim_bench::collect::learning_walks(
-            walk.walks,
-            walk.steps,
-            tools.len(),
-            package.states.len(),
-        ),
-        steps: walk.steps,
-        workers: walk.workers,
-        trace: walk.trace,
-        clock_step: walk.clock_step,
-        focus_share: envsim_bench::collect::LEARNING_FOCUS_SHARE,
-    };
-    if learning.walks > 0 {
-        eprintln!(
-            "{}: learning what its tools do from {} walks of {} steps per state ({} tools, {} state{})",
-            package.manifest.name,
-            learning.walks,
-            learning.steps,
-            tools.len(),
-            package.states.len(),
-            if package.states.len() == 1 { "" } else { "s" }
-        );
-    }
-    let records = crate::bench_cmd::walk_transitions(vec![package.clone()], &learning, seed)?;
-    let runs = trajectories_from_walks(&records)
-        .into_values()
-        .next()
-        .unwrap_or_default();
-    let effects = Effects::learn(&runs)
-        .with_annotations(&package.manifest.effects)
-        .with_code(
-            &package.code.code,
-            package.code.convention,
-            tools.iter().map(String::as_str),
-        );
-    let unproven: Vec<&str> = tools
-        .iter()
-        .filter(|t| effects.successes(t) == 0)
-        .map(String::as_str)
-        .collect();
-    if !unproven.is_empty() {
-        eprintln!(
-            "{}: {} of {} tools never succeeded in the learning walks ({}): what they do is bounded by their code and names only, and their answers' shapes are not known",
-            package.manifest.name,
-            unproven.len(),
-            tools.len(),
-            unproven.join(", ")
-        );
-    }
-    Ok((runs, effects))
 }
 
 /// A recorded run as an audit trajectory (states carried forward where a step records none),
@@ -433,10 +354,10 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     let spec = a
         .spec
         .as_deref()
-        .map(crate::audit_spec::spec_from_file)
+        .map(crate::spec_files::spec_from_file)
         .transpose()?;
     let source = path.display().to_string();
-    let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let corpus = crate::context::Corpus::choose(a.envs.clone());
     let mut audit = Auditor {
         args: &a,
         corpus,
@@ -511,8 +432,8 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
     };
     match format {
         SummaryFormat::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
-        SummaryFormat::Table => crate::audit_report::print_summary(&summary),
-        SummaryFormat::Markdown => print!("{}", crate::audit_report::markdown_summary(&summary)),
+        SummaryFormat::Table => report::print_summary(&summary),
+        SummaryFormat::Markdown => print!("{}", report::markdown_summary(&summary)),
         SummaryFormat::Html => {
             if a.draw.is_some() && drawn.is_none() {
                 bail!(
@@ -520,7 +441,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
                     a.draw.as_deref().unwrap_or_default()
                 );
             }
-            print!("{}", crate::audit_html::render(&summary, drawn.as_ref()));
+            print!("{}", html::render(&summary, drawn.as_ref()));
         }
     }
     let mean = summary.scs.mean;
@@ -717,7 +638,7 @@ type Expectation = Box<dyn Fn(&str) -> Option<BTreeMap<String, f64>>>;
 /// The audit of a file, record by record.
 struct Auditor<'a> {
     args: &'a CheckArgs,
-    corpus: crate::env_cmd::Corpus,
+    corpus: crate::context::Corpus,
     /// The `--spec` description.
     spec: Option<envsim_bench::spec_checks::SpecChecks>,
     /// Per environment: its effects and outcome rule (learned once).
@@ -742,7 +663,7 @@ struct Auditor<'a> {
     /// re-execute for the expected outcomes.
     to_replay: Vec<envsim_bench::trajectories::RecordedRun>,
     /// The trajectory the HTML report draws.
-    drawn: Option<crate::audit_html::Drawn>,
+    drawn: Option<html::Drawn>,
 }
 
 impl Auditor<'_> {
@@ -759,7 +680,8 @@ impl Auditor<'_> {
             let entry = if !env.is_empty() && self.corpus.has(env)? {
                 let package = self.corpus.load(env)?;
                 Known {
-                    effects: learn(&package, &walk_args(self.args.learn_walks, 16, 2), 1)?
+                    effects: crate::context::learn(&package, self.args.learn_walks, 16, 2, 1)?
+                        .effects
                         .with_annotations(&declared),
                     rule: Some(package.outcome.clone()),
                     package: Some(package),
@@ -823,7 +745,7 @@ impl Auditor<'_> {
         spec: &[SpecViolation],
         timeline: Timeline,
     ) {
-        self.drawn = Some(crate::audit_html::Drawn {
+        self.drawn = Some(html::Drawn {
             timeline,
             violations: report.violations.clone(),
             spec: spec.to_vec(),
@@ -886,17 +808,17 @@ impl Auditor<'_> {
             "re-executing the calls of {} runs for the expected outcomes (--no-replay skips this)",
             runs.len()
         );
-        let runtime = crate::env_cmd::exec_runtime()?;
-        let limits = crate::env_cmd::exec_limits()?;
+        let runtime = crate::context::exec_runtime()?;
+        let limits = crate::context::exec_limits()?;
         let env = self.args.env.clone();
         let replayed = runtime.block_on(async {
             let executor = std::sync::Arc::new(envsim_exec::Executor::new(2, limits).await?);
-            let choice = crate::replay_cmd::ReplayChoice {
+            let choice = envsim_bench::replay::ReplayChoice {
                 env: env.as_deref(),
                 workers: 2,
                 ..Default::default()
             };
-            crate::replay_cmd::replay_runs(executor, &packages, &runs, source, choice).await
+            crate::context::replay_runs(executor, &packages, &runs, source, choice).await
         })?;
         let mut counts = OutcomeCounts::default();
         for run in &replayed {
@@ -1271,18 +1193,18 @@ fn replay_workflows(
     a: &ValidateArgs,
     mut each: impl FnMut(Vec<AuditTrajectory>),
 ) -> Result<()> {
-    let runtime = crate::env_cmd::exec_runtime()?;
+    let runtime = crate::context::exec_runtime()?;
     runtime.block_on(async {
         let executor = std::sync::Arc::new(
-            envsim_exec::Executor::new(a.workers, crate::env_cmd::exec_limits()?).await?,
+            envsim_exec::Executor::new(a.workers, crate::context::exec_limits()?).await?,
         );
         for chunk in runs.chunks(WORKFLOW_CHUNK) {
-            let replayed = crate::replay_cmd::replay_runs(
+            let replayed = crate::context::replay_runs(
                 std::sync::Arc::clone(&executor),
                 std::slice::from_ref(package),
                 chunk,
                 source,
-                crate::replay_cmd::ReplayChoice {
+                envsim_bench::replay::ReplayChoice {
                     env: Some(&package.manifest.name),
                     state: None,
                     seed: a.seed,
@@ -1316,8 +1238,8 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
     if !(0.0..=1.0).contains(&a.rate) {
         anyhow::bail!("--rate must be between 0 and 1, got {}", a.rate);
     }
-    let mut packages = crate::env_cmd::Corpus::choose(a.envs.clone()).load_all()?;
-    let walk = |walks: usize| walk_args(walks, a.steps, a.workers);
+    let mut packages = crate::context::Corpus::choose(a.envs.clone()).load_all()?;
+    let walk = |walks: usize| crate::context::walk_args(walks, a.steps, a.workers);
     // The workflows, by environment, when they stand in for the walks.
     let workflows = match &a.workflows {
         Some(path) => {
@@ -1373,8 +1295,17 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             );
             continue;
         }
-        let (learned, effects) =
-            learn_runs(&package, &walk(a.learn_walks), a.seed.wrapping_add(1))?;
+        let envsim_bench::learn::Learned {
+            runs: learned,
+            effects,
+            ..
+        } = crate::context::learn(
+            &package,
+            a.learn_walks,
+            a.steps,
+            a.workers,
+            a.seed.wrapping_add(1),
+        )?;
         // The OpenAPI form's description, generated from the same learning walks.
         let doc = envsim_bench::openapi::describe(&package.manifest, &learned, &effects);
         drop(learned);
@@ -1405,7 +1336,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
                 })?;
             }
             None => {
-                let walked = trajectories_from_walks(&crate::bench_cmd::walk_transitions(
+                let walked = trajectories_from_walks(&crate::context::walk_transitions(
                     vec![package],
                     &walk(a.walks),
                     a.seed,

@@ -1,9 +1,9 @@
 //! `envsim bench build|info|slice-check`.
 
-use crate::slice_cmd::by_name;
+mod slice;
+
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::output::{
     export_reference_json, reference_json_estimate, render, write_reference_json,
 };
@@ -16,6 +16,7 @@ use envsim_core::score::stratum_of;
 use envsim_eval::records::{open_benchmark, ReadError, RecordStream, Source};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
+use slice::by_name;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,7 +40,7 @@ enum BenchCommand {
         json: bool,
     },
     /// Check prompt slicing on a benchmark (the footprint oracle) and compare prompt sizes.
-    SliceCheck(crate::slice_cmd::SliceCheckArgs),
+    SliceCheck(slice::SliceCheckArgs),
     /// Replay a benchmark from its own file: every sample's call, executed again from its
     /// stored state before (with its seed and clock), must give the stored observation and
     /// state after. Exits 1 naming each sample that does not.
@@ -80,31 +81,6 @@ enum BenchCommand {
     },
 }
 
-/// How transitions are collected (shared by `bench build` and `export sft`).
-#[derive(Debug, Args)]
-pub struct WalkArgs {
-    /// Random walks per initial state.
-    #[arg(long, default_value_t = 10)]
-    pub walks: usize,
-    /// Steps per walk.
-    #[arg(long, default_value_t = 16)]
-    pub steps: usize,
-    /// Worker processes.
-    #[arg(long, default_value_t = 2)]
-    pub workers: usize,
-    /// Record the state paths each call reads (footprints) in benchmark.jsonl.
-    #[arg(long)]
-    pub trace: bool,
-    /// Seconds the clock advances between the steps of a walk; every walk starts at its initial
-    /// state's own clock (the manifest's `clocks`, else derived from the state).
-    #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = crate::env_cmd::parse_clock_step)]
-    pub clock_step: f64,
-    /// Share of calls drawn coherently from one record (`WalkPlan::focus_share`): not an option
-    /// of `bench build`, whose walks stay as published; learning walks set it.
-    #[arg(skip)]
-    pub focus_share: f64,
-}
-
 #[derive(Debug, Args)]
 struct BuildArgs {
     /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
@@ -117,15 +93,15 @@ struct BuildArgs {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     #[command(flatten)]
-    walk: WalkArgs,
+    walk: crate::context::WalkArgs,
     /// Build from recorded agent trajectories instead of random walks (JSONL or JSON array).
     #[arg(long, value_name = "FILE")]
     trajectories: Option<PathBuf>,
     /// Format of --trajectories (auto: detected per record). Runs that record states are used
     /// as recorded; call-only runs (no state after any step, e.g. chat transcripts) are
     /// re-executed from their initial state on the package they name, as `env replay` does.
-    #[arg(long, value_enum, default_value_t = crate::replay_cmd::FormatArg::Auto)]
-    trajectory_format: crate::replay_cmd::FormatArg,
+    #[arg(long, value_enum, default_value_t = crate::context::FormatArg::Auto)]
+    trajectory_format: crate::context::FormatArg,
     /// Keep transitions whose output depends on the clock or the random seed.
     #[arg(long)]
     allow_unpredictable: bool,
@@ -171,7 +147,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.command {
         BenchCommand::Build(build) => build_cmd(build),
         BenchCommand::Info { file, json } => info(&file, json),
-        BenchCommand::SliceCheck(check) => crate::slice_cmd::run(check),
+        BenchCommand::SliceCheck(check) => slice::run(check),
         BenchCommand::Verify {
             file,
             envs,
@@ -192,7 +168,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
                     crate::bundled::NAME.to_owned(),
                 ),
             };
-            let root = crate::env_cmd::Corpus::choose(envs);
+            let root = crate::context::Corpus::choose(envs);
             let packages = by_name(root.load_all()?);
             let report = verify_benchmark(reader, &name, &packages, workers)?;
             if json {
@@ -224,7 +200,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn build_cmd(a: BuildArgs) -> Result<()> {
-    let root = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let root = crate::context::Corpus::choose(a.envs.clone());
     let composition = match &a.composition {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -283,7 +259,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             }
             transitions
         }
-        None => walk_transitions(packages.clone(), &a.walk, a.seed)?,
+        None => crate::context::walk_transitions(packages.clone(), &a.walk, a.seed)?,
     };
     // Walk builds keep collecting — more walks, each round longer — while some bucket is short
     // and the budget allows: round r (1, 2, ...) adds `--walks` walks of `--steps × (r + 1)`
@@ -348,7 +324,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             "round {round}: collecting {} more walks of {next_steps} steps per initial state",
             a.walk.walks
         );
-        let walk = WalkArgs {
+        let walk = crate::context::WalkArgs {
             steps: next_steps,
             walks: a.walk.walks,
             workers: a.walk.workers,
@@ -358,7 +334,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         };
         let seed = envsim_core::rng::Rng::derive(a.seed, &format!("round {round}")).next_u64();
         let offset = round * a.walk.walks;
-        let mut more = walk_transitions(packages.clone(), &walk, seed)?;
+        let mut more = crate::context::walk_transitions(packages.clone(), &walk, seed)?;
         for t in &mut more {
             t.walk += offset;
         }
@@ -447,21 +423,21 @@ fn replay_call_only(
     source: &str,
     a: &BuildArgs,
 ) -> Result<Vec<envsim_bench::replay::ReplayedRun>> {
-    let runtime = crate::env_cmd::exec_runtime()?;
-    let limits = crate::env_cmd::exec_limits()?;
+    let runtime = crate::context::exec_runtime()?;
+    let limits = crate::context::exec_limits()?;
     let workers = a.walk.workers;
     let replayed = runtime.block_on(async {
         let executor = Arc::new(Executor::new(workers, limits).await?);
-        let choice = crate::replay_cmd::ReplayChoice {
+        let choice = envsim_bench::replay::ReplayChoice {
             seed: a.seed,
             workers,
             clock_step: Some(a.walk.clock_step),
             ..Default::default()
         };
-        crate::replay_cmd::replay_runs(executor, packages, runs, source, choice).await
+        crate::context::replay_runs(executor, packages, runs, source, choice).await
     })?;
     eprintln!("{source}: {} call-only runs re-executed", replayed.len());
-    crate::replay_cmd::print_summary(source, &replayed);
+    crate::context::print_summary(source, &replayed);
     Ok(replayed)
 }
 
@@ -489,13 +465,13 @@ fn verify_benchmark(
         ReadError::Io(error) => anyhow::Error::new(error).context(format!("cannot read {name}")),
         ReadError::Format(error) => error.into(),
     };
-    let runtime = match crate::env_cmd::exec_runtime() {
+    let runtime = match crate::context::exec_runtime() {
         Ok(runtime) => runtime,
         Err(error) => return Err(stream.blocking_rest_error().map_or(error, read_error)),
     };
     let workers = workers.max(1);
     runtime.block_on(async move {
-        let executor = match crate::env_cmd::exec_limits() {
+        let executor = match crate::context::exec_limits() {
             Ok(limits) => Executor::new(workers, limits).await.map_err(Into::into),
             Err(error) => Err(error),
         };
@@ -518,7 +494,7 @@ fn verify_benchmark(
 /// `envsim bench export-reference`.
 fn export_reference(file: &Path, envs: Option<PathBuf>, out: &Path) -> Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let root = crate::env_cmd::Corpus::choose(envs);
+    let root = crate::context::Corpus::choose(envs);
     let packages = if root.exists() {
         by_name(root.load_all()?)
     } else {
@@ -562,50 +538,6 @@ fn print_verify(name: &str, report: &VerifyReport) {
         "{name}: {} of {} samples replay exactly from their stored state",
         report.identical, report.checked
     );
-}
-
-/// Collects transitions by seeded random walks over the packages, with a progress bar.
-pub fn walk_transitions(
-    packages: Vec<EnvPackage>,
-    walk: &WalkArgs,
-    seed: u64,
-) -> Result<Vec<TransitionRecord>> {
-    let (walks, steps, workers, trace) = (walk.walks, walk.steps, walk.workers, walk.trace);
-    let runtime = crate::env_cmd::exec_runtime()?;
-    let plan = WalkPlan {
-        walks,
-        steps,
-        seed,
-        trace,
-        clock_step: walk.clock_step,
-        focus_share: walk.focus_share,
-        ..WalkPlan::default()
-    };
-    let limits = crate::env_cmd::exec_limits()?;
-    let progress = indicatif::ProgressBar::new(0);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let bar = progress.clone();
-    let transitions = runtime.block_on(async {
-        let executor = Arc::new(Executor::new(workers, limits).await?);
-        collect(
-            executor,
-            Arc::new(packages),
-            plan,
-            workers,
-            move |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )
-        .await
-    })?;
-    progress.finish_and_clear();
-    Ok(transitions)
 }
 
 fn info(file: &Path, as_json: bool) -> Result<()> {

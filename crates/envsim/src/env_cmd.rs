@@ -1,97 +1,17 @@
 //! `envsim env ...`: list, inspect, call, probe, test and import environments.
 
+mod replay;
+
+use crate::context::{exec_runtime, Corpus};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use envsim_bench::collect::{collect, WalkPlan};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use envsim_exec::package::EnvPackage;
-use envsim_exec::{Call, ExecError, Executor, Limits};
+use envsim_exec::{Call, ExecError, Executor};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Where environment packages come from: a folder (`--envs DIR`, else `$ENVSIM_ENVS`), else the
-/// corpus embedded in the binary (the workspace's `envs/` at build time).
-#[derive(Clone, Debug)]
-pub enum Corpus {
-    /// A folder of packages.
-    Dir(PathBuf),
-    /// The bundled corpus.
-    Bundled,
-}
-
-impl Corpus {
-    /// `--envs DIR` when given, else `$ENVSIM_ENVS` when set, else the bundled corpus.
-    pub fn choose(envs: Option<PathBuf>) -> Corpus {
-        match envs.or_else(|| std::env::var_os("ENVSIM_ENVS").map(PathBuf::from)) {
-            Some(dir) => Corpus::Dir(dir),
-            None => Corpus::Bundled,
-        }
-    }
-
-    /// The folder (as given), or "the bundled corpus": for messages.
-    pub fn display(&self) -> impl std::fmt::Display + '_ {
-        struct Shown<'a>(&'a Corpus);
-        impl std::fmt::Display for Shown<'_> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match self.0 {
-                    Corpus::Dir(dir) => write!(f, "{}", dir.display()),
-                    Corpus::Bundled => f.write_str("the bundled corpus"),
-                }
-            }
-        }
-        Shown(self)
-    }
-
-    /// Whether there is anything to read: the folder exists (the bundled corpus always does).
-    pub fn exists(&self) -> bool {
-        match self {
-            Corpus::Dir(dir) => dir.is_dir(),
-            Corpus::Bundled => true,
-        }
-    }
-
-    /// Every package, by name.
-    pub fn load_all(&self) -> Result<Vec<EnvPackage>> {
-        match self {
-            Corpus::Dir(dir) => EnvPackage::load_all(dir),
-            Corpus::Bundled => crate::bundled::corpus()?.load_all(),
-        }
-        .map_err(|e| anyhow!("{e}"))
-    }
-
-    /// The package `name`; when there is none, an error listing those there are.
-    /// Whether the corpus has a package of this name (loadable or not).
-    pub fn has(&self, name: &str) -> Result<bool> {
-        Ok(match self {
-            Corpus::Dir(dir) => dir.join(name).join("manifest.json").is_file(),
-            Corpus::Bundled => crate::bundled::corpus()?
-                .package_names()
-                .iter()
-                .any(|n| n == name),
-        })
-    }
-
-    pub fn load(&self, name: &str) -> Result<EnvPackage> {
-        if !self.has(name)? {
-            let names: Vec<String> = self
-                .load_all()?
-                .into_iter()
-                .map(|p| p.manifest.name)
-                .collect();
-            bail!(
-                "no environment {name:?} in {} (have: {})",
-                self.display(),
-                names.join(", ")
-            );
-        }
-        match self {
-            Corpus::Dir(dir) => EnvPackage::load(&dir.join(name)),
-            Corpus::Bundled => crate::bundled::corpus()?.load(name),
-        }
-        .map_err(|e| anyhow!("{e}"))
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct EnvArgs {
@@ -154,7 +74,7 @@ enum EnvCommand {
     /// trajectory JSONL, each step compared with the recorded observation (exact, equal after
     /// normalisation, or differs and why). Exits 1 when a step differs, unless
     /// --allow-differences.
-    Replay(crate::replay_cmd::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Import EnvScaler environment metadata (and task items) as packages.
     ImportEnvscaler {
         /// The metadata JSON (object keyed by env id).
@@ -273,7 +193,7 @@ struct CallArgs {
     /// Frozen clock: a date-time like 2025-06-10T09:00:00Z, or seconds since 1970. Default: the
     /// state's own clock (the manifest's `clocks` for a package state, else derived from the
     /// state: what it says the time is, else the hour after its latest recorded event).
-    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    #[arg(long, value_name = "TIME", value_parser = crate::context::parse_clock)]
     clock: Option<f64>,
     /// Reproduce the reference's init_config aliasing.
     #[arg(long)]
@@ -323,21 +243,6 @@ fn print_delta(delta: &Value) {
     }
 }
 
-/// The runtime the commands that drive the executor run on: two threads (the work is in the
-/// Python workers).
-pub fn exec_runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
-/// The executor's limits: the defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB`.
-pub fn exec_limits() -> Result<Limits> {
-    Limits::from_env().map_err(anyhow::Error::msg)
-}
-
 pub fn run(args: EnvArgs) -> Result<()> {
     let root = Corpus::choose(args.envs);
     let runtime = exec_runtime()?;
@@ -349,7 +254,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Probe { name, walk, seed } => probe(root.load(&name)?, walk, seed).await,
             EnvCommand::Test { names, strict } => test(&root, &names, strict).await,
             EnvCommand::Sandbox { json } => sandbox(json).await,
-            EnvCommand::Replay(replay) => crate::replay_cmd::run(&root, replay).await,
+            EnvCommand::Replay(replay) => replay::run(&root, replay).await,
             EnvCommand::ImportEnvscaler {
                 file,
                 tasks,
@@ -463,26 +368,6 @@ fn show(p: &EnvPackage) -> Result<()> {
     Ok(())
 }
 
-/// A clock given on the command line: a date or date-time (ISO 8601), or seconds since 1970.
-pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
-    if let Ok(seconds) = text.parse::<f64>() {
-        if seconds.is_finite() {
-            return Ok(seconds);
-        }
-    }
-    envsim_core::clock::parse_time(text).ok_or_else(|| {
-        format!("{text:?} is not a date-time like 2025-06-10T09:00:00Z nor seconds since 1970")
-    })
-}
-
-/// Seconds between steps: a finite number, not negative.
-pub fn parse_clock_step(text: &str) -> std::result::Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
-        _ => Err(format!("{text:?} is not a number of seconds (0 or more)")),
-    }
-}
-
 async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
     let package = root.load(&a.name)?;
     // The clock the call runs under, unless --clock says: the state's own.
@@ -555,7 +440,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
             eprintln!("schema: {}(): {warning}", a.tool);
         }
     }
-    let executor = Executor::new(1, crate::env_cmd::exec_limits()?).await?;
+    let executor = Executor::new(1, crate::context::exec_limits()?).await?;
     let seed = a
         .seed
         .unwrap_or_else(|| envsim_exec::default_seed(&state, &a.tool, &args));
@@ -706,7 +591,7 @@ async fn call_cmd(root: &Corpus, a: CallArgs) -> Result<()> {
 }
 
 async fn sandbox(as_json: bool) -> Result<()> {
-    let executor = Executor::new(1, crate::env_cmd::exec_limits()?).await?;
+    let executor = Executor::new(1, crate::context::exec_limits()?).await?;
     let info = executor
         .info()
         .await
@@ -740,7 +625,7 @@ async fn sandbox(as_json: bool) -> Result<()> {
 type ProbeCall = (String, Value, Map<String, Value>, u64, f64);
 
 async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()> {
-    let executor = Arc::new(Executor::new(2, crate::env_cmd::exec_limits()?).await?);
+    let executor = Arc::new(Executor::new(2, crate::context::exec_limits()?).await?);
     let mut calls: Vec<ProbeCall> = Vec::new();
     match walk {
         Some(steps) => {
@@ -854,7 +739,7 @@ async fn test(root: &Corpus, names: &[String], strict: bool) -> Result<()> {
     } else {
         names.iter().map(|n| root.load(n)).collect::<Result<_>>()?
     };
-    let executor = Executor::new(2, crate::env_cmd::exec_limits()?).await?;
+    let executor = Executor::new(2, crate::context::exec_limits()?).await?;
     let (mut failed, mut warned) = (0, 0);
     for p in &packages {
         // Errors: the code does not load (nothing can run), a scripted step fails.
@@ -1155,8 +1040,8 @@ pub struct OpenapiArgs {
 
 fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
     let package = root.load(&a.name)?;
-    let walk = crate::audit_cmd::walk_args(a.walks, a.steps, a.workers);
-    let (runs, effects) = crate::audit_cmd::learn_runs(&package, &walk, a.seed)?;
+    let learned = crate::context::learn(&package, a.walks, a.steps, a.workers, a.seed)?;
+    let (runs, effects) = (learned.runs, learned.effects);
     let doc = envsim_bench::openapi::describe(&package.manifest, &runs, &effects);
     let operations: usize = doc["paths"]
         .as_object()
@@ -1173,7 +1058,7 @@ fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
         );
     }
     let text = match &a.out {
-        Some(path) if crate::audit_spec::is_yaml(path) => yaml_serde::to_string(&doc)?,
+        Some(path) if crate::spec_files::is_yaml(path) => yaml_serde::to_string(&doc)?,
         _ => serde_json::to_string_pretty(&doc)? + "\n",
     };
     match &a.out {

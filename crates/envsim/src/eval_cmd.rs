@@ -5,6 +5,9 @@ use crate::bundled;
 use crate::output::write_atomic;
 use crate::render::OutputFormat;
 use crate::run_render::{render_compare, render_run, render_runs};
+#[cfg(feature = "local")]
+use crate::simulators::local_backend;
+use crate::simulators::{LocalArgs, TemplateArg, LOCAL_DEFAULT_MAX_TOKENS};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use envsim_core::formats::{match_predictions, parse_predictions};
@@ -95,28 +98,6 @@ pub enum BackendArg {
     /// The embedded local model (in-process on the CPU; default model fetched on first use).
     #[cfg(feature = "local")]
     Local,
-}
-
-/// Prompt templates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TemplateArg {
-    /// envsim's prompt: states the path syntax, change vocabulary and output schema.
-    Envsim,
-    /// The reference evaluator's exact prompt (for parity with published tables).
-    Reference,
-    /// envsim's prompt with only the called method's code and the state the call can read
-    /// (for small local models; see docs/evaluation.md).
-    EnvsimSliced,
-}
-
-impl TemplateArg {
-    pub(crate) fn template(self) -> Template {
-        match self {
-            TemplateArg::Envsim => Template::Envsim,
-            TemplateArg::Reference => Template::Reference,
-            TemplateArg::EnvsimSliced => Template::EnvsimSliced,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -259,27 +240,6 @@ pub struct EvalArgs {
     #[arg(long, value_name = "N|P%", value_parser = parse_allowance)]
     allow_errors: Option<ErrorAllowance>,
 }
-
-/// Options of the local model backend.
-#[derive(Clone, Debug, Args)]
-pub struct LocalArgs {
-    /// GGUF model file for --backend local (default: the documented default model, fetched
-    /// into the cache on first use).
-    #[arg(long, env = "ENVSIM_MODEL_PATH", value_name = "FILE.gguf")]
-    model_path: Option<PathBuf>,
-    /// CPU threads for the local model (default: the cores available to envsim).
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
-    /// Context length of the local model in tokens.
-    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
-    ctx: u32,
-    /// Never download the default model; fail if it is not in the cache.
-    #[arg(long)]
-    no_fetch: bool,
-}
-
-/// Completion tokens the local model may write when --max-tokens is not given.
-pub const LOCAL_DEFAULT_MAX_TOKENS: u64 = 768;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -822,77 +782,6 @@ fn check_failures(
         store_path.display()
     ))
     .into())
-}
-
-#[cfg(feature = "local")]
-pub(crate) fn local_backend(
-    args: &LocalArgs,
-    decoding: &Decoding,
-    template: Template,
-) -> Result<(BackendConfig, Simulator, String)> {
-    use envsim_eval::local::{default_threads, Generation, LocalEngine, LocalSettings};
-    use envsim_eval::model;
-    if args.ctx < 512 {
-        bail!("--ctx must be at least 512 tokens");
-    }
-    let python =
-        std::env::var_os("ENVSIM_PYTHON").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
-    let path = model::resolve(
-        args.model_path.as_deref(),
-        !args.no_fetch,
-        &python,
-        &mut |line| eprintln!("model: {line}"),
-    )?;
-    let model_id = match &args.model_path {
-        None => model::DEFAULT_MODEL.sha256.to_owned(),
-        Some(p) => model::sha256_cached(p)?,
-    };
-    let threads = args.threads.unwrap_or_else(default_threads);
-    if threads == 0 {
-        bail!("--threads must be at least 1");
-    }
-    let engine = LocalEngine::start(LocalSettings {
-        model_path: path.clone(),
-        n_ctx: args.ctx,
-        threads,
-    })
-    .map_err(anyhow::Error::msg)?;
-    eprintln!(
-        "model: {} ({}) loaded in {:.1} s · engine {} · {} threads · {}-token context",
-        engine.info.name,
-        path.display(),
-        engine.info.load_seconds,
-        engine.info.engine.name(),
-        engine.info.threads,
-        engine.info.n_ctx
-    );
-    if let Some(warning) = &engine.info.warning {
-        eprintln!("warning: {warning}");
-    }
-    let name = engine.info.name.clone();
-    let generation = Generation {
-        max_tokens: u32::try_from(decoding.max_tokens.unwrap_or(LOCAL_DEFAULT_MAX_TOKENS))
-            .unwrap_or(u32::MAX),
-        temperature: decoding.temperature.unwrap_or(0.0) as f32,
-        seed: 0,
-        stop: decoding.stop.clone(),
-        stop_after_object: true,
-        json_schema: None,
-    };
-    Ok((
-        BackendConfig::Local {
-            model: name.clone(),
-            model_id: model_id.clone(),
-            n_ctx: engine.info.n_ctx,
-        },
-        Simulator::Local {
-            engine: std::sync::Arc::new(engine),
-            model_key: model_id,
-            template,
-            generation,
-        },
-        name,
-    ))
 }
 
 fn finish_report(

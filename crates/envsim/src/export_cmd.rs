@@ -70,7 +70,7 @@ struct SftArgs {
     #[arg(long, default_value_t = 7)]
     seed: u64,
     #[command(flatten)]
-    walk: crate::bench_cmd::WalkArgs,
+    walk: crate::context::WalkArgs,
     /// Output folder.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -99,7 +99,7 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         HoldoutArg::Env => Holdout::Env,
         HoldoutArg::Task => Holdout::Task,
     };
-    let root = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let root = crate::context::Corpus::choose(a.envs.clone());
     let mut packages = root.load_all()?;
     // With an environment hold-out, benchmark environments are not even run.
     if holdout == Holdout::Env {
@@ -116,8 +116,7 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
-    let pool: Vec<TransitionRecord> =
-        crate::bench_cmd::walk_transitions(packages, &a.walk, a.seed)?;
+    let pool: Vec<TransitionRecord> = crate::context::walk_transitions(packages, &a.walk, a.seed)?;
     let (kept, leakage) = hold_out(&pool, &bench, holdout);
     let (chosen, sampled) = mix(&pool, &kept, &mixture, a.seed);
     if chosen.is_empty() {

@@ -1,14 +1,9 @@
 //! The `envsim` command line.
 
-mod audit_agree;
 mod audit_cmd;
-mod audit_html;
-mod audit_report;
-#[cfg(feature = "local")]
-mod audit_simulate;
-mod audit_spec;
 mod bench_cmd;
 mod bundled;
+mod context;
 mod curate_cmd;
 mod env_cmd;
 mod eval_cmd;
@@ -17,13 +12,12 @@ mod model_cmd;
 mod output;
 mod progress;
 mod render;
-mod replay_cmd;
 mod run_render;
 mod score_cmd;
 mod serve_cmd;
 mod sim_cmd;
-mod sim_measure;
-mod slice_cmd;
+mod simulators;
+mod spec_files;
 mod synth_cmd;
 
 use clap::{Parser, Subcommand};

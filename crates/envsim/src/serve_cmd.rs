@@ -1,7 +1,8 @@
 //! `envsim serve`: simulated environment sessions over HTTP and MCP (`envsim-serve`), with the
 //! corpus's environments and the simulators this build has.
 
-use crate::sim_cmd::{build_backend, learn_environment, BackendArgs, BackendKind};
+use crate::context::learn_environment;
+use crate::simulators::{build_backend, BackendArgs, BackendKind};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use envsim_serve::store::Store;
@@ -64,7 +65,7 @@ type Learned = (Arc<Environment>, Value);
 /// The CLI as the server's host: environments from the corpus (learned once each), simulators
 /// built once per kind.
 struct CliHost {
-    corpus: crate::env_cmd::Corpus,
+    corpus: crate::context::Corpus,
     envs: Mutex<HashMap<(String, bool), Learned>>,
     executor: ExecutorSimulator,
     args: BackendArgs,
@@ -169,13 +170,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
     }
     let store = Store::open(&a.db)
         .with_context(|| format!("cannot open the session store {}", a.db.display()))?;
-    let runtime = crate::env_cmd::exec_runtime()?;
+    let runtime = crate::context::exec_runtime()?;
     runtime.block_on(async move {
         let executor = ExecutorSimulator::new(Arc::new(
-            envsim_exec::Executor::new(a.workers, crate::env_cmd::exec_limits()?).await?,
+            envsim_exec::Executor::new(a.workers, crate::context::exec_limits()?).await?,
         ));
         let host = Arc::new(CliHost {
-            corpus: crate::env_cmd::Corpus::choose(a.envs.clone()),
+            corpus: crate::context::Corpus::choose(a.envs.clone()),
             envs: Mutex::new(HashMap::new()),
             executor,
             default: match a.default_backend {

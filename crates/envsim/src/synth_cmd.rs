@@ -5,7 +5,7 @@
 //! provenance and SCS / SpecCS / DCS per trajectory (and, in code mode, the truth). Runs are
 //! stored and resumable: rerunning the same command continues with the tasks not done.
 
-use crate::sim_cmd::{build_pair, AnchorArg, AnchorArgs, BackendArgs, BackendKind};
+use crate::simulators::{build_pair, AnchorArg, AnchorArgs, BackendArgs, BackendKind};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
 use envsim_sim::backend::{ExecutorSimulator, Simulator};
@@ -178,12 +178,12 @@ pub fn run(a: SynthArgs) -> Result<()> {
         }
     }
     let policy = a.anchoring.policy()?;
-    let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let corpus = crate::context::Corpus::choose(a.envs.clone());
     let mut prepared: BTreeMap<String, Prepared> = BTreeMap::new();
     for name in &a.env {
         let package = corpus.load(name)?;
         eprintln!("{name}: learning the environment");
-        let env = crate::sim_cmd::learn_environment(&package)?;
+        let env = crate::context::learn_environment(&package)?;
         let env = Arc::new(if a.no_code { env.without_code() } else { env });
         prepared.insert(name.clone(), Prepared { package, env });
     }
@@ -192,10 +192,10 @@ pub fn run(a: SynthArgs) -> Result<()> {
         None if prepared.values().all(|p| p.package.tasks_jsonl.is_some()) => TaskSource::Package,
         None => TaskSource::Walks,
     };
-    let runtime = crate::env_cmd::exec_runtime()?;
+    let runtime = crate::context::exec_runtime()?;
     let executor = runtime.block_on(async {
         anyhow::Ok(ExecutorSimulator::new(Arc::new(
-            envsim_exec::Executor::new(2, crate::env_cmd::exec_limits()?).await?,
+            envsim_exec::Executor::new(2, crate::context::exec_limits()?).await?,
         )))
     })?;
     // One client for the agent's endpoint (the agent, the model user, the task writer).
@@ -243,9 +243,9 @@ pub fn run(a: SynthArgs) -> Result<()> {
         TaskSource::Walks => {
             for (name, p) in &prepared {
                 // A pool several times the count, so the mix has families to choose from.
-                let walk = crate::audit_cmd::walk_args(a.count * 4, a.max_tool_calls.min(10), 2);
+                let walk = crate::context::walk_args(a.count * 4, a.max_tool_calls.min(10), 2);
                 let records =
-                    crate::bench_cmd::walk_transitions(vec![p.package.clone()], &walk, a.seed)?;
+                    crate::context::walk_transitions(vec![p.package.clone()], &walk, a.seed)?;
                 let mut pool = Vec::new();
                 for runs in envsim_bench::audit_check::trajectories_from_walks(&records).values() {
                     for run in runs {
@@ -516,7 +516,7 @@ fn agent_decoding(a: &SynthArgs) -> envsim_eval::config::Decoding {
 
 #[cfg(feature = "local")]
 fn local_text(a: &SynthArgs) -> Result<Option<Arc<dyn TextModel>>> {
-    let (engine, mut generation, model) = crate::sim_cmd::shared_local_engine(&a.backends)?;
+    let (engine, mut generation, model) = crate::simulators::shared_local_engine(&a.backends)?;
     generation.max_tokens = u32::try_from(a.agent_max_tokens).unwrap_or(u32::MAX);
     generation.temperature = a.agent_temperature as f32;
     Ok(Some(Arc::new(envsim_synth::agent::LocalText::new(

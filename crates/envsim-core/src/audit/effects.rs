@@ -351,6 +351,49 @@ impl Vocabulary {
         });
     }
 
+    /// Adds the fields a JSON Schema of a successful response declares (an API description's,
+    /// four levels deep), each as if seen [`MIN_EVIDENCE`] times with the types it declares:
+    /// what its authors wrote is a claim, not an example (`integer` is a `number`; a field
+    /// declared without a type only fixes its spelling).
+    pub fn declare(&mut self, schema: &Value) {
+        self.declare_at(schema, 0);
+    }
+
+    fn declare_at(&mut self, schema: &Value, depth: usize) {
+        if depth == 4 {
+            return;
+        }
+        let Some(map) = schema.as_object() else {
+            return;
+        };
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            for (key, child) in properties {
+                if !names_a_thing(key) {
+                    let slot = self.fields.entry(key.clone()).or_default();
+                    slot.0 += MIN_EVIDENCE;
+                    for t in declared_types(child) {
+                        slot.1.insert(t);
+                    }
+                    self.spellings
+                        .entry(unspelled(key))
+                        .or_default()
+                        .insert(key.clone());
+                }
+                self.declare_at(child, depth + 1);
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(child) = map.get(key) {
+                self.declare_at(child, depth + 1);
+            }
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            for child in map.get(key).and_then(Value::as_array).into_iter().flatten() {
+                self.declare_at(child, depth);
+            }
+        }
+    }
+
     /// How a response departs from the vocabulary: a field never seen whose name was seen in
     /// another spelling, at least [`MIN_EVIDENCE`] times; a field seen that often, always
     /// with one type, now of another (`null` fits any field).
@@ -396,6 +439,31 @@ impl Vocabulary {
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
     }
+}
+
+/// The JSON types a schema declares, in [`crate::extract::type_name`]'s names (`integer` is a
+/// `number`; OpenAPI 3.0's `nullable` adds `null`).
+fn declared_types(schema: &Value) -> Vec<&'static str> {
+    let name = |t: &str| -> Option<&'static str> {
+        Some(match t {
+            "null" => "null",
+            "boolean" => "boolean",
+            "integer" | "number" => "number",
+            "string" => "string",
+            "array" => "array",
+            "object" => "object",
+            _ => return None,
+        })
+    };
+    let mut out: Vec<&'static str> = match schema.get("type") {
+        Some(Value::String(t)) => name(t).into_iter().collect(),
+        Some(Value::Array(ts)) => ts.iter().filter_map(|t| name(t.as_str()?)).collect(),
+        _ => Vec::new(),
+    };
+    if schema.get("nullable") == Some(&Value::Bool(true)) && !out.is_empty() {
+        out.push("null");
+    }
+    out
 }
 
 /// The shape of a tool's successful responses: every field path (`data.status`, `items.*.qty`
@@ -820,6 +888,39 @@ mod tests {
             );
         }
         v
+    }
+
+    #[test]
+    fn a_description_declares_its_vocabulary() {
+        let mut v = Vocabulary::default();
+        v.declare(&json!({"type": "object", "properties": {
+            "order_id": {"type": "string"},
+            "total": {"type": "integer"},
+            "note": {"type": "string", "nullable": true},
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "item_id": {"type": "string"}, "price": {}}}},
+            "by_user": {"type": "object", "additionalProperties": {"type": "object",
+                "properties": {"U1": {"type": "string"}, "last_seen": {"type": "string"}}}},
+        }}));
+        // One declaration is claim enough: another spelling and another type depart.
+        assert_eq!(
+            v.problems(&json!({"orderId": "#W4", "total": "2", "note": null,
+                "items": [{"itemId": "I2", "price": "anything"}],
+                "by_user": {"U7": {"lastSeen": "today"}}})),
+            [
+                "field orderId, which the environment's answers spell order_id",
+                "total as a string; the environment's answers always have a number",
+                "field itemId, which the environment's answers spell item_id",
+                "field lastSeen, which the environment's answers spell last_seen",
+            ]
+        );
+        // Fields as declared, a null where null is allowed, a field without a declared type
+        // holding anything, and keys naming things: no departure.
+        assert!(v
+            .problems(&json!({"order_id": "#W4", "total": 2.5, "note": "x",
+                "items": [{"item_id": "I2", "price": [1]}], "by_user": {"U9": {}}}))
+            .is_empty());
+        assert!(v.problems(&json!({"note": null})).is_empty());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! seed and clock). A step is right when its observation and state equal the executor's; a
 //! trajectory is consistent when every step is right.
 
-use crate::sim_cmd::{build_pair, learn_environment, AnchorArgs, BackendArgs};
+use crate::context::learn_environment;
+use crate::simulators::{build_pair, AnchorArgs, BackendArgs};
 use anyhow::{bail, Result};
 use clap::Args;
 use envsim_bench::audit_check::trajectories_from_walks;
@@ -118,7 +119,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
     if a.walks == 0 || a.steps == 0 || a.states == 0 {
         bail!("--states, --walks and --steps must be at least 1");
     }
-    let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
+    let corpus = crate::context::Corpus::choose(a.envs.clone());
     let names: Vec<String> = if a.env.is_empty() {
         let mut all: Vec<String> = corpus
             .load_all()?
@@ -156,19 +157,19 @@ pub fn run(a: MeasureArgs) -> Result<()> {
         eprintln!("{name}: learning the environment, then walking");
         let env = learn_environment(&package)?;
         let env = Arc::new(if a.no_code { env.without_code() } else { env });
-        let walks = crate::bench_cmd::walk_transitions(
+        let walks = crate::context::walk_transitions(
             vec![package.clone()],
-            &crate::audit_cmd::walk_args(a.walks, a.steps, 2),
+            &crate::context::walk_args(a.walks, a.steps, 2),
             a.seed,
         )?;
         let runs: Vec<_> = trajectories_from_walks(&walks)
             .into_values()
             .flatten()
             .collect();
-        let runtime = crate::env_cmd::exec_runtime()?;
+        let runtime = crate::context::exec_runtime()?;
         runtime.block_on(async {
             let executor = ExecutorSimulator::new(Arc::new(
-                envsim_exec::Executor::new(1, crate::env_cmd::exec_limits()?).await?,
+                envsim_exec::Executor::new(1, crate::context::exec_limits()?).await?,
             ));
             // The truth knows the code even when the simulator does not.
             let truth_env = env.with_code_of(&package);

@@ -76,7 +76,7 @@ pub fn benchmark_jobs(
 
 pub fn run(args: SliceCheckArgs) -> Result<()> {
     let (bytes, name) = crate::bundled::read_or_bundled(args.bench.as_deref())?;
-    let root = crate::env_cmd::Corpus::choose(args.envs.clone());
+    let root = crate::context::Corpus::choose(args.envs.clone());
     let packages = if root.exists() {
         by_name(root.load_all()?)
     } else {
@@ -86,10 +86,10 @@ pub fn run(args: SliceCheckArgs) -> Result<()> {
         SliceCheckError::NoCode { .. } => anyhow!("{e} in {}", root.display()),
         other => anyhow!(other),
     })?;
-    let runtime = crate::env_cmd::exec_runtime()?;
+    let runtime = crate::context::exec_runtime()?;
     let workers = args.workers.max(1);
     let checked = runtime.block_on(async move {
-        let executor = Arc::new(Executor::new(workers, crate::env_cmd::exec_limits()?).await?);
+        let executor = Arc::new(Executor::new(workers, crate::context::exec_limits()?).await?);
         anyhow::Ok(check_all(executor, jobs).await?)
     })?;
     #[cfg(feature = "local")]

@@ -4,7 +4,7 @@
 //! correctness is known on its own, not only whether the trajectory went astray. The output
 //! says how the audit's SCS and flags compare with that truth.
 
-use crate::eval_cmd::{local_backend, LocalArgs, TemplateArg};
+use crate::simulators::{local_backend, LocalArgs, TemplateArg};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use envsim_bench::audit_check::trajectories_from_walks;
@@ -83,9 +83,9 @@ pub fn run(a: SimulateArgs) -> Result<()> {
     else {
         bail!("the local backend did not start");
     };
-    let corpus = crate::env_cmd::Corpus::choose(a.envs.clone());
-    let runtime = crate::env_cmd::exec_runtime()?;
-    let executor = runtime.block_on(Executor::new(1, crate::env_cmd::exec_limits()?))?;
+    let corpus = crate::context::Corpus::choose(a.envs.clone());
+    let runtime = crate::context::exec_runtime()?;
+    let executor = runtime.block_on(Executor::new(1, crate::context::exec_limits()?))?;
     let mut out = String::new();
     let mut rows: Vec<Value> = Vec::new();
     // Per step: (flagged by the audit, right).
@@ -93,14 +93,10 @@ pub fn run(a: SimulateArgs) -> Result<()> {
     for env in &a.env {
         let mut package = corpus.load(env)?;
         package.states.truncate(a.states);
-        let effects = crate::audit_cmd::learn(
-            &package,
-            &crate::audit_cmd::walk_args(10, 16, 2),
-            a.seed.wrapping_add(1),
-        )?;
-        let walks = crate::bench_cmd::walk_transitions(
+        let effects = crate::context::learn(&package, 10, 16, 2, a.seed.wrapping_add(1))?.effects;
+        let walks = crate::context::walk_transitions(
             vec![package.clone()],
-            &crate::audit_cmd::walk_args(a.walks, a.steps, 2),
+            &crate::context::walk_args(a.walks, a.steps, 2),
             a.seed,
         )?;
         for truth in trajectories_from_walks(&walks).into_values().flatten() {

@@ -1,7 +1,7 @@
 //! `envsim audit agree`: cross-consistency (CCR) of K simulations of the same steps, and on a
 //! benchmark with truth, how well agreement predicts correctness.
 
-use crate::audit_cmd::AuditRecord;
+use super::AuditRecord;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use envsim_core::audit::agreement::{agreement, auroc, reliability, Agreement, Answer};
@@ -79,8 +79,8 @@ fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
     let source = path.display().to_string();
     let mut out: FileSteps = BTreeMap::new();
     let mut all_states = true;
-    crate::audit_cmd::for_each_record_in(path, |value, location, index| {
-        let (key, steps) = match crate::audit_cmd::read_record(value, location, index, &source)? {
+    super::for_each_record_in(path, |value, location, index| {
+        let (key, steps) = match super::read_record(value, location, index, &source)? {
             AuditRecord::Transcript(t) => {
                 all_states = false;
                 let steps = t
@@ -108,7 +108,7 @@ fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
                     .iter()
                     .map(|s| {
                         let observation =
-                            normalized(crate::audit_cmd::step_observation(s.observation.as_ref()));
+                            normalized(super::step_observation(s.observation.as_ref()));
                         let answer = match &state {
                             Some(before) => {
                                 let after = s.state_after.clone().unwrap_or_else(|| before.clone());

@@ -1,5 +1,5 @@
 //! The audit summary as text on the terminal and as Markdown (the HTML report is
-//! `audit_html`).
+//! `html`).
 
 use envsim_core::audit::{AuditSummary, SpecSummary};
 

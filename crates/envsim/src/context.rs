@@ -1,0 +1,414 @@
+//! What the command modules share, so that none imports another: where packages come from
+//! ([`Corpus`]), the executor's runtime and limits, the walk options, collecting walks with a
+//! progress bar, learning what an environment's tools do ([`learn`], [`learn_environment`]:
+//! the library's [`envsim_bench::learn`], announced on standard error), replaying recorded runs
+//! under a progress bar, the trajectory format option and the replay summary.
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, ValueEnum};
+use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
+use envsim_bench::learn::{Learned, LearningPlan};
+use envsim_bench::replay::{Comparison, ReplayChoice, ReplayCounts, ReplayedRun};
+use envsim_bench::trajectories::{RecordedRun, TrajectoryFormat};
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use envsim_sim::environment::Environment;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where environment packages come from: a folder (`--envs DIR`, else `$ENVSIM_ENVS`), else the
+/// corpus embedded in the binary (the workspace's `envs/` at build time).
+#[derive(Clone, Debug)]
+pub enum Corpus {
+    /// A folder of packages.
+    Dir(PathBuf),
+    /// The bundled corpus.
+    Bundled,
+}
+
+impl Corpus {
+    /// `--envs DIR` when given, else `$ENVSIM_ENVS` when set, else the bundled corpus.
+    pub fn choose(envs: Option<PathBuf>) -> Corpus {
+        match envs.or_else(|| std::env::var_os("ENVSIM_ENVS").map(PathBuf::from)) {
+            Some(dir) => Corpus::Dir(dir),
+            None => Corpus::Bundled,
+        }
+    }
+
+    /// The folder (as given), or "the bundled corpus": for messages.
+    pub fn display(&self) -> impl std::fmt::Display + '_ {
+        struct Shown<'a>(&'a Corpus);
+        impl std::fmt::Display for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.0 {
+                    Corpus::Dir(dir) => write!(f, "{}", dir.display()),
+                    Corpus::Bundled => f.write_str("the bundled corpus"),
+                }
+            }
+        }
+        Shown(self)
+    }
+
+    /// Whether there is anything to read: the folder exists (the bundled corpus always does).
+    pub fn exists(&self) -> bool {
+        match self {
+            Corpus::Dir(dir) => dir.is_dir(),
+            Corpus::Bundled => true,
+        }
+    }
+
+    /// Every package, by name.
+    pub fn load_all(&self) -> Result<Vec<EnvPackage>> {
+        match self {
+            Corpus::Dir(dir) => EnvPackage::load_all(dir),
+            Corpus::Bundled => crate::bundled::corpus()?.load_all(),
+        }
+        .map_err(|e| anyhow!("{e}"))
+    }
+
+    /// The package `name`; when there is none, an error listing those there are.
+    /// Whether the corpus has a package of this name (loadable or not).
+    pub fn has(&self, name: &str) -> Result<bool> {
+        Ok(match self {
+            Corpus::Dir(dir) => dir.join(name).join("manifest.json").is_file(),
+            Corpus::Bundled => crate::bundled::corpus()?
+                .package_names()
+                .iter()
+                .any(|n| n == name),
+        })
+    }
+
+    pub fn load(&self, name: &str) -> Result<EnvPackage> {
+        if !self.has(name)? {
+            let names: Vec<String> = self
+                .load_all()?
+                .into_iter()
+                .map(|p| p.manifest.name)
+                .collect();
+            bail!(
+                "no environment {name:?} in {} (have: {})",
+                self.display(),
+                names.join(", ")
+            );
+        }
+        match self {
+            Corpus::Dir(dir) => EnvPackage::load(&dir.join(name)),
+            Corpus::Bundled => crate::bundled::corpus()?.load(name),
+        }
+        .map_err(|e| anyhow!("{e}"))
+    }
+}
+
+/// The runtime the commands that drive the executor run on: two threads (the work is in the
+/// Python workers).
+pub fn exec_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// The executor's limits: the defaults, with the reply cap from `ENVSIM_REPLY_CAP_MB`.
+pub fn exec_limits() -> Result<Limits> {
+    Limits::from_env().map_err(anyhow::Error::msg)
+}
+
+/// A clock given on the command line: a date or date-time (ISO 8601), or seconds since 1970.
+pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        if seconds.is_finite() {
+            return Ok(seconds);
+        }
+    }
+    envsim_core::clock::parse_time(text).ok_or_else(|| {
+        format!("{text:?} is not a date-time like 2025-06-10T09:00:00Z nor seconds since 1970")
+    })
+}
+
+/// Seconds between steps: a finite number, not negative.
+pub fn parse_clock_step(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
+        _ => Err(format!("{text:?} is not a number of seconds (0 or more)")),
+    }
+}
+
+/// How transitions are collected (shared by `bench build` and `export sft`).
+#[derive(Debug, Args)]
+pub struct WalkArgs {
+    /// Random walks per initial state.
+    #[arg(long, default_value_t = 10)]
+    pub walks: usize,
+    /// Steps per walk.
+    #[arg(long, default_value_t = 16)]
+    pub steps: usize,
+    /// Worker processes.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Record the state paths each call reads (footprints) in benchmark.jsonl.
+    #[arg(long)]
+    pub trace: bool,
+    /// Seconds the clock advances between the steps of a walk; every walk starts at its initial
+    /// state's own clock (the manifest's `clocks`, else derived from the state).
+    #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = parse_clock_step)]
+    pub clock_step: f64,
+    /// Share of calls drawn coherently from one record (`WalkPlan::focus_share`): not an option
+    /// of `bench build`, whose walks stay as published; learning walks set it.
+    #[arg(skip)]
+    pub focus_share: f64,
+}
+
+/// Collects transitions by seeded random walks over the packages, with a progress bar.
+pub fn walk_transitions(
+    packages: Vec<EnvPackage>,
+    walk: &WalkArgs,
+    seed: u64,
+) -> Result<Vec<TransitionRecord>> {
+    let (walks, steps, workers, trace) = (walk.walks, walk.steps, walk.workers, walk.trace);
+    let runtime = exec_runtime()?;
+    let plan = WalkPlan {
+        walks,
+        steps,
+        seed,
+        trace,
+        clock_step: walk.clock_step,
+        focus_share: walk.focus_share,
+        ..WalkPlan::default()
+    };
+    let limits = exec_limits()?;
+    let (progress, bar) = states_bar();
+    let transitions = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(workers, limits).await?);
+        collect(
+            executor,
+            Arc::new(packages),
+            plan,
+            workers,
+            move |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .await
+    })?;
+    progress.finish_and_clear();
+    Ok(transitions)
+}
+
+/// Walks of `steps` steps per initial state, as `bench build` walks.
+pub fn walk_args(walks: usize, steps: usize, workers: usize) -> WalkArgs {
+    WalkArgs {
+        walks,
+        steps,
+        workers,
+        trace: false,
+        clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
+        focus_share: 0.0,
+    }
+}
+
+/// What `package`'s tools do, learned from at least `least_walks` walks of `steps` calls per
+/// state with `seed` on `workers` workers ([`envsim_bench::learn`]), announced on standard
+/// error with the tools that never succeeded.
+pub fn learn(
+    package: &EnvPackage,
+    least_walks: usize,
+    steps: usize,
+    workers: usize,
+    seed: u64,
+) -> Result<Learned> {
+    let plan = LearningPlan::new(package, least_walks, steps, seed);
+    let name = &package.manifest.name;
+    if plan.walks > 0 {
+        eprintln!(
+            "{name}: learning what its tools do from {} walks of {} steps per state ({} tools, {} state{})",
+            plan.walks,
+            plan.steps,
+            plan.tools,
+            plan.states,
+            if plan.states == 1 { "" } else { "s" }
+        );
+    }
+    let (progress, bar) = states_bar();
+    let learned = exec_runtime()?.block_on(async {
+        let executor = Arc::new(Executor::new(workers, exec_limits()?).await?);
+        envsim_bench::learn::learn(executor, package, &plan, workers, move |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
+        .await
+        .map_err(anyhow::Error::from)
+    })?;
+    progress.finish_and_clear();
+    if !learned.unproven.is_empty() {
+        eprintln!(
+            "{name}: {} of {} tools never succeeded in the learning walks ({}): what they do is bounded by their code and names only, and their answers' shapes are not known",
+            learned.unproven.len(),
+            plan.tools,
+            learned.unproven.join(", ")
+        );
+    }
+    Ok(learned)
+}
+
+/// An environment for simulation, its effects and description learned from 6 walks of 16
+/// calls per state (seed 1).
+pub fn learn_environment(package: &EnvPackage) -> Result<Environment> {
+    let learned = learn(package, 6, 16, 2, 1)?;
+    Environment::from_package(package, &learned.runs, learned.effects).map_err(|e| {
+        anyhow!(
+            "{}: the generated description does not read back, at {}: {}",
+            package.manifest.name,
+            e.pointer,
+            e.message
+        )
+    })
+}
+
+/// A progress bar over initial states, and a handle to move it from another thread.
+fn states_bar() -> (indicatif::ProgressBar, indicatif::ProgressBar) {
+    let progress = indicatif::ProgressBar::new(0);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let bar = progress.clone();
+    (progress, bar)
+}
+
+/// Replays `runs` ([`envsim_bench::replay::replay_runs`]) under a progress bar.
+pub async fn replay_runs(
+    executor: Arc<Executor>,
+    packages: &[EnvPackage],
+    runs: &[RecordedRun],
+    source: &str,
+    choice: ReplayChoice<'_>,
+) -> Result<Vec<ReplayedRun>> {
+    let progress = indicatif::ProgressBar::new(runs.len() as u64);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("replaying {bar:30} {pos}/{len} runs ({elapsed})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let bar = progress.clone();
+    let replayed = envsim_bench::replay::replay_runs(
+        executor,
+        packages,
+        runs,
+        source,
+        choice,
+        move |done, _| bar.set_position(done as u64),
+    )
+    .await;
+    progress.finish_and_clear();
+    Ok(replayed?)
+}
+
+/// A trajectory file's format (`auto`: detected per record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Detect each record's format from its shape.
+    Auto,
+    /// The reference's (EnvScaler's) run records.
+    Reference,
+    /// envsim trajectory JSONL.
+    Envsim,
+    /// OpenAI chat transcripts (assistant `tool_calls` + `tool` messages).
+    Openai,
+}
+
+impl FormatArg {
+    /// The library's format, `None` for auto.
+    pub fn format(self) -> Option<TrajectoryFormat> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::Reference => Some(TrajectoryFormat::Reference),
+            FormatArg::Envsim => Some(TrajectoryFormat::Envsim),
+            FormatArg::Openai => Some(TrajectoryFormat::OpenAi),
+        }
+    }
+}
+
+/// What a replay's summary needs of each run, gathered as the runs are written (and then
+/// dropped): a line per run, the differing steps, the totals.
+#[derive(Default)]
+pub struct ReplaySummary {
+    lines: Vec<String>,
+    differing: Vec<String>,
+    runs: usize,
+    total: ReplayCounts,
+}
+
+impl ReplaySummary {
+    /// Adds a run.
+    pub fn add(&mut self, run: &ReplayedRun) {
+        let c = run.counts();
+        self.lines.push(format!(
+            "{} task {} on {} from {}: {} steps: {} exact, {} normalised, {} differ, {} not recorded",
+            run.location,
+            run.task_id,
+            run.env,
+            run.initial_state_name,
+            c.total(),
+            c.exact,
+            c.normalised,
+            c.differs,
+            c.not_recorded
+        ));
+        self.total.merge(c);
+        self.runs += 1;
+        for (k, s) in run.steps.iter().enumerate() {
+            if matches!(s.comparison, Comparison::Differs(_)) {
+                self.differing.push(format!(
+                    "  {} task {} step {} {}: {}",
+                    run.location,
+                    run.task_id,
+                    k + 1,
+                    envsim_bench::collect::action_key(&s.transition.action),
+                    s.comparison.why().unwrap_or_default()
+                ));
+            }
+        }
+    }
+
+    /// Prints the per-run lines, the totals and the first differing steps; returns the totals.
+    pub fn print(&self, source: &str) -> ReplayCounts {
+        for line in &self.lines {
+            eprintln!("{line}");
+        }
+        if !self.differing.is_empty() {
+            eprintln!("steps that differ from the recording:");
+            for line in self.differing.iter().take(10) {
+                eprintln!("{line}");
+            }
+            if self.differing.len() > 10 {
+                eprintln!(
+                    "  ... and {} more (see the comparison of each step)",
+                    self.differing.len() - 10
+                );
+            }
+        }
+        let total = self.total;
+        eprintln!(
+            "{source}: {} runs, {} steps: {} exact, {} normalised, {} differ, {} not recorded",
+            self.runs,
+            total.total(),
+            total.exact,
+            total.normalised,
+            total.differs,
+            total.not_recorded
+        );
+        total
+    }
+}
+
+/// Prints the per-run lines, the totals and the first differing steps; returns the totals.
+pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
+    let mut summary = ReplaySummary::default();
+    for run in replayed {
+        summary.add(run);
+    }
+    summary.print(source)
+}
