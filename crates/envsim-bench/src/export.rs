@@ -2,7 +2,7 @@
 //! LLaMA-Factory (Alpaca, ShareGPT) and OpenAI chat formats.
 
 use crate::collect::{action_key, Outcome, TransitionRecord};
-use crate::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions, Sampled};
+use crate::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions, Sampled};
 use envsim_core::prompt::{target, Template};
 use envsim_core::sample::Action;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //!
 //! Benchmark construction in one reproducible pipeline: a scenario [`driver`] generates calls
 //! from tool schemas and the current state, [`collect`] executes seeded random walks in the
-//! sandbox (flagging clock- and seed-dependent output), [`sample`] fills a stratified
+//! sandbox (flagging clock- and seed-dependent output), [`composition`] fills a stratified
 //! composition with environment coverage first, and [`output`] writes the reference JSON
 //! format, envsim's JSONL and a datasheet with the benchmark's fingerprint.
 //! [`slice_check`] is the prompt-slicing oracle over a benchmark (`envsim bench slice-check`);
@@ -11,13 +11,13 @@
 
 pub mod audit_check;
 pub mod collect;
+pub mod composition;
 pub mod driver;
 pub mod export;
 pub mod learn;
 pub mod openapi;
 pub mod output;
 pub mod replay;
-pub mod sample;
 pub mod slice_check;
 pub mod spec_checks;
 pub mod trajectories;

@@ -1,7 +1,7 @@
 //! Writing a sampled benchmark: the reference JSON format, envsim's JSONL, and a datasheet.
 
 use crate::collect::{StateCache, StateText, TransitionRecord};
-use crate::sample::{Composition, Sampled};
+use crate::composition::{Composition, Sampled};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};

@@ -2,8 +2,8 @@
 //! and the oracle scores 100% on the strict metrics of the result.
 
 use envsim_bench::collect::{collect, Outcome, WalkPlan};
+use envsim_bench::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_bench::output::{render, write_reference_json};
-use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
 use envsim_exec::package::EnvPackage;

@@ -3,8 +3,8 @@
 //! transitions are sampled, and the benchmark replays from its own file.
 
 use envsim_bench::collect::{collect, WalkPlan};
+use envsim_bench::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_bench::output::{render, write_reference_json};
-use envsim_bench::sample::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_bench::slice_check::SliceCheckError;
 use envsim_bench::verify::{verify_records, verify_stream, VerifyError};
 use envsim_core::formats::{records, Record};

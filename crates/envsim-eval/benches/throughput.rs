@@ -34,9 +34,9 @@ use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use envsim_eval::config::{BackendConfig, Decoding, RunConfig};
-use envsim_eval::openai::{ClientSettings, OpenAiClient};
-use envsim_eval::runner::{run, RunRequest, RunnerOptions, Simulator};
+use envsim_eval::runner::{run, Predictor, RunRequest, RunnerOptions};
 use envsim_eval::store::Store;
+use envsim_llm::openai::{ClientSettings, OpenAiClient};
 use envsim_testkit::openai_double::{bind_loopback, serve, DoubleConfig, DoubleStats};
 use envsim_testkit::{to_json_array, BenchOptions, SyntheticBench};
 use std::collections::HashMap;
@@ -685,14 +685,14 @@ fn measure(
                 base_url: double.base_url(),
                 model: "bench-model".to_owned(),
             },
-            Simulator::OpenAi {
+            Predictor::OpenAi {
                 client: client.clone(),
                 model: "bench-model".to_owned(),
                 template: Template::Envsim,
                 decoding: decoding.clone(),
             },
         ),
-        None => (BackendConfig::Null, Simulator::Baseline(Baseline::Null)),
+        None => (BackendConfig::Null, Predictor::Baseline(Baseline::Null)),
     };
     let config = RunConfig::new(
         format!("bench-{}", job.label),

@@ -7,22 +7,10 @@
 //! prices) are deliberately not part of it: a run may be resumed with other limits.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Sampling parameters sent with every request.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Decoding {
-    /// Sampling temperature (`None`: the server's default).
-    pub temperature: Option<f64>,
-    /// Completion token limit (`None`: the server's default).
-    pub max_tokens: Option<u64>,
-    /// Stop sequences.
-    pub stop: Vec<String>,
-    /// Extra JSON merged into the request body (server-specific fields such as
-    /// `repetition_penalty` or `chat_template_kwargs`).
-    pub extra_body: Map<String, Value>,
-}
+pub use envsim_llm::Decoding;
 
 /// Which simulator produces the predictions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

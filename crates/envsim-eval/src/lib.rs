@@ -12,14 +12,8 @@
 pub mod batch;
 pub mod chart;
 pub mod config;
-/// The local engine, now in `envsim-model` (re-exported so that `envsim_eval::local` keeps
-/// working).
-#[cfg(feature = "local")]
-pub use envsim_model::local;
-/// Local model files, now in `envsim-model` (re-exported so that `envsim_eval::model` keeps
-/// working).
-pub use envsim_model::model;
-pub mod openai;
+// The OpenAI-compatible client is `envsim-llm`'s; the runner and batch files use it.
+pub(crate) use envsim_llm::openai;
 pub mod prepare;
 pub mod records;
 pub mod report;

@@ -46,7 +46,7 @@ use tokio::task::JoinSet;
 /// What produces the predictions.
 // One value per run, shared by reference: the size of its largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
-pub enum Simulator {
+pub enum Predictor {
     /// An OpenAI-compatible endpoint.
     OpenAi {
         /// The client.
@@ -67,13 +67,13 @@ pub enum Simulator {
     #[cfg(feature = "local")]
     Local {
         /// The engine.
-        engine: Arc<crate::local::LocalEngine>,
+        engine: Arc<envsim_model::local::LocalEngine>,
         /// Identity of the model for cache keys (its SHA-256 or name and size).
         model_key: String,
         /// Prompt template.
         template: Template,
         /// Generation parameters.
-        generation: crate::local::Generation,
+        generation: envsim_model::local::Generation,
     },
     /// Imported batch answers, one per sample in benchmark order (`None`: not answered), with
     /// the request bodies for the audit log.
@@ -184,7 +184,7 @@ pub struct RunRequest {
     /// The benchmark's samples, in order.
     pub samples: SampleSource,
     /// The simulator.
-    pub simulator: Simulator,
+    pub simulator: Predictor,
     /// Scheduling.
     pub options: RunnerOptions,
     /// Delete any stored results of this run first.
@@ -269,7 +269,7 @@ struct Health {
 
 struct Shared {
     run_hash: String,
-    simulator: Simulator,
+    simulator: Predictor,
     options: RunnerOptions,
     writes: mpsc::Sender<WriteOp>,
     cache: Option<CacheReader>,
@@ -523,7 +523,7 @@ pub async fn run(request: RunRequest) -> Result<RunOutcome, RunError> {
 
     let writer = StoreWriter::spawn(&store_path)?;
     let cache = if options.use_cache
-        && (matches!(simulator, Simulator::OpenAi { .. }) || is_local(&simulator))
+        && (matches!(simulator, Predictor::OpenAi { .. }) || is_local(&simulator))
     {
         Some(CacheReader::open(&store_path)?)
     } else {
@@ -766,7 +766,7 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
             }
             let start = Instant::now();
             let answer = match (&shared.simulator, request) {
-                (Simulator::OpenAi { client, .. }, Some(request)) => {
+                (Predictor::OpenAi { client, .. }, Some(request)) => {
                     let sample = &mut sample;
                     let (answer, ()) = tokio::join!(
                         predict_http(shared, idx, client, request),
@@ -842,7 +842,7 @@ struct HttpRequest {
 
 /// Renders the HTTP request of a sample (`None` for simulators that send none).
 fn http_request(shared: &Shared, sample: &PreparedSample) -> Option<HttpRequest> {
-    let Simulator::OpenAi {
+    let Predictor::OpenAi {
         client,
         model,
         template,
@@ -873,7 +873,7 @@ async fn predict(
     request: Option<HttpRequest>,
 ) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
     match &shared.simulator {
-        Simulator::Baseline(baseline) => {
+        Predictor::Baseline(baseline) => {
             let p = baseline.predict(sample.transition());
             let text = match &p {
                 Prediction::Parsed(v) => v.to_string(),
@@ -881,7 +881,7 @@ async fn predict(
             };
             (p, None, 0, false, "parsed", text)
         }
-        Simulator::Replay(predictions) => {
+        Predictor::Replay(predictions) => {
             let (p, usage) = predictions
                 .get(idx)
                 .cloned()
@@ -889,7 +889,7 @@ async fn predict(
             let (kind, text) = prediction_text(&p);
             (p, usage, 0, false, kind, text)
         }
-        Simulator::Batch(items) => {
+        Predictor::Batch(items) => {
             let (answer, body) = items.get(idx).cloned().unwrap_or((None, None));
             let key = body
                 .as_ref()
@@ -937,7 +937,7 @@ async fn predict(
             }
         }
         #[cfg(feature = "local")]
-        Simulator::Local {
+        Predictor::Local {
             engine,
             model_key,
             template,
@@ -949,7 +949,7 @@ async fn predict(
                 complete_local(shared, idx, engine, model_key, prompt, generation).await;
             prediction_of(result, attempts, cached)
         }
-        Simulator::OpenAi { client, .. } => {
+        Predictor::OpenAi { client, .. } => {
             let request = match request {
                 Some(request) => request,
                 None => http_request(shared, sample).unwrap_or_default(),
@@ -1095,9 +1095,9 @@ fn prediction_of(
     }
 }
 
-fn is_local(simulator: &Simulator) -> bool {
+fn is_local(simulator: &Predictor) -> bool {
     #[cfg(feature = "local")]
-    if let Simulator::Local { .. } = simulator {
+    if let Predictor::Local { .. } = simulator {
         return true;
     }
     let _ = simulator;
@@ -1109,10 +1109,10 @@ fn is_local(simulator: &Simulator) -> bool {
 async fn complete_local(
     shared: &Shared,
     idx: usize,
-    engine: &crate::local::LocalEngine,
+    engine: &envsim_model::local::LocalEngine,
     model_key: &str,
     prompt: envsim_core::prompt::Prompt,
-    generation: &crate::local::Generation,
+    generation: &envsim_model::local::Generation,
 ) -> (Result<Completion, String>, u32, bool) {
     // The engine is part of the request: the two engines' outputs differ in the last digits
     // of the logits, so a response cached from one never answers for the other.

@@ -5,14 +5,14 @@ use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
 use envsim_eval::config::{BackendConfig, Decoding, RunConfig};
-use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::prepare::stream_samples;
 use envsim_eval::report::RunReport;
 use envsim_eval::runner::{
-    run, RunError, RunEvent, RunOutcome, RunRequest, RunnerOptions, SampleSource, Simulator,
+    run, Predictor, RunError, RunEvent, RunOutcome, RunRequest, RunnerOptions, SampleSource,
     Stopped,
 };
 use envsim_eval::store::{SampleStatus, Store};
+use envsim_llm::openai::{ClientSettings, OpenAiClient};
 use envsim_testkit::openai_double::{DoubleConfig, Fault, OpenAiDouble};
 use envsim_testkit::{to_json_array, BenchOptions, SyntheticBench};
 use std::collections::HashMap;
@@ -108,7 +108,7 @@ fn request(
             .map(PreparedSample::new)
             .collect::<Vec<_>>()
             .into(),
-        simulator: Simulator::OpenAi {
+        simulator: Predictor::OpenAi {
             client,
             model: model.to_owned(),
             template,
@@ -522,7 +522,7 @@ fn a_partial_run_reports_over_the_whole_benchmark() {
             .map(PreparedSample::new)
             .collect::<Vec<_>>()
             .into(),
-        simulator: Simulator::Replay(predictions),
+        simulator: Predictor::Replay(predictions),
         options: options(),
         fresh: false,
         prices: None,
@@ -742,7 +742,7 @@ fn a_wrong_api_key_stops_the_run_and_a_rerun_with_the_right_one_completes() {
             options(),
             Duration::from_secs(10),
         );
-        let Simulator::OpenAi { client, .. } = &mut req.simulator else {
+        let Predictor::OpenAi { client, .. } = &mut req.simulator else {
             unreachable!()
         };
         *client = OpenAiClient::new(&ClientSettings {

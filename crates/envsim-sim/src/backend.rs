@@ -12,12 +12,10 @@ use envsim_core::sample::{Action, Usage};
 use envsim_core::score::OUTPUT_KEYS;
 use envsim_exec::{step_seed, Call, EnvCode, ExecError, Executor};
 use serde_json::{json, Map, Value};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-/// A boxed future that can cross threads.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future that can cross threads (the one `envsim-llm` defines).
+pub use envsim_llm::BoxFuture;
 
 /// One step to predict.
 pub struct StepRequest<'a> {
@@ -337,41 +335,35 @@ pub fn answer_schema() -> Value {
 
 /// A model over an OpenAI-compatible endpoint.
 pub struct OpenAiSimulator {
-    client: envsim_eval::openai::OpenAiClient,
-    model: String,
+    text: envsim_llm::OpenAiText,
     template: Template,
-    decoding: envsim_eval::config::Decoding,
-    /// Ask for output constrained to [`answer_schema`] (`response_format`, JSON Schema).
-    structured: bool,
 }
 
 impl OpenAiSimulator {
     /// A simulator asking `model` through `client`, with `template` in code mode.
     pub fn new(
-        client: envsim_eval::openai::OpenAiClient,
+        client: envsim_llm::openai::OpenAiClient,
         model: String,
         template: Template,
-        decoding: envsim_eval::config::Decoding,
+        decoding: envsim_llm::Decoding,
     ) -> Self {
         OpenAiSimulator {
-            client,
-            model,
+            text: envsim_llm::OpenAiText::new(client, model, decoding, true)
+                .with_schema_name("simulated_step"),
             template,
-            decoding,
-            structured: true,
         }
     }
 
     /// Whether to send `response_format` (on by default; servers that refuse it need it off).
     pub fn with_structured_output(mut self, on: bool) -> Self {
-        self.structured = on;
+        self.text = self.text.with_structured_output(on);
         self
     }
 }
 
 impl Simulator for OpenAiSimulator {
     fn name(&self) -> String {
-        format!("openai:{}", self.model)
+        envsim_llm::TextModel::name(&self.text)
     }
 
     fn predict<'a>(
@@ -380,21 +372,13 @@ impl Simulator for OpenAiSimulator {
     ) -> BoxFuture<'a, Result<Prediction, PredictError>> {
         Box::pin(async move {
             let prompt = step_prompt(self.template, r);
-            let mut body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
-            if self.structured {
-                body["response_format"] = json!({"type": "json_schema", "json_schema": {
-                    "name": "simulated_step", "schema": answer_schema(), "strict": false}});
-            }
-            let (completion, _) = self
-                .client
-                .attempt(&body.to_string())
+            let body = self.text.body(&prompt, Some(answer_schema()), None);
+            let (content, usage) = self
+                .text
+                .ask(&body)
                 .await
-                .map_err(|e| PredictError::Failed(format!("{}: {}", self.name(), e.message)))?;
-            read_answer(
-                completion.content,
-                completion.usage.unwrap_or_default(),
-                r.state,
-            )
+                .map_err(|e| PredictError::Failed(e.to_string()))?;
+            read_answer(content, usage, r.state)
         })
     }
 }
@@ -402,9 +386,7 @@ impl Simulator for OpenAiSimulator {
 /// The embedded local model.
 #[cfg(feature = "local")]
 pub struct LocalSimulator {
-    engine: Arc<envsim_eval::local::LocalEngine>,
-    generation: envsim_eval::local::Generation,
-    model: String,
+    text: envsim_llm::LocalText,
     template: Template,
     /// Decode under [`answer_schema`] (on by default).
     constrained: bool,
@@ -414,15 +396,13 @@ pub struct LocalSimulator {
 impl LocalSimulator {
     /// A simulator over a started engine; its answers are decoded under [`answer_schema`].
     pub fn new(
-        engine: Arc<envsim_eval::local::LocalEngine>,
-        generation: envsim_eval::local::Generation,
+        engine: Arc<envsim_model::local::LocalEngine>,
+        generation: envsim_model::local::Generation,
         model: String,
         template: Template,
     ) -> Self {
         LocalSimulator {
-            engine,
-            generation,
-            model,
+            text: envsim_llm::LocalText::new(engine, generation, model),
             template,
             constrained: true,
         }
@@ -439,7 +419,7 @@ impl LocalSimulator {
 #[cfg(feature = "local")]
 impl Simulator for LocalSimulator {
     fn name(&self) -> String {
-        format!("local:{}", self.model)
+        envsim_llm::TextModel::name(&self.text)
     }
 
     fn predict<'a>(
@@ -449,7 +429,7 @@ impl Simulator for LocalSimulator {
         Box::pin(async move {
             let prompt = step_prompt(self.template, r);
             // A regeneration samples (a greedy model would repeat itself).
-            let mut generation = self.generation.clone();
+            let mut generation = self.text.generation().clone();
             if self.constrained {
                 generation.json_schema = Some(answer_schema());
             }
@@ -457,12 +437,12 @@ impl Simulator for LocalSimulator {
                 generation.temperature = generation.temperature.max(0.7);
                 generation.seed = generation.seed.wrapping_add(r.attempt as u32);
             }
-            let completion = self
-                .engine
+            let (content, usage) = self
+                .text
                 .generate(prompt, generation)
                 .await
-                .map_err(|e| PredictError::Failed(format!("{}: {e}", self.name())))?;
-            read_answer(completion.content, completion.usage, r.state)
+                .map_err(|e| PredictError::Failed(e.to_string()))?;
+            read_answer(content, usage, r.state)
         })
     }
 }

@@ -520,7 +520,7 @@ async fn an_openai_simulator_asks_for_structured_answers_and_is_anchored() {
         ..DoubleConfig::default()
     })
     .unwrap();
-    let client = envsim_eval::openai::OpenAiClient::new(&envsim_eval::openai::ClientSettings {
+    let client = envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
         base_url: double.base_url(),
         api_key: None,
         timeout: std::time::Duration::from_secs(10),
@@ -531,7 +531,7 @@ async fn an_openai_simulator_asks_for_structured_answers_and_is_anchored() {
         client,
         "m".into(),
         envsim_core::prompt::Template::EnvsimSliced,
-        envsim_eval::config::Decoding {
+        envsim_llm::Decoding {
             temperature: Some(0.0),
             max_tokens: Some(200),
             stop: Vec::new(),

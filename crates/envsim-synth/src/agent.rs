@@ -22,124 +22,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// A model that completes text prompts (task writing, the user, prompted agents).
-pub trait TextModel: Send + Sync {
-    /// Its name in records (`openai:<model>`, `local:<model>`).
-    fn name(&self) -> String;
-
-    /// Completes `prompt`; with `schema`, asks for output of that JSON Schema (constrained
-    /// decoding where the backend has it). Returns the text and the tokens spent.
-    fn complete<'a>(
-        &'a self,
-        prompt: Prompt,
-        schema: Option<Value>,
-        seed: u64,
-    ) -> BoxFuture<'a, Result<(String, Usage), String>>;
-}
-
-/// An OpenAI-compatible chat endpoint as a [`TextModel`].
-pub struct OpenAiText {
-    client: envsim_eval::openai::OpenAiClient,
-    model: String,
-    decoding: envsim_eval::config::Decoding,
-    /// Send `response_format` when a schema is asked for.
-    structured: bool,
-}
-
-impl OpenAiText {
-    /// A text model asking `model` through `client`.
-    pub fn new(
-        client: envsim_eval::openai::OpenAiClient,
-        model: String,
-        decoding: envsim_eval::config::Decoding,
-        structured: bool,
-    ) -> Self {
-        OpenAiText {
-            client,
-            model,
-            decoding,
-            structured,
-        }
-    }
-}
-
-impl TextModel for OpenAiText {
-    fn name(&self) -> String {
-        format!("openai:{}", self.model)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        prompt: Prompt,
-        schema: Option<Value>,
-        seed: u64,
-    ) -> BoxFuture<'a, Result<(String, Usage), String>> {
-        Box::pin(async move {
-            let mut body = envsim_eval::openai::request_body(&self.model, &prompt, &self.decoding);
-            body["seed"] = json!(seed);
-            if let (Some(schema), true) = (schema, self.structured) {
-                body["response_format"] = json!({"type": "json_schema", "json_schema": {
-                    "name": "answer", "schema": schema, "strict": false}});
-            }
-            let (completion, _) = self
-                .client
-                .attempt(&body.to_string())
-                .await
-                .map_err(|e| format!("{}: {}", self.name(), e.message))?;
-            Ok((completion.content, completion.usage.unwrap_or_default()))
-        })
-    }
-}
-
-/// The embedded local model as a [`TextModel`] (decoding constrained by the schema).
 #[cfg(feature = "local")]
-pub struct LocalText {
-    engine: Arc<envsim_eval::local::LocalEngine>,
-    generation: envsim_eval::local::Generation,
-    model: String,
-}
-
-#[cfg(feature = "local")]
-impl LocalText {
-    /// A text model over a started engine.
-    pub fn new(
-        engine: Arc<envsim_eval::local::LocalEngine>,
-        generation: envsim_eval::local::Generation,
-        model: String,
-    ) -> Self {
-        LocalText {
-            engine,
-            generation,
-            model,
-        }
-    }
-}
-
-#[cfg(feature = "local")]
-impl TextModel for LocalText {
-    fn name(&self) -> String {
-        format!("local:{}", self.model)
-    }
-
-    fn complete<'a>(
-        &'a self,
-        prompt: Prompt,
-        schema: Option<Value>,
-        seed: u64,
-    ) -> BoxFuture<'a, Result<(String, Usage), String>> {
-        Box::pin(async move {
-            let mut generation = self.generation.clone();
-            generation.json_schema = schema;
-            generation.seed = seed as u32;
-            let completion = self
-                .engine
-                .generate(prompt, generation)
-                .await
-                .map_err(|e| format!("{}: {e}", self.name()))?;
-            Ok((completion.content, completion.usage))
-        })
-    }
-}
+pub use envsim_llm::LocalText;
+pub use envsim_llm::OpenAiText;
+pub use envsim_llm::TextModel;
 
 /// A tool call an agent made.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -213,17 +99,17 @@ pub trait Agent: Send + Sync {
 
 /// An OpenAI-compatible endpoint with function calling.
 pub struct OpenAiAgent {
-    client: envsim_eval::openai::OpenAiClient,
+    client: envsim_llm::openai::OpenAiClient,
     model: String,
-    decoding: envsim_eval::config::Decoding,
+    decoding: envsim_llm::Decoding,
 }
 
 impl OpenAiAgent {
     /// An agent asking `model` through `client`.
     pub fn new(
-        client: envsim_eval::openai::OpenAiClient,
+        client: envsim_llm::openai::OpenAiClient,
         model: String,
-        decoding: envsim_eval::config::Decoding,
+        decoding: envsim_llm::Decoding,
     ) -> Self {
         OpenAiAgent {
             client,
@@ -805,7 +691,7 @@ mod tests {
             prompt: Prompt,
             schema: Option<Value>,
             _seed: u64,
-        ) -> BoxFuture<'a, Result<(String, Usage), String>> {
+        ) -> BoxFuture<'a, Result<(String, Usage), envsim_llm::LlmError>> {
             Box::pin(async move {
                 assert!(schema.is_some());
                 self.prompts.lock().unwrap().push(prompt);

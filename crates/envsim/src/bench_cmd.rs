@@ -4,10 +4,10 @@ mod slice;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
+use envsim_bench::composition::{sample, Composition, SampleOptions};
 use envsim_bench::output::{
     export_reference_json, reference_json_estimate, render, write_reference_json,
 };
-use envsim_bench::sample::{sample, Composition, SampleOptions};
 use envsim_bench::slice_check::SliceCheckError;
 use envsim_bench::trajectories::import as import_trajectories;
 use envsim_bench::verify::{verify_stream, Mismatch, VerifyError, VerifyReport};
@@ -114,7 +114,7 @@ struct BuildArgs {
     max_transitions: usize,
     /// The largest share of one bucket a single environment may fill (rounded up to whole
     /// samples); 1 lifts the cap.
-    #[arg(long, default_value_t = envsim_bench::sample::DEFAULT_MAX_ENV_SHARE, value_parser = share)]
+    #[arg(long, default_value_t = envsim_bench::composition::DEFAULT_MAX_ENV_SHARE, value_parser = share)]
     max_env_share: f64,
     /// Write a benchmark even when some samples do not replay from their stored state before
     /// (e.g. recorded trajectories of nondeterministic code); they are listed either way.
@@ -227,7 +227,8 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
     // A bucket that the per-environment cap makes impossible is refused before anything is
     // collected: more rounds of walks could never fill it.
     if a.trajectories.is_none() && !a.allow_underfill {
-        let impossible = envsim_bench::sample::unfillable(&composition, &options, packages.len());
+        let impossible =
+            envsim_bench::composition::unfillable(&composition, &options, packages.len());
         if !impossible.is_empty() {
             bail!(
                 "no collection can fill this composition from {} environment{}: {} (or --allow-underfill to write a short benchmark)",
@@ -575,7 +576,7 @@ fn info(file: &Path, as_json: bool) -> Result<()> {
 
 /// What a bucket left short holds: the samples taken (the available ones the per-environment
 /// cap did not hold back), of those wanted.
-fn shortfall_warning(s: &envsim_bench::sample::Shortfall) -> String {
+fn shortfall_warning(s: &envsim_bench::composition::Shortfall) -> String {
     let held_back = if s.capped > 0 {
         format!(
             " ({} more held back by the per-environment cap, --max-env-share)",
@@ -598,7 +599,7 @@ mod tests {
 
     #[test]
     fn a_shortfall_says_what_the_bucket_holds_not_what_was_available() {
-        let shortfall = |available, capped| envsim_bench::sample::Shortfall {
+        let shortfall = |available, capped| envsim_bench::composition::Shortfall {
             bucket: "simple_2".into(),
             wanted: 25,
             available,

@@ -17,10 +17,10 @@ use envsim_core::score::stratum_of;
 use envsim_eval::batch;
 use envsim_eval::chart::{cliff_svg, CliffMetric};
 use envsim_eval::config::{sha256_hex, BackendConfig, Decoding, RunConfig, Subset};
-use envsim_eval::openai::{ClientSettings, OpenAiClient};
 use envsim_eval::report::{compare, Price, RunReport};
-use envsim_eval::runner::{self, RunRequest, RunnerOptions, SampleSource, Simulator};
+use envsim_eval::runner::{self, Predictor, RunRequest, RunnerOptions, SampleSource};
 use envsim_eval::store::{SampleStatus, Store};
+use envsim_llm::openai::{ClientSettings, OpenAiClient};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -531,12 +531,12 @@ pub fn eval(args: EvalArgs) -> Result<()> {
     let (backend, simulator, system) = match args.backend {
         BackendArg::Oracle => (
             BackendConfig::Oracle,
-            Simulator::Baseline(Baseline::Oracle),
+            Predictor::Baseline(Baseline::Oracle),
             "oracle".to_owned(),
         ),
         BackendArg::Null => (
             BackendConfig::Null,
-            Simulator::Baseline(Baseline::Null),
+            Predictor::Baseline(Baseline::Null),
             "null".to_owned(),
         ),
         BackendArg::Replay => {
@@ -559,7 +559,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
                 BackendConfig::Replay {
                     file_sha256: sha256_hex(&bytes),
                 },
-                Simulator::Replay(matched),
+                Predictor::Replay(matched),
                 name,
             )
         }
@@ -591,7 +591,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
                     base_url,
                     model: model.clone(),
                 },
-                Simulator::OpenAi {
+                Predictor::OpenAi {
                     client,
                     model: model.clone(),
                     template: template.template(),
@@ -1010,7 +1010,7 @@ pub fn batch(args: BatchArgs) -> Result<()> {
                 config,
                 bench_path: bench.display.clone(),
                 samples: bench.source()?,
-                simulator: Simulator::Batch(ordered.into_iter().zip(bodies).collect()),
+                simulator: Predictor::Batch(ordered.into_iter().zip(bodies).collect()),
                 options: RunnerOptions::default(),
                 fresh: args.fresh,
                 prices: None,

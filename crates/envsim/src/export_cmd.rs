@@ -3,10 +3,10 @@
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use envsim_bench::collect::TransitionRecord;
+use envsim_bench::composition::Composition;
 use envsim_bench::export::{
     dataset_info, hold_out, mix, reference_best_mix, render, BenchmarkIndex, Holdout, SftFormat,
 };
-use envsim_bench::sample::Composition;
 use envsim_core::prompt::Template;
 use serde_json::json;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use envsim_eval::model::{self, ModelError, DEFAULT_MODEL};
+use envsim_model::model::{self, ModelError, DEFAULT_MODEL};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -75,7 +75,7 @@ fn info() -> Result<()> {
     }
     #[cfg(feature = "local")]
     {
-        use envsim_eval::local::EngineKind;
+        use envsim_model::local::EngineKind;
         let engines: Vec<&str> = EngineKind::available().iter().map(|k| k.name()).collect();
         let used = EngineKind::preferred()
             .map(|k| k.name().to_owned())

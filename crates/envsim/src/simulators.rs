@@ -9,7 +9,7 @@ use envsim_core::prompt::Template;
 #[cfg(feature = "local")]
 use envsim_eval::config::{BackendConfig, Decoding};
 #[cfg(feature = "local")]
-use envsim_eval::runner::Simulator as EvalSimulator;
+use envsim_eval::runner::Predictor;
 use envsim_sim::backend::{ExecutorSimulator, OpenAiSimulator, Simulator};
 use envsim_sim::faulty::{FaultProfile, FaultySimulator};
 use envsim_sim::session::AnchorMode;
@@ -66,9 +66,9 @@ pub fn local_backend(
     args: &LocalArgs,
     decoding: &Decoding,
     template: Template,
-) -> Result<(BackendConfig, EvalSimulator, String)> {
-    use envsim_eval::local::{default_threads, Generation, LocalEngine, LocalSettings};
-    use envsim_eval::model;
+) -> Result<(BackendConfig, Predictor, String)> {
+    use envsim_model::local::{default_threads, Generation, LocalEngine, LocalSettings};
+    use envsim_model::model;
     if args.ctx < 512 {
         bail!("--ctx must be at least 512 tokens");
     }
@@ -122,7 +122,7 @@ pub fn local_backend(
             model_id: model_id.clone(),
             n_ctx: engine.info.n_ctx,
         },
-        EvalSimulator::Local {
+        Predictor::Local {
             engine: std::sync::Arc::new(engine),
             model_key: model_id,
             template,
@@ -309,7 +309,7 @@ pub fn build_backend(
                 (None, None) => bail!("--backend openai needs --base-url URL (or OPENAI_BASE_URL)"),
             };
             let client =
-                envsim_eval::openai::OpenAiClient::new(&envsim_eval::openai::ClientSettings {
+                envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
                     base_url,
                     api_key: args.api_key.clone(),
                     timeout: std::time::Duration::from_secs(120),
@@ -321,7 +321,7 @@ pub fn build_backend(
                     client,
                     model,
                     Template::EnvsimSliced,
-                    envsim_eval::config::Decoding {
+                    envsim_llm::Decoding {
                         temperature: Some(0.0),
                         max_tokens: Some(args.max_tokens),
                         stop: Vec::new(),
@@ -351,13 +351,13 @@ fn local_simulator(args: &BackendArgs) -> Result<Arc<dyn Simulator>> {
 pub fn shared_local_engine(
     args: &BackendArgs,
 ) -> Result<(
-    Arc<envsim_eval::local::LocalEngine>,
-    envsim_eval::local::Generation,
+    Arc<envsim_model::local::LocalEngine>,
+    envsim_model::local::Generation,
     String,
 )> {
     type Started = (
-        Arc<envsim_eval::local::LocalEngine>,
-        envsim_eval::local::Generation,
+        Arc<envsim_model::local::LocalEngine>,
+        envsim_model::local::Generation,
         String,
     );
     static ENGINE: std::sync::Mutex<Option<Started>> = std::sync::Mutex::new(None);
@@ -365,14 +365,14 @@ pub fn shared_local_engine(
     if let Some(started) = slot.as_ref() {
         return Ok(started.clone());
     }
-    let decoding = envsim_eval::config::Decoding {
+    let decoding = envsim_llm::Decoding {
         temperature: Some(0.0),
         max_tokens: Some(args.max_tokens),
         stop: Vec::new(),
         extra_body: Map::new(),
     };
     let (_, simulator, model) = local_backend(&args.local, &decoding, Template::EnvsimSliced)?;
-    let envsim_eval::runner::Simulator::Local {
+    let envsim_eval::runner::Predictor::Local {
         engine, generation, ..
     } = simulator
     else {

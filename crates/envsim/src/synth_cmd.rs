@@ -488,7 +488,7 @@ pub fn run(a: SynthArgs) -> Result<()> {
 /// embedded model (shared with a local simulator) or the agent's endpoint.
 fn text_model(
     a: &SynthArgs,
-    openai: Option<(envsim_eval::openai::OpenAiClient, String)>,
+    openai: Option<(envsim_llm::openai::OpenAiClient, String)>,
 ) -> Result<Option<Arc<dyn TextModel>>> {
     Ok(match (a.agent, openai) {
         (AgentKind::Openai, Some((client, model))) => {
@@ -505,8 +505,8 @@ fn text_model(
 }
 
 /// How the agent's model decodes (the agent, a model user, the task writer).
-fn agent_decoding(a: &SynthArgs) -> envsim_eval::config::Decoding {
-    envsim_eval::config::Decoding {
+fn agent_decoding(a: &SynthArgs) -> envsim_llm::Decoding {
+    envsim_llm::Decoding {
         temperature: Some(a.agent_temperature),
         max_tokens: Some(a.agent_max_tokens),
         stop: Vec::new(),
@@ -529,7 +529,7 @@ fn local_text(_: &SynthArgs) -> Result<Option<Arc<dyn TextModel>>> {
     bail!("this build has no local model (build with the `local` feature)")
 }
 
-fn agent_client(a: &SynthArgs) -> Result<(envsim_eval::openai::OpenAiClient, String)> {
+fn agent_client(a: &SynthArgs) -> Result<(envsim_llm::openai::OpenAiClient, String)> {
     let model = a
         .agent_model
         .clone()
@@ -542,7 +542,7 @@ fn agent_client(a: &SynthArgs) -> Result<(envsim_eval::openai::OpenAiClient, Str
             bail!("--agent openai needs --agent-base-url or --base-url (or OPENAI_BASE_URL)")
         }
     };
-    let client = envsim_eval::openai::OpenAiClient::new(&envsim_eval::openai::ClientSettings {
+    let client = envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
         base_url,
         api_key: a.backends.api_key.clone(),
         timeout: std::time::Duration::from_secs(180),

@@ -19,6 +19,7 @@ pub mod literal;
 pub mod repr;
 pub mod text;
 mod tokenize;
+mod unicode_names;
 pub mod value;
 
 pub use int::PyInt;

@@ -16,7 +16,7 @@ use envsim_core::sample::Action;
 use envsim_core::score::{strict_feedback, OUTPUT_KEYS};
 use envsim_core::stats::{mean, pearson};
 use envsim_eval::config::Decoding;
-use envsim_eval::runner::Simulator;
+use envsim_eval::runner::Predictor;
 use envsim_exec::{Call, Executor};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -77,7 +77,7 @@ pub fn run(a: SimulateArgs) -> Result<()> {
     };
     let template = a.template.template();
     let (_, simulator, model) = local_backend(&a.local, &decoding, template)?;
-    let Simulator::Local {
+    let Predictor::Local {
         engine, generation, ..
     } = simulator
     else {

@@ -99,11 +99,11 @@ pub fn run(args: SliceCheckArgs) -> Result<()> {
             let explicit = (path.as_os_str() != "default").then_some(path.as_path());
             let python = std::env::var_os("ENVSIM_PYTHON")
                 .map_or_else(|| PathBuf::from("python3"), PathBuf::from);
-            let resolved = envsim_eval::model::resolve(explicit, true, &python, &mut |line| {
+            let resolved = envsim_model::model::resolve(explicit, true, &python, &mut |line| {
                 eprintln!("model: {line}")
             })?;
             let tokenizer =
-                envsim_eval::local::Tokenizer::load(&resolved).map_err(anyhow::Error::msg)?;
+                envsim_model::local::Tokenizer::load(&resolved).map_err(anyhow::Error::msg)?;
             let label = format!(
                 "tokenizer of {}",
                 resolved.file_name().unwrap_or_default().to_string_lossy()

@@ -5,7 +5,7 @@
 //! (`repetition_penalty`, `chat_template_kwargs`, `reasoning_content`, …) and the runner needs
 //! the raw text, status, `Retry-After` and usage of every attempt for its audit log.
 
-use crate::config::Decoding;
+use crate::Decoding;
 use envsim_core::prompt::Prompt;
 use envsim_core::sample::Usage;
 use serde_json::{json, Map, Value};
