@@ -37,15 +37,27 @@
 //! assert_eq!(score.reference_outcome, envsim_core::reference::ReferenceOutcome::FailedParse);
 //! ```
 //!
-//! Module map: [`pointer`](mod@pointer) and [`path`] (locations), [`delta`], [`apply`] and [`diff`] (state
-//! changes), [`literal`], [`pyrepr`] and [`extract`] (reading model output and Python reprs),
-//! [`equality`], [`reference`](mod@reference) and [`score`] (metrics), [`python`] (CPython's
-//! objects, `json.loads`, `ast.literal_eval`, `==`), [`strata`], [`report`] (aggregation),
-//! [`formats`] (benchmark and prediction files), [`outcome`] (how a package's observations say
-//! success or failure), [`baseline`] (null and oracle simulators),
-//! [`pyjson`] (CPython's `json.dumps`, byte for byte), [`stats`] (means, percentiles, bootstrap
-//! intervals and paired significance tests), [`slice`] (the code and state one tool call can
-//! use, for sliced prompts, and the footprint oracle), [`hex`] (lowercase hex of digests).
+//! Module map (every module):
+//! - data model: [`sample`] (a transition and a prediction for it), [`pointer`](mod@pointer)
+//!   and [`path`] (locations), [`delta`], [`apply`], [`diff`] and [`state_patch`] (state
+//!   changes and states written as changes), [`problem`] (located problems of a predicted
+//!   delta), [`clock`] (environment time), [`convention`] (how a package's code is written);
+//! - reading model output and Python: [`literal`], [`extract`], [`python`] (CPython's
+//!   objects, `json.loads`, `ast.literal_eval`, `repr`, `==`), [`pyrepr`] and [`pyjson`]
+//!   (JSON values spelled as CPython's `repr` and `json.dumps` spell them), [`answer`] (tool
+//!   answers in every form a transcript carries), [`transcript`] (function-calling
+//!   transcripts read into calls), [`apispec`] (OpenAPI and OpenAI tool schemas read into tool
+//!   specifications), [`schema_learn`] (response schemas learned from examples);
+//! - metrics: [`equality`], [`reference`](mod@reference), [`score`], [`strata`], [`report`]
+//!   (aggregation), [`stats`] (means, percentiles, bootstrap intervals, paired tests),
+//!   [`baseline`] (null and oracle simulators), [`formats`] (benchmark and prediction files),
+//!   [`outcome`] (how a package's observations say success or failure);
+//! - prompts and slicing: [`prompt`] (templates and the training target), [`slice`](mod@slice) (the code
+//!   and state one tool call can use, and the footprint oracle);
+//! - consistency: [`audit`] (the state constraint graph with and without states, effects,
+//!   checks, fault injection, drift, bias, agreement, the typed summary), [`curate`] (curation
+//!   of synthesized trajectories);
+//! - utilities: [`rng`] (a seedable generator), [`hex`] (lowercase hex of digests).
 
 // No panics on any input: library code handles every `None` and `Err` (unit tests may unwrap).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]

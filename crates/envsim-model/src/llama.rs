@@ -6,8 +6,8 @@
 
 use crate::constrain::Sampler;
 use crate::local::{
-    check_fits, model_file_name, Constraint, EngineKind, Generation, Job, LocalCompletion,
-    LocalSettings, ModelInfo, Output, Ready,
+    check_fits, model_file_name, Constraint, EngineError, EngineKind, Generation, Job,
+    LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
 };
 use envsim_core::prompt::Prompt;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -121,9 +121,9 @@ fn generate_one(
     n_ctx: u32,
     cached: &mut Vec<LlamaToken>,
     job: &Job,
-) -> Result<LocalCompletion, String> {
+) -> Result<LocalCompletion, EngineError> {
     let vocab = model.vocab();
-    let text = chat_text(model, template, &job.prompt)?;
+    let text = chat_text(model, template, &job.prompt).map_err(EngineError::Request)?;
     let tokens = vocab.tokenize(text.as_bytes(), vocab.should_add_bos(), true);
     check_fits(tokens.len(), job.generation.max_tokens as usize, n_ctx)?;
     // Reuse the common prefix; at least the last prompt token is recomputed for its logits.
@@ -162,12 +162,14 @@ fn generate_from(
             let at = pos + i;
             batch
                 .add(*token, at as i32, &[0], at + 1 == tokens.len())
-                .map_err(|e| format!("batch: {e}"))?;
+                .map_err(|e| EngineError::Generation(format!("batch: {e}")))?;
         }
         if let Err(e) = ctx.decode(&mut batch) {
             cached.clear();
             ctx.clear_kv_cache();
-            return Err(format!("llama.cpp decode failed on the prompt: {e}"));
+            return Err(EngineError::Generation(format!(
+                "llama.cpp decode failed on the prompt: {e}"
+            )));
         }
         cached.extend_from_slice(&tokens[pos..end]);
         pos = end;
@@ -205,7 +207,8 @@ fn generate_from(
     while out.wants_more() {
         let token = if constraint.is_some() {
             LlamaToken(
-                out.next_token(&mut constrained, ctx.get_logits_ith(logits_index), &texts)? as i32,
+                out.next_token(&mut constrained, ctx.get_logits_ith(logits_index), &texts)
+                    .map_err(EngineError::Generation)? as i32,
             )
         } else {
             let token = sampler.sample(ctx, logits_index);
@@ -223,11 +226,13 @@ fn generate_from(
         batch.clear();
         batch
             .add(token, position as i32, &[0], true)
-            .map_err(|e| format!("batch: {e}"))?;
+            .map_err(|e| EngineError::Generation(format!("batch: {e}")))?;
         if let Err(e) = ctx.decode(&mut batch) {
             cached.clear();
             ctx.clear_kv_cache();
-            return Err(format!("llama.cpp decode failed while generating: {e}"));
+            return Err(EngineError::Generation(format!(
+                "llama.cpp decode failed while generating: {e}"
+            )));
         }
         cached.push(token);
         position += 1;

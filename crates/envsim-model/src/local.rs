@@ -105,36 +105,58 @@ impl EngineKind {
 
     /// The engine [`LocalEngine::start`] uses: `$ENVSIM_ENGINE` (`candle` or `llama`) when set,
     /// else llama.cpp when it is compiled in, else candle.
-    pub fn preferred() -> Result<EngineKind, String> {
+    pub fn preferred() -> Result<EngineKind, EngineError> {
         match std::env::var("ENVSIM_ENGINE") {
             Ok(value) if !value.trim().is_empty() => {
                 let kind = EngineKind::parse(&value).ok_or_else(|| {
-                    format!("ENVSIM_ENGINE={value:?}: expected `candle` or `llama`")
+                    EngineError::Unavailable(format!(
+                        "ENVSIM_ENGINE={value:?}: expected `candle` or `llama`"
+                    ))
                 })?;
                 if !kind.compiled() {
-                    return Err(format!(
+                    return Err(EngineError::Unavailable(format!(
                         "ENVSIM_ENGINE={value}: this build has no {} engine (cargo feature `{}`)",
                         kind.name(),
                         match kind {
                             EngineKind::Candle => "candle",
                             EngineKind::Llama => "llama",
                         }
-                    ));
+                    )));
                 }
                 Ok(kind)
             }
-            _ => EngineKind::available()
-                .first()
-                .copied()
-                .ok_or_else(|| "this build has no local model engine".to_owned()),
+            _ => EngineKind::available().first().copied().ok_or_else(|| {
+                EngineError::Unavailable("this build has no local model engine".to_owned())
+            }),
         }
     }
+}
+
+/// Why the local model gave no completion (or could not start).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The engine asked for is not in this build, or `ENVSIM_ENGINE` names none.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The model or its vocabulary could not be loaded (file, format, architecture, context).
+    #[error("{0}")]
+    Load(String),
+    /// A request the engine refuses before computing: a prompt that does not fit the
+    /// context, an output schema it cannot constrain decoding to, a prompt it cannot render.
+    #[error("{0}")]
+    Request(String),
+    /// The model failed while computing.
+    #[error("{0}")]
+    Generation(String),
+    /// The engine thread is gone (shut down, or stopped).
+    #[error("{0}")]
+    Stopped(String),
 }
 
 pub(crate) struct Job {
     pub(crate) prompt: Prompt,
     pub(crate) generation: Generation,
-    pub(crate) reply: oneshot::Sender<Result<LocalCompletion, String>>,
+    pub(crate) reply: oneshot::Sender<Result<LocalCompletion, EngineError>>,
 }
 
 /// A finished local completion.
@@ -209,14 +231,20 @@ pub(crate) type Ready = mpsc::Sender<Result<ModelInfo, String>>;
 impl LocalEngine {
     /// Loads the model with the preferred engine ([`EngineKind::preferred`]) on a new engine
     /// thread; returns once it is ready (or failed to load).
-    pub fn start(settings: LocalSettings) -> Result<LocalEngine, String> {
+    pub fn start(settings: LocalSettings) -> Result<LocalEngine, EngineError> {
         LocalEngine::start_with(EngineKind::preferred()?, settings)
     }
 
     /// Loads the model with the given engine.
-    pub fn start_with(kind: EngineKind, settings: LocalSettings) -> Result<LocalEngine, String> {
+    pub fn start_with(
+        kind: EngineKind,
+        settings: LocalSettings,
+    ) -> Result<LocalEngine, EngineError> {
         if !kind.compiled() {
-            return Err(format!("this build has no {} engine", kind.name()));
+            return Err(EngineError::Unavailable(format!(
+                "this build has no {} engine",
+                kind.name()
+            )));
         }
         let (jobs, inbox) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<ModelInfo, String>>();
@@ -233,10 +261,11 @@ impl LocalEngine {
                     let _ = ready_tx.send(Err(format!("this build has no {} engine", kind.name())));
                 }
             })
-            .map_err(|e| format!("cannot start the model thread: {e}"))?;
+            .map_err(|e| EngineError::Stopped(format!("cannot start the model thread: {e}")))?;
         let info = ready_rx
             .recv()
-            .map_err(|_| "the model thread stopped while loading".to_owned())??;
+            .map_err(|_| EngineError::Stopped("the model thread stopped while loading".to_owned()))?
+            .map_err(EngineError::Load)?;
         Ok(LocalEngine {
             jobs: std::sync::Mutex::new(Some(jobs)),
             thread: std::sync::Mutex::new(Some(thread)),
@@ -249,17 +278,19 @@ impl LocalEngine {
         &self,
         prompt: Prompt,
         generation: Generation,
-    ) -> Result<oneshot::Receiver<Result<LocalCompletion, String>>, String> {
+    ) -> Result<oneshot::Receiver<Result<LocalCompletion, EngineError>>, EngineError> {
         let (reply, answer) = oneshot::channel();
         let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        let sender = jobs.as_ref().ok_or("the local model was shut down")?;
+        let sender = jobs
+            .as_ref()
+            .ok_or_else(|| EngineError::Stopped("the local model was shut down".to_owned()))?;
         sender
             .send(Job {
                 prompt,
                 generation,
                 reply,
             })
-            .map_err(|_| "the local model thread has stopped".to_owned())?;
+            .map_err(|_| EngineError::Stopped("the local model thread has stopped".to_owned()))?;
         Ok(answer)
     }
 
@@ -268,10 +299,10 @@ impl LocalEngine {
         &self,
         prompt: Prompt,
         generation: Generation,
-    ) -> Result<LocalCompletion, String> {
-        self.submit(prompt, generation)?
-            .await
-            .map_err(|_| "the local model thread dropped the request".to_owned())?
+    ) -> Result<LocalCompletion, EngineError> {
+        self.submit(prompt, generation)?.await.map_err(|_| {
+            EngineError::Stopped("the local model thread dropped the request".to_owned())
+        })?
     }
 
     /// [`LocalEngine::generate`] for callers without an async runtime.
@@ -279,10 +310,12 @@ impl LocalEngine {
         &self,
         prompt: Prompt,
         generation: Generation,
-    ) -> Result<LocalCompletion, String> {
+    ) -> Result<LocalCompletion, EngineError> {
         self.submit(prompt, generation)?
             .blocking_recv()
-            .map_err(|_| "the local model thread dropped the request".to_owned())?
+            .map_err(|_| {
+                EngineError::Stopped("the local model thread dropped the request".to_owned())
+            })?
     }
 }
 
@@ -303,14 +336,20 @@ pub(crate) fn model_file_name(path: &Path) -> String {
 }
 
 /// The prompt-length check both engines apply before computing anything.
-pub(crate) fn check_fits(prompt_tokens: usize, budget: usize, n_ctx: u32) -> Result<(), String> {
+pub(crate) fn check_fits(
+    prompt_tokens: usize,
+    budget: usize,
+    n_ctx: u32,
+) -> Result<(), EngineError> {
     if prompt_tokens == 0 {
-        return Err("the prompt tokenized to nothing".into());
+        return Err(EngineError::Request(
+            "the prompt tokenized to nothing".into(),
+        ));
     }
     if prompt_tokens + budget > n_ctx as usize {
-        return Err(format!(
+        return Err(EngineError::Request(format!(
             "prompt too long for the local model: {prompt_tokens} prompt tokens + {budget} completion tokens exceed the {n_ctx}-token context (use a sliced template, fewer max tokens or a larger --ctx)"
-        ));
+        )));
     }
     Ok(())
 }
@@ -425,13 +464,15 @@ pub(crate) struct Constraint {
 }
 
 impl Constraint {
-    pub(crate) fn of(generation: &Generation) -> Result<Constraint, String> {
+    pub(crate) fn of(generation: &Generation) -> Result<Constraint, EngineError> {
         let grammar = generation
             .json_schema
             .as_ref()
             .map(crate::constrain::SchemaGrammar::compile)
             .transpose()
-            .map_err(|e| format!("the output schema cannot constrain decoding: {e}"))?;
+            .map_err(|e| {
+                EngineError::Request(format!("the output schema cannot constrain decoding: {e}"))
+            })?;
         Ok(Constraint { grammar })
     }
 
@@ -512,21 +553,29 @@ enum TokenizerInner {
 
 impl Tokenizer {
     /// Loads the vocabulary of a GGUF file.
-    pub fn load(path: &Path) -> Result<Tokenizer, String> {
+    pub fn load(path: &Path) -> Result<Tokenizer, EngineError> {
         Tokenizer::load_with(EngineKind::preferred_tokenizer()?, path)
     }
 
     /// Loads the vocabulary with a given engine's tokenizer.
-    pub fn load_with(kind: EngineKind, path: &Path) -> Result<Tokenizer, String> {
+    pub fn load_with(kind: EngineKind, path: &Path) -> Result<Tokenizer, EngineError> {
         let inner = match kind {
             #[cfg(feature = "candle")]
             EngineKind::Candle => TokenizerInner::Bpe(Box::new(
-                crate::candle::tokenizer::BpeTokenizer::from_gguf_file(path)?,
+                crate::candle::tokenizer::BpeTokenizer::from_gguf_file(path)
+                    .map_err(EngineError::Load)?,
             )),
             #[cfg(feature = "llama")]
-            EngineKind::Llama => TokenizerInner::Llama(crate::llama::VocabOnly::load(path)?),
+            EngineKind::Llama => TokenizerInner::Llama(
+                crate::llama::VocabOnly::load(path).map_err(EngineError::Load)?,
+            ),
             #[allow(unreachable_patterns)]
-            _ => return Err(format!("this build has no {} engine", kind.name())),
+            _ => {
+                return Err(EngineError::Unavailable(format!(
+                    "this build has no {} engine",
+                    kind.name()
+                )))
+            }
         };
         Ok(Tokenizer { inner })
     }
@@ -550,14 +599,16 @@ impl Tokenizer {
 impl EngineKind {
     /// The tokenizer [`Tokenizer::load`] uses: `$ENVSIM_ENGINE`'s when set, else the pure-Rust
     /// one when compiled in (it reads only the metadata), else llama.cpp's.
-    fn preferred_tokenizer() -> Result<EngineKind, String> {
+    fn preferred_tokenizer() -> Result<EngineKind, EngineError> {
         if std::env::var("ENVSIM_ENGINE").is_ok_and(|v| !v.trim().is_empty()) {
             return EngineKind::preferred();
         }
         EngineKind::available()
             .into_iter()
             .min_by_key(|k| *k != EngineKind::Candle)
-            .ok_or_else(|| "this build has no local model engine".to_owned())
+            .ok_or_else(|| {
+                EngineError::Unavailable("this build has no local model engine".to_owned())
+            })
     }
 }
 
@@ -633,7 +684,10 @@ mod tests {
         assert!(!EngineKind::available().is_empty());
         assert!(check_fits(0, 1, 512).is_err());
         let err = check_fits(500, 100, 512).unwrap_err();
-        assert!(err.contains("500 prompt tokens + 100"), "{err}");
+        assert!(
+            matches!(&err, EngineError::Request(m) if m.contains("500 prompt tokens + 100")),
+            "{err:?}"
+        );
         assert!(check_fits(400, 100, 512).is_ok());
     }
 }

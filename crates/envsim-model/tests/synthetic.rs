@@ -9,7 +9,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use envsim_core::prompt::Prompt;
 use envsim_model::candle::CandleEngine;
-use envsim_model::local::{EngineKind, Generation, LocalEngine, LocalSettings};
+use envsim_model::local::{EngineError, EngineKind, Generation, LocalEngine, LocalSettings};
 use std::path::Path;
 
 const D: usize = 64;
@@ -402,7 +402,10 @@ fn the_engine_thread_generates_with_the_shared_stopping_rules() {
         user: "hello ".repeat(300),
     };
     let err = engine.generate_blocking(long, generation).unwrap_err();
-    assert!(err.contains("512-token context"), "{err}");
+    assert!(
+        matches!(&err, EngineError::Request(m) if m.contains("512-token context")),
+        "{err:?}"
+    );
     // Sampling with a seed is reproducible.
     let hot = Generation {
         max_tokens: 8,
@@ -523,7 +526,10 @@ fn a_schema_constrains_even_a_random_model_to_its_shape() {
             },
         )
         .unwrap_err();
-    assert!(err.contains("within the output schema"), "{err}");
+    assert!(
+        matches!(&err, EngineError::Generation(m) if m.contains("within the output schema")),
+        "{err:?}"
+    );
     let err = engine
         .generate_blocking(
             Prompt {
@@ -541,8 +547,9 @@ fn a_schema_constrains_even_a_random_model_to_its_shape() {
         )
         .unwrap_err();
     assert!(
-        err.contains("cannot constrain decoding") && err.contains("#/missing"),
-        "{err}"
+        matches!(&err, EngineError::Request(m)
+            if m.contains("cannot constrain decoding") && m.contains("#/missing")),
+        "{err:?}"
     );
 }
 

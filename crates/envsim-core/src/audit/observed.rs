@@ -692,7 +692,11 @@ fn returned_records(
                         Some(j) => format!("the complete listing of step {j}"),
                         None => "the initial state".to_owned(),
                     };
-                    let explanation = format!("{} returns {}, which {source} did not hold; nothing created it since", c.step.tool, show(key));
+                    let explanation = format!(
+                        "{} returns {}, which {source} did not hold; nothing created it since",
+                        c.step.tool,
+                        show(key)
+                    );
                     c.flag(ViolationKind::PhantomId, Some(key), None, *j, explanation);
                 }
             }
@@ -744,7 +748,13 @@ fn returned_records(
                             format!("{tool} returns {}.{field} = {value}; the initial state holds {} and nothing changed it since", show(key), fact.value),
                         ),
                     };
-                    c.flag(kind, Some(key), Some(field.clone()), conflicting, explanation);
+                    c.flag(
+                        kind,
+                        Some(key),
+                        Some(field.clone()),
+                        conflicting,
+                        explanation,
+                    );
                 }
                 None => {
                     if let Some(r) = back {
@@ -874,7 +884,8 @@ fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &Found<'_>) {
         );
     }
     if c.step.arguments.is_empty() {
-        h.st.complete.insert(noun.clone(), (Some(c.k), listed.clone()));
+        h.st.complete
+            .insert(noun.clone(), (Some(c.k), listed.clone()));
     }
     h.listings.insert(c.signature.clone(), (c.k, listed));
 }
@@ -943,8 +954,7 @@ fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: &Found<'_>)
     let writes = &c.writes;
     for (key, record, _) in found {
         if role != Role::Delete || target(noun, names).as_ref() != Some(key) {
-            if !matches!(st.existence.get(key), Some(Existence::Gone(_))) || role == Role::Create
-            {
+            if !matches!(st.existence.get(key), Some(Existence::Gone(_))) || role == Role::Create {
                 let since = match st.existence.get(key) {
                     Some(Existence::Exists(s)) if role != Role::Create => *s,
                     _ => Some(k),

@@ -12,8 +12,8 @@ pub mod tokenizer;
 
 use crate::constrain::Sampler;
 use crate::local::{
-    check_fits, model_file_name, Constraint, EngineKind, Generation, Job, LocalCompletion,
-    LocalSettings, ModelInfo, Output, Ready,
+    check_fits, model_file_name, Constraint, EngineError, EngineKind, Generation, Job,
+    LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
 };
 use envsim_core::prompt::Prompt;
 use qwen2::Qwen2;
@@ -259,13 +259,13 @@ impl CandleEngine {
         &mut self,
         prompt: &Prompt,
         generation: &Generation,
-    ) -> Result<LocalCompletion, String> {
+    ) -> Result<LocalCompletion, EngineError> {
         let tokens = self.prompt_tokens(prompt);
         check_fits(tokens.len(), generation.max_tokens as usize, self.n_ctx)?;
         let prefill_start = Instant::now();
         let (mut logits, reused) = self
             .prefill(&tokens)
-            .map_err(|e| format!("the model failed on the prompt: {e}"))?;
+            .map_err(|e| EngineError::Generation(format!("the model failed on the prompt: {e}")))?;
         let prefill_ms = prefill_start.elapsed().as_secs_f64() * 1000.0;
         let decode_start = Instant::now();
         let constraint = Constraint::of(generation)?;
@@ -277,7 +277,9 @@ impl CandleEngine {
         let mut sampler = Sampler::new(generation.temperature, generation.seed);
         let mut out = Output::new(generation, &constraint);
         while out.wants_more() {
-            let token = out.next_token(&mut sampler, &logits, &self.token_texts)?;
+            let token = out
+                .next_token(&mut sampler, &logits, &self.token_texts)
+                .map_err(EngineError::Generation)?;
             if self.tokenizer.is_end_of_generation(token) {
                 out.end_of_turn();
                 break;
@@ -285,9 +287,9 @@ impl CandleEngine {
             if out.push(token, &self.tokenizer.decode_token(token)) || !out.wants_more() {
                 break;
             }
-            logits = self
-                .step(token)
-                .map_err(|e| format!("the model failed while generating: {e}"))?;
+            logits = self.step(token).map_err(|e| {
+                EngineError::Generation(format!("the model failed while generating: {e}"))
+            })?;
         }
         Ok(out.finish(tokens.len(), reused, prefill_ms, decode_start))
     }
