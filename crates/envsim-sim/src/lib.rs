@@ -12,5 +12,6 @@ pub mod backend;
 pub mod check;
 pub mod environment;
 pub mod faulty;
+pub mod measure;
 pub mod session;
 pub mod verify;

@@ -588,3 +588,86 @@ async fn an_openai_simulator_asks_for_structured_answers_and_is_anchored() {
     );
     double.shutdown();
 }
+
+/// `measure::measure_config` against the executor: the executor itself is right at every step;
+/// a double that always errs is wrong where its answers differ, every miss named; full
+/// anchoring with escalation to the code repairs what validation catches.
+#[tokio::test]
+async fn anchoring_is_measured_against_the_executor() {
+    use envsim_sim::measure::{measure_config, AnchoringTotals, MeasureConfig, Measured};
+    let dir = tempfile::tempdir().unwrap();
+    let (env, executor) = setup(dir.path()).await;
+    let run = AuditTrajectory {
+        id: "calls".into(),
+        initial_state: Arc::new(initial()),
+        steps: calls()
+            .into_iter()
+            .map(|(tool, arguments)| AuditStep {
+                tool: tool.into(),
+                arguments,
+                observation: Value::Null,
+                success: None,
+                state_after: Arc::new(Value::Null),
+            })
+            .collect(),
+    };
+    let runs = [run.clone(), run];
+    let truth = (*env).clone();
+    let on = Measured {
+        env: Arc::clone(&env),
+        truth_env: &truth,
+        executor: &executor,
+        escalation: Some((*executor).clone()),
+        runs: &runs,
+        max_regenerations: 2,
+        seed: 5,
+    };
+    let adaptive = VerifyPolicy {
+        floor: 0.1,
+        ceiling: 0.5,
+        warmup: 3,
+    };
+    let off = MeasureConfig::named("off", adaptive).unwrap();
+    let mut exact = AnchoringTotals::default();
+    measure_config(&on, &off, executor.clone(), None, &mut exact)
+        .await
+        .unwrap();
+    let steps = 2 * calls().len();
+    assert_eq!(
+        (
+            exact.trajectories,
+            exact.consistent_trajectories,
+            exact.final_state_right,
+            exact.steps,
+            exact.right_steps,
+            exact.wrong_and_not_uncertain
+        ),
+        (2, 2, 2, steps, steps, 0)
+    );
+    assert!(exact.misses.is_empty());
+    let faulty = || -> Arc<dyn Simulator> {
+        Arc::new(FaultySimulator::new((*executor).clone(), 1.0, 1, "test"))
+    };
+    let mut spoiled = AnchoringTotals::default();
+    measure_config(&on, &off, faulty(), None, &mut spoiled)
+        .await
+        .unwrap();
+    assert_eq!(spoiled.steps, steps);
+    assert!(spoiled.right_steps < steps, "{spoiled:?}");
+    assert_eq!(spoiled.consistent_trajectories, 0);
+    assert_eq!(spoiled.wrong_and_not_uncertain, steps - spoiled.right_steps);
+    assert_eq!(
+        spoiled.misses.values().sum::<usize>(),
+        spoiled.wrong_and_not_uncertain,
+        "{:?}",
+        spoiled.misses
+    );
+    assert!(!spoiled.misses.contains_key("none"));
+    let full = MeasureConfig::named("full", adaptive).unwrap();
+    let mut anchored = AnchoringTotals::default();
+    measure_config(&on, &full, faulty(), None, &mut anchored)
+        .await
+        .unwrap();
+    assert!(anchored.right_steps > spoiled.right_steps, "{anchored:?}");
+    assert!(anchored.simulator_calls > spoiled.simulator_calls);
+}

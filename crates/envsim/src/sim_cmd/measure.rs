@@ -1,20 +1,19 @@
 //! `envsim sim measure`: anchoring measured where the truth is known. Seeded walks of corpus
 //! environments give call sequences; each is simulated by sessions in several configurations
 //! (anchoring off, validation only, full anchoring, full anchoring with cross-model
-//! verification), and every step is compared with the executor run on the same state (same
-//! seed and clock). A step is right when its observation and state equal the executor's; a
-//! trajectory is consistent when every step is right.
+//! verification) by [`envsim_sim::measure`], which compares every step with the executor;
+//! here the arguments, the environments, their learning and walks, and the table.
 
 use crate::context::learn_environment;
 use crate::simulators::{build_pair, AnchorArgs, BackendArgs};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use envsim_bench::audit_check::trajectories_from_walks;
-use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
-use envsim_sim::session::{AnchorMode, Backends, Session, SessionConfig};
-use serde::Serialize;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use envsim_sim::backend::ExecutorSimulator;
+use envsim_sim::measure::{
+    measure_config, AnchoringTotals, MeasureConfig, MeasureSummary, Measured,
+};
+use envsim_sim::verify::VerifyPolicy;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -61,60 +60,21 @@ pub struct MeasureArgs {
     json: bool,
 }
 
-/// The totals of one configuration.
-#[derive(Clone, Debug, Default, Serialize)]
-struct Totals {
-    config: String,
-    trajectories: usize,
-    consistent_trajectories: usize,
-    final_state_right: usize,
-    steps: usize,
-    right_steps: usize,
-    uncertain_steps: usize,
-    uncertain_and_wrong: usize,
-    wrong_and_not_uncertain: usize,
-    /// What was wrong in the wrong steps not marked uncertain.
-    misses: BTreeMap<&'static str, usize>,
-    regenerations: usize,
-    escalations: usize,
-    verifications: usize,
-    disagreements: usize,
-    simulator_calls: usize,
-    tokens: u64,
-    wall_ms: f64,
-}
-
 pub fn run(a: MeasureArgs) -> Result<()> {
-    let adaptive = a
-        .anchoring
-        .policy()?
-        .unwrap_or(envsim_sim::verify::VerifyPolicy {
-            floor: a.anchoring.verify_floor,
-            ceiling: a.anchoring.verify_ceiling,
-            warmup: 3,
-        });
-    let always = envsim_sim::verify::VerifyPolicy {
-        floor: 1.0,
-        ceiling: 1.0,
-        warmup: 0,
-    };
-    type Config = (String, AnchorMode, Option<envsim_sim::verify::VerifyPolicy>);
-    let mut configs: Vec<Config> = Vec::new();
+    let adaptive = a.anchoring.policy()?.unwrap_or(VerifyPolicy {
+        floor: a.anchoring.verify_floor,
+        ceiling: a.anchoring.verify_ceiling,
+        warmup: 3,
+    });
+    let mut configs: Vec<MeasureConfig> = Vec::new();
     for c in &a.configs {
         let verifies = c == "verify" || c == "verify-always";
         if verifies && a.backends.secondary.is_none() {
             bail!("--configs {c} needs --secondary");
         }
-        configs.push(match c.as_str() {
-            "off" => (c.clone(), AnchorMode::Off, None),
-            "validate" => (c.clone(), AnchorMode::Validate, None),
-            "full" => (c.clone(), AnchorMode::Full, None),
-            "verify" => (c.clone(), AnchorMode::Full, Some(adaptive)),
-            "verify-always" => (c.clone(), AnchorMode::Full, Some(always)),
-            other => {
-                bail!("unknown configuration {other:?}: off, validate, full, verify, verify-always")
-            }
-        });
+        configs.push(MeasureConfig::named(c, adaptive).ok_or_else(|| {
+            anyhow!("unknown configuration {c:?}: off, validate, full, verify, verify-always")
+        })?);
     }
     if a.walks == 0 || a.steps == 0 || a.states == 0 {
         bail!("--states, --walks and --steps must be at least 1");
@@ -138,16 +98,11 @@ pub fn run(a: MeasureArgs) -> Result<()> {
     } else {
         a.env.clone()
     };
-    let mut totals: BTreeMap<String, Totals> = configs
+    let mut totals: Vec<AnchoringTotals> = configs
         .iter()
-        .map(|(name, _, _)| {
-            (
-                name.clone(),
-                Totals {
-                    config: name.clone(),
-                    ..Totals::default()
-                },
-            )
+        .map(|c| AnchoringTotals {
+            config: c.name.clone(),
+            ..AnchoringTotals::default()
         })
         .collect();
     for name in &names {
@@ -173,113 +128,47 @@ pub fn run(a: MeasureArgs) -> Result<()> {
             ));
             // The truth knows the code even when the simulator does not.
             let truth_env = env.with_code_of(&package);
-            let code_executor = if a.no_code {
-                None
-            } else {
-                Some(executor.clone())
+            let on = Measured {
+                env: Arc::clone(&env),
+                truth_env: &truth_env,
+                executor: &executor,
+                escalation: (!a.no_code).then(|| executor.clone()),
+                runs: &runs,
+                max_regenerations: a.anchoring.max_regenerations,
+                seed: a.seed,
             };
-            for (config, mode, verify) in &configs {
+            for (config, t) in configs.iter().zip(totals.iter_mut()) {
                 // The simulators may run the code (the faulty double does) whatever the
-                // session is told; only escalation is withheld without code.
-                // Without code the faulty double still answers from the code (a perfect
-                // reader of the description, then spoiled); the session cannot escalate.
+                // session is told; only escalation is withheld without code. Without code the
+                // faulty double still answers from the code (a perfect reader of the
+                // description, then spoiled); the session cannot escalate.
                 let (primary, secondary) =
                     build_pair(&a.backends, &executor.clone().knowing(&truth_env))?;
-                let t = totals
-                    .get_mut(config)
-                    .ok_or_else(|| anyhow::anyhow!("no totals"))?;
-                // Sessions of one configuration share their running agreement per tool.
-                let shared = verify.map(Session::shared_verifier);
-                for (w, run) in runs.iter().enumerate() {
-                    let mut session = Session::new(
-                        Arc::clone(&env),
-                        Backends {
-                            primary: Arc::clone(&primary),
-                            secondary: secondary.clone(),
-                            executor: code_executor
-                                .clone()
-                                .map(|e| Arc::new(e) as Arc<dyn Simulator>),
-                        },
-                        SessionConfig {
-                            mode: *mode,
-                            max_regenerations: a.anchoring.max_regenerations,
-                            verify: *verify,
-                            seed: a.seed.wrapping_add(w as u64),
-                        },
-                        (*run.initial_state).clone(),
-                    );
-                    if let Some(shared) = &shared {
-                        session.share_verifier(Arc::clone(shared));
-                    }
-                    let mut all_right = true;
-                    let mut replay = (*run.initial_state).clone();
-                    for (k, step) in run.steps.iter().enumerate() {
-                        let before = Arc::clone(session.state());
-                        let record = session
-                            .step(&step.tool, &step.arguments)
-                            .await
-                            .map_err(|e| anyhow::anyhow!("{name}: {}: {e}", step.tool))?;
-                        let request = |state| StepRequest {
-                            env: &truth_env,
-                            state,
-                            tool: &step.tool,
-                            arguments: &step.arguments,
-                            seed: a.seed.wrapping_add(w as u64),
-                            step: k,
-                            attempt: 0,
-                            feedback: &[],
-                        };
-                        let truth = executor.predict(&request(&before)).await?;
-                        let right = truth.observation == record.observation
-                            && truth.state_after == *record.state_after;
-                        replay = executor.predict(&request(&replay)).await?.state_after;
-                        all_right &= right;
-                        let p = &record.provenance;
-                        t.steps += 1;
-                        t.right_steps += usize::from(right);
-                        t.uncertain_steps += usize::from(p.uncertain);
-                        t.uncertain_and_wrong += usize::from(p.uncertain && !right);
-                        t.wrong_and_not_uncertain += usize::from(!p.uncertain && !right);
-                        if !p.uncertain && !right {
-                            let kind = miss_kind(
-                                &before,
-                                &truth.observation,
-                                &truth.state_after,
-                                &record.observation,
-                                &record.state_after,
-                            );
-                            *t.misses.entry(kind).or_default() += 1;
-                        }
-                        t.regenerations += p.regenerations;
-                        t.escalations += usize::from(p.escalated_to.is_some());
-                        t.verifications += usize::from(p.verified_by.is_some());
-                        t.disagreements += usize::from(p.agreed == Some(false));
-                        t.simulator_calls += p.simulator_calls;
-                        t.tokens += p.tokens;
-                        t.wall_ms += p.wall_ms;
-                    }
-                    t.trajectories += 1;
-                    t.consistent_trajectories += usize::from(all_right);
-                    t.final_state_right += usize::from(**session.state() == replay);
-                }
-                eprintln!("{name}: {config} done");
+                measure_config(&on, config, primary, secondary, t)
+                    .await
+                    .map_err(|e| anyhow!("{name}: {e}"))?;
+                eprintln!("{name}: {} done", config.name);
             }
             anyhow::Ok(())
         })?;
     }
-    let totals: Vec<Totals> = configs
-        .iter()
-        .filter_map(|(c, _, _)| totals.remove(c))
-        .collect();
-    let summary = json!({
-        "environments": names,
-        "primary": format!("{:?}", a.backends.backend).to_lowercase(),
-        "secondary": a.backends.secondary.map(|s| format!("{s:?}").to_lowercase()),
-        "fault_rate": a.backends.fault_rate,
-        "fault_profile": a.backends.fault_profile().describe(),
-        "mode": if a.no_code { "environment-free (generated description)" } else { "code" },
-        "configs": totals,
-    });
+    let summary = MeasureSummary {
+        environments: names,
+        primary: format!("{:?}", a.backends.backend).to_lowercase(),
+        secondary: a
+            .backends
+            .secondary
+            .map(|s| format!("{s:?}").to_lowercase()),
+        fault_rate: a.backends.fault_rate,
+        fault_profile: a.backends.fault_profile().describe(),
+        mode: if a.no_code {
+            "environment-free (generated description)"
+        } else {
+            "code"
+        }
+        .to_owned(),
+        configs: totals,
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -288,38 +177,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
     Ok(())
 }
 
-/// What is wrong in a kept answer, against the truth: only the observation; a change left out
-/// (the state stayed while the truth changed it); resources that should not be there, or that
-/// are missing; or other state values.
-fn miss_kind(
-    before: &Value,
-    truth_obs: &Value,
-    truth_state: &Value,
-    obs: &Value,
-    state: &Value,
-) -> &'static str {
-    use envsim_core::audit::resources;
-    if state == truth_state {
-        return if obs == truth_obs {
-            "none"
-        } else {
-            "observation"
-        };
-    }
-    if state == before && truth_state != before {
-        return "dropped_update";
-    }
-    let (kept, truth) = (resources(state), resources(truth_state));
-    if kept.keys().any(|k| !truth.contains_key(k)) {
-        "phantom_resource"
-    } else if truth.keys().any(|k| !kept.contains_key(k)) {
-        "vanished_resource"
-    } else {
-        "wrong_values"
-    }
-}
-
-fn markdown(summary: &Value) -> String {
+fn markdown(summary: &MeasureSummary) -> String {
     let pct = |a: f64, b: f64| {
         if b == 0.0 {
             "—".to_owned()
@@ -327,36 +185,37 @@ fn markdown(summary: &Value) -> String {
             format!("{:.1}%", 100.0 * a / b)
         }
     };
-    let configs = summary["configs"].as_array().cloned().unwrap_or_default();
-    let base = configs.first().cloned().unwrap_or(Value::Null);
+    let base = summary.configs.first().cloned().unwrap_or_default();
     let mut out = format!(
         "{} environments, primary {}, secondary {}, {} mode.\n\n| config | right steps | consistent trajectories | final state right | uncertain steps (wrong) | wrong and not uncertain | regenerations | escalations | verified (disagreed) | simulator calls per step | tokens per step | wall per step | extra calls vs {} |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        summary["environments"].as_array().map_or(0, Vec::len),
-        summary["primary"].as_str().unwrap_or_default(),
-        summary["secondary"].as_str().unwrap_or("none"),
-        summary["mode"].as_str().unwrap_or_default(),
-        base["config"].as_str().unwrap_or("the first"),
+        summary.environments.len(),
+        summary.primary,
+        summary.secondary.as_deref().unwrap_or("none"),
+        summary.mode,
+        if summary.configs.is_empty() { "the first" } else { base.config.as_str() },
     );
-    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
-    for c in &configs {
-        let steps = f(c, "steps");
+    for c in &summary.configs {
+        let steps = c.steps as f64;
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} ({}) | {} | {} | {} | {} ({}) | {:.2} | {:.0} | {:.1} ms | {} |\n",
-            c["config"].as_str().unwrap_or_default(),
-            pct(f(c, "right_steps"), steps),
-            pct(f(c, "consistent_trajectories"), f(c, "trajectories")),
-            pct(f(c, "final_state_right"), f(c, "trajectories")),
-            c["uncertain_steps"],
-            c["uncertain_and_wrong"],
-            c["wrong_and_not_uncertain"],
-            c["regenerations"],
-            c["escalations"],
-            c["verifications"],
-            c["disagreements"],
-            f(c, "simulator_calls") / steps.max(1.0),
-            f(c, "tokens") / steps.max(1.0),
-            f(c, "wall_ms") / steps.max(1.0),
-            pct(f(c, "simulator_calls") - f(&base, "simulator_calls"), f(&base, "simulator_calls")),
+            c.config,
+            pct(c.right_steps as f64, steps),
+            pct(c.consistent_trajectories as f64, c.trajectories as f64),
+            pct(c.final_state_right as f64, c.trajectories as f64),
+            c.uncertain_steps,
+            c.uncertain_and_wrong,
+            c.wrong_and_not_uncertain,
+            c.regenerations,
+            c.escalations,
+            c.verifications,
+            c.disagreements,
+            c.simulator_calls as f64 / steps.max(1.0),
+            c.tokens as f64 / steps.max(1.0),
+            c.wall_ms / steps.max(1.0),
+            pct(
+                c.simulator_calls as f64 - base.simulator_calls as f64,
+                base.simulator_calls as f64
+            ),
         ));
     }
     out
