@@ -5,13 +5,13 @@
 //! trajectories each violation kind flags (the false-positive rate).
 
 use crate::collect::{Outcome, TransitionRecord};
-use crate::spec_checks::SpecChecks;
 use envsim_core::audit::observed::{audit_calls, guess_outcome, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultLabel, FaultPlan, ViolationKind,
 };
 use envsim_core::outcome::OutcomeRule;
 use envsim_core::rng::Rng;
+use envsim_spec::checks::SpecChecks;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -69,7 +69,10 @@ pub fn trajectory_from(
                     .as_object()
                     .cloned()
                     .unwrap_or_default(),
-                observation: observation_value(&r.observation_json, &r.observation),
+                observation: envsim_core::answer::observation_value(
+                    &r.observation_json,
+                    &r.observation,
+                ),
                 success: match r.outcome {
                     Outcome::Success => Some(true),
                     Outcome::Failure | Outcome::Exception => Some(false),
@@ -84,15 +87,6 @@ pub fn trajectory_from(
         initial_state: initial,
         steps,
     }
-}
-
-/// The observation as a value: its JSON form when the executor gave one, else its text parsed
-/// as JSON or a Python literal, else the text.
-pub fn observation_value(json: &Value, text: &str) -> Value {
-    if !json.is_null() {
-        return json.clone();
-    }
-    envsim_core::answer::read_answer_text(text).value
 }
 
 /// Counts of one fault kind.

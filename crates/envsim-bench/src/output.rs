@@ -378,7 +378,7 @@ pub fn datasheet(
 /// the driver's doing, on purpose), and a valid-intent call that breaks its schema would be a
 /// driver defect.
 fn intents(transitions: &[TransitionRecord], sampled: &Sampled) -> Value {
-    let mut schemas: BTreeMap<String, envsim_exec::arguments::ArgumentSchemas> = BTreeMap::new();
+    let mut schemas: BTreeMap<String, envsim_spec::arguments::ArgumentSchemas> = BTreeMap::new();
     let mut counts = [[0usize; 2]; 2];
     for (_, i) in &sampled.picks {
         let t = &transitions[*i];
@@ -396,7 +396,7 @@ fn intents(transitions: &[TransitionRecord], sampled: &Sampled) -> Value {
         let schema = schemas
             .entry(format!("{}\u{0}{tool}", t.env))
             .or_insert_with(|| {
-                envsim_exec::arguments::ArgumentSchemas::compile(std::slice::from_ref(
+                envsim_spec::arguments::ArgumentSchemas::compile(std::slice::from_ref(
                     &t.tool_schema,
                 ))
             });

@@ -261,6 +261,15 @@ impl AnswerTally {
     }
 }
 
+/// An executor's observation as a value: its JSON form when the executor gave one, else its
+/// text read as an answer ([`read_answer_text`]: JSON, a Python literal, else the text).
+pub fn observation_value(json: &Value, text: &str) -> Value {
+    if !json.is_null() {
+        return json.clone();
+    }
+    read_answer_text(text).value
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,7 +35,6 @@ mod error;
 mod worker;
 
 pub mod appworld;
-pub mod arguments;
 pub mod bfcl;
 pub mod envscaler;
 pub mod package;

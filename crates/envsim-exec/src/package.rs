@@ -120,6 +120,18 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// What an API description of the package is generated from (`envsim_spec::openapi`).
+    pub fn outline(&self) -> envsim_spec::openapi::ApiOutline {
+        envsim_spec::openapi::ApiOutline {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            rules: self.rules.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+}
+
+impl Manifest {
     /// The effective outcome rule: the manifest's own, or its convention's default.
     pub fn outcome_rule(&self) -> OutcomeRule {
         self.outcome
@@ -212,7 +224,7 @@ pub struct EnvPackage {
     /// The effective outcome rule ([`Manifest::outcome_rule`]).
     pub outcome: OutcomeRule,
     /// The tools' argument schemas, compiled.
-    pub arguments: crate::arguments::ArgumentSchemas,
+    pub arguments: envsim_spec::arguments::ArgumentSchemas,
     /// The clock of each initial state (same order as `states`).
     pub clocks: Vec<StateClock>,
 }
@@ -513,7 +525,7 @@ impl EnvPackage {
             dir: dir.to_owned(),
             tasks_jsonl,
             outcome: manifest.outcome_rule(),
-            arguments: crate::arguments::ArgumentSchemas::compile(&manifest.tools),
+            arguments: envsim_spec::arguments::ArgumentSchemas::compile(&manifest.tools),
             code: EnvCode::with_convention(code, manifest.class_name.clone(), manifest.convention)
                 .with_errors(manifest.errors.clone()),
             manifest,

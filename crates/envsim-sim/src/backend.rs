@@ -174,7 +174,7 @@ impl Simulator for ExecutorSimulator {
                 }
             };
             Ok(Prediction {
-                observation: envsim_bench::audit_check::observation_value(
+                observation: envsim_core::answer::observation_value(
                     &outcome.observation_json,
                     &outcome.observation,
                 ),
@@ -278,7 +278,7 @@ pub fn read_answer(text: String, usage: Usage, state: &Value) -> Result<Predicti
     let found = extract_object(&text, &OUTPUT_KEYS)
         .map_err(|e| unreadable(format!("no output object ({e:?})"), None))?;
     let feedback = found.object.get("feedback").cloned().map(|f| match f {
-        Value::String(text) => envsim_bench::audit_check::observation_value(&Value::Null, &text),
+        Value::String(text) => envsim_core::answer::observation_value(&Value::Null, &text),
         other => other,
     });
     let changes = found

@@ -2,13 +2,13 @@
 //! (environment-free mode), with what the checks need: the specification, the tools' effects
 //! and how an answer says success.
 
-use envsim_bench::spec_checks::SpecChecks;
 use envsim_core::apispec::{parse_spec, ApiSpec, SpecError};
 use envsim_core::audit::observed::guess_outcome;
 use envsim_core::audit::{AuditTrajectory, Effects};
 use envsim_core::outcome::OutcomeRule;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::EnvCode;
+use envsim_spec::checks::SpecChecks;
 use serde_json::{json, Value};
 
 /// An environment as a session sees it.
@@ -46,7 +46,8 @@ impl Environment {
         runs: &[AuditTrajectory],
         effects: Effects,
     ) -> Result<Self, SpecError> {
-        let description = envsim_bench::openapi::describe(&package.manifest, runs, &effects);
+        let description =
+            envsim_spec::openapi::describe(&package.manifest.outline(), runs, &effects);
         let spec = parse_spec(&description)?;
         Ok(Environment {
             name: package.manifest.name.clone(),

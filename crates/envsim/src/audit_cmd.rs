@@ -9,8 +9,9 @@ mod simulate;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use envsim_bench::audit_check::{observation_value, trajectories_from_walks};
+use envsim_bench::audit_check::trajectories_from_walks;
 use envsim_bench::trajectories::{read_run, read_runs, TrajectoryFormat};
+use envsim_core::answer::observation_value;
 use envsim_core::answer::{Answer, AnswerForm, AnswerTally};
 use envsim_core::audit::bias::{
     call_transition_kind, declared_classes, outcome_class, OutcomeCounts,
@@ -640,11 +641,11 @@ struct Auditor<'a> {
     args: &'a CheckArgs,
     corpus: crate::context::Corpus,
     /// The `--spec` description.
-    spec: Option<envsim_bench::spec_checks::SpecChecks>,
+    spec: Option<envsim_spec::checks::SpecChecks>,
     /// Per environment: its effects and outcome rule (learned once).
     known: BTreeMap<String, Known>,
     /// Tool lists transcripts declare, compiled once each (by their JSON text).
-    declared: HashMap<String, std::rc::Rc<envsim_bench::spec_checks::SpecChecks>>,
+    declared: HashMap<String, std::rc::Rc<envsim_spec::checks::SpecChecks>>,
     /// Running totals of the audits (nothing per trajectory is kept): violations, SCS,
     /// specification conformance, input forms, answers per file, transitions.
     tally: SummaryTally,
@@ -862,15 +863,14 @@ impl Auditor<'_> {
                     let key = serde_json::to_string(&t.tools)?;
                     if !self.declared.contains_key(&key) {
                         let name = format!("the tools {source} {location} declares");
-                        let checks =
-                            envsim_bench::spec_checks::SpecChecks::from_tools(&t.tools, name)
-                                .map_err(|e| {
-                                    anyhow::anyhow!(
-                                        "{source} {location}: tools at {}: {}",
-                                        e.pointer,
-                                        e.message
-                                    )
-                                })?;
+                        let checks = envsim_spec::checks::SpecChecks::from_tools(&t.tools, name)
+                            .map_err(|e| {
+                                anyhow::anyhow!(
+                                    "{source} {location}: tools at {}: {}",
+                                    e.pointer,
+                                    e.message
+                                )
+                            })?;
                         self.declared.insert(key.clone(), std::rc::Rc::new(checks));
                     }
                     Some(std::rc::Rc::clone(&self.declared[&key]))
@@ -998,7 +998,7 @@ impl Auditor<'_> {
         &mut self,
         env: String,
         trajectory: CallTrajectory,
-        declared: Option<&envsim_bench::spec_checks::SpecChecks>,
+        declared: Option<&envsim_spec::checks::SpecChecks>,
         initial: Option<&Value>,
     ) -> Result<()> {
         let steps = views_of_calls(&trajectory);
@@ -1053,7 +1053,7 @@ impl Auditor<'_> {
         env: &str,
         id: &str,
         steps: &[StepView<'_>],
-        declared: Option<&envsim_bench::spec_checks::SpecChecks>,
+        declared: Option<&envsim_spec::checks::SpecChecks>,
     ) -> Vec<SpecViolation> {
         let mut found = Vec::new();
         let package = self.known.get(env).and_then(|k| k.package.as_ref());
@@ -1307,7 +1307,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             a.seed.wrapping_add(1),
         )?;
         // The OpenAPI form's description, generated from the same learning walks.
-        let doc = envsim_bench::openapi::describe(&package.manifest, &learned, &effects);
+        let doc = envsim_spec::openapi::describe(&package.manifest.outline(), &learned, &effects);
         drop(learned);
         let spec = envsim_core::apispec::parse_spec(&doc).map_err(|e| {
             anyhow::anyhow!(
@@ -1316,8 +1316,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
                 e.message
             )
         })?;
-        let spec =
-            envsim_bench::spec_checks::SpecChecks::from_spec(&spec, format!("{name} (generated)"));
+        let spec = envsim_spec::checks::SpecChecks::from_spec(&spec, format!("{name} (generated)"));
         let rule = package.outcome.clone();
         let known = envsim_bench::audit_check::Known {
             effects: &effects,

@@ -1042,7 +1042,7 @@ fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
     let package = root.load(&a.name)?;
     let learned = crate::context::learn(&package, a.walks, a.steps, a.workers, a.seed)?;
     let (runs, effects) = (learned.runs, learned.effects);
-    let doc = envsim_bench::openapi::describe(&package.manifest, &runs, &effects);
+    let doc = envsim_spec::openapi::describe(&package.manifest.outline(), &runs, &effects);
     let operations: usize = doc["paths"]
         .as_object()
         .map(|p| {
@@ -1052,7 +1052,7 @@ fn openapi_cmd(root: &Corpus, a: OpenapiArgs) -> Result<()> {
                 .sum()
         })
         .unwrap_or(0);
-    for (tool, shown, back) in envsim_bench::openapi::role_mismatches(&doc, &effects) {
+    for (tool, shown, back) in envsim_spec::openapi::role_mismatches(&doc, &effects) {
         eprintln!(
             "note: {tool} reads back from its path as {back:?}, though running it showed {shown:?}"
         );

@@ -1,9 +1,9 @@
 //! Reading the API description `envsim audit --spec FILE` checks against (JSON, or YAML when
-//! the file name ends in `.yaml`/`.yml`); the checks are [`envsim_bench::spec_checks`].
+//! the file name ends in `.yaml`/`.yml`); the checks are [`envsim_spec::checks`].
 
 use anyhow::{Context, Result};
-use envsim_bench::spec_checks::SpecChecks;
 use envsim_core::apispec::parse_spec;
+use envsim_spec::checks::SpecChecks;
 use serde_json::Value;
 use std::path::Path;
 

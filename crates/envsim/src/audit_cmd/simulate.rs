@@ -135,7 +135,7 @@ pub fn run(a: SimulateArgs) -> Result<()> {
                     };
                 let observation = match observation {
                     Value::String(text) => {
-                        envsim_bench::audit_check::observation_value(&Value::Null, &text)
+                        envsim_core::answer::observation_value(&Value::Null, &text)
                     }
                     other => other,
                 };

@@ -32,7 +32,7 @@
 use envsim_core::audit::observed::{id_noun, role, singular, tool_noun, Role};
 use envsim_core::audit::{resources, AuditTrajectory, Effects};
 use envsim_core::schema_learn::SchemaLearner;
-use envsim_exec::package::Manifest;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -312,9 +312,26 @@ fn widen(schema: &mut Value) {
     }
 }
 
-/// The OpenAPI 3.1 document of a package: its tools as operations (see the module doc),
+/// What a description is generated from: an environment's name, what it is, its rules and
+/// its tools as OpenAI function schemas (a package manifest's fields of those names).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct ApiOutline {
+    /// The environment's name (the document's title).
+    pub name: String,
+    /// What it is.
+    #[serde(default)]
+    pub description: String,
+    /// Its rules, stated in the description.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// Its tools.
+    #[serde(default)]
+    pub tools: Vec<Value>,
+}
+
+/// The OpenAPI 3.1 document of an environment (`manifest`: a package's [`ApiOutline`]): its tools as operations (see the module doc),
 /// learned from `runs` (executed walks of the package) and the `effects` learned from them.
-pub fn describe(manifest: &Manifest, runs: &[AuditTrajectory], effects: &Effects) -> Value {
+pub fn describe(manifest: &ApiOutline, runs: &[AuditTrajectory], effects: &Effects) -> Value {
     let seen = observe(runs);
     let nothing = Seen::default();
     let mut paths: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
@@ -489,7 +506,7 @@ mod tests {
                "parameters": {"type": "object", "properties": props, "required": required}}})
     }
 
-    fn manifest(tools: Vec<Value>) -> Manifest {
+    fn manifest(tools: Vec<Value>) -> ApiOutline {
         serde_json::from_value(json!({"name": "desk", "domain": "test",
             "description": "Tickets.", "class_name": "Desk", "rules": ["Be kind."],
             "tools": tools}))

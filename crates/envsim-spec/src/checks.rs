@@ -2,9 +2,9 @@
 //! (OpenAPI 3.0/3.1 or OpenAI tool schemas, read by [`envsim_core::apispec`]), the tools a
 //! transcript declares, or an environment package's manifest. Every schema is compiled once.
 
+use crate::arguments::ArgumentSchemas;
 use envsim_core::apispec::{parse_spec, ApiSpec, SpecError};
 use envsim_core::audit::{EffectAnnotation, Vocabulary};
-use envsim_exec::arguments::ArgumentSchemas;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
