@@ -14,6 +14,7 @@
 //! The conversation is kept as OpenAI chat messages (`system`, `user`, `assistant` with
 //! `tool_calls`, `tool`), which is also the training format the export writes.
 
+use crate::error::SynthError;
 use crate::task::Task;
 use envsim_core::prompt::Prompt;
 use envsim_core::sample::Usage;
@@ -93,8 +94,10 @@ pub trait Agent: Send + Sync {
 
     /// Its next turn. An error means the agent could not be asked at all (a connection, a
     /// server error after retries): the task fails and a rerun retries it.
-    fn act<'a>(&'a self, context: &'a AgentContext<'a>)
-        -> BoxFuture<'a, Result<AgentTurn, String>>;
+    fn act<'a>(
+        &'a self,
+        context: &'a AgentContext<'a>,
+    ) -> BoxFuture<'a, Result<AgentTurn, SynthError>>;
 }
 
 /// An OpenAI-compatible endpoint with function calling.
@@ -124,7 +127,7 @@ impl Agent for OpenAiAgent {
         format!("openai:{}", self.model)
     }
 
-    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, String>> {
+    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, SynthError>> {
         Box::pin(async move {
             let mut body = json!({
                 "model": self.model,
@@ -141,11 +144,12 @@ impl Agent for OpenAiAgent {
             for (k, v) in &self.decoding.extra_body {
                 body[k] = v.clone();
             }
-            let (_, raw) = self
-                .client
-                .attempt(&body.to_string())
-                .await
-                .map_err(|e| format!("{}: {}", self.name(), e.message))?;
+            let (_, raw) = self.client.attempt(&body.to_string()).await.map_err(|e| {
+                SynthError::Model(envsim_llm::LlmError {
+                    model: self.name(),
+                    message: e.message,
+                })
+            })?;
             Ok(read_chat_turn(&raw))
         })
     }
@@ -412,7 +416,7 @@ impl Agent for PromptedAgent {
         format!("prompted:{}", self.model.name())
     }
 
-    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, String>> {
+    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, SynthError>> {
         Box::pin(async move {
             let prompt = agent_prompt(c.messages, c.tools);
             let (text, usage) = self
@@ -442,7 +446,7 @@ impl Agent for ScriptedAgent {
         "scripted".into()
     }
 
-    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, String>> {
+    fn act<'a>(&'a self, c: &'a AgentContext<'a>) -> BoxFuture<'a, Result<AgentTurn, SynthError>> {
         Box::pin(async move {
             let made = c
                 .messages
@@ -494,7 +498,7 @@ impl User {
         task: &Task,
         messages: &[Value],
         seed: u64,
-    ) -> Result<(Option<String>, Usage), String> {
+    ) -> Result<(Option<String>, Usage), SynthError> {
         let user_turns = messages
             .iter()
             .filter(|m| m["role"] == "user")
@@ -526,8 +530,9 @@ impl User {
                     "required": ["done"], "additionalProperties": false});
                 let (text, usage) = model.complete(prompt, Some(schema), seed).await?;
                 let reply = envsim_core::extract::extract_object(&text, &["done", "message"])
-                    .map_err(|e| {
-                        format!("{}: the user's reply does not read ({e:?})", model.name())
+                    .map_err(|e| SynthError::Unreadable {
+                        model: model.name(),
+                        message: format!("the user's reply does not read ({e:?})"),
                     })?
                     .object;
                 let done = reply.get("done").and_then(Value::as_bool).unwrap_or(true);

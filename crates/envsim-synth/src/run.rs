@@ -17,6 +17,7 @@
 //! from the initial state.
 
 use crate::agent::{Agent, AgentContext, User};
+use crate::error::SynthError;
 use crate::task::{Task, TaskFamily};
 use envsim_core::sample::Usage;
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
@@ -113,32 +114,31 @@ pub async fn synthesize(
     who: &Participants,
     budgets: Budgets,
     seed: u64,
-) -> Result<Value, String> {
+) -> Result<Value, SynthError> {
     let started = Instant::now();
-    let initial = match (&task.initial_state, &task.state) {
-        (Some(state), _) => state.clone(),
-        (None, Some(name)) => ctx
-            .states
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, s)| s.clone())
-            .ok_or_else(|| {
-                format!(
-                    "the task's state {name:?} is not a state of {} ({})",
-                    ctx.env.name,
-                    ctx.states
-                        .iter()
-                        .map(|(n, _)| n.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+    let initial =
+        match (&task.initial_state, &task.state) {
+            (Some(state), _) => state.clone(),
+            (None, Some(name)) => ctx
+                .states
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| {
+                    SynthError::Task(format!(
+                        "the task's state {name:?} is not a state of {} ({})",
+                        ctx.env.name,
+                        ctx.states
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?,
+            (None, None) => ctx.states.first().map(|(_, s)| s.clone()).ok_or_else(|| {
+                SynthError::Task(format!("{} has no initial state", ctx.env.name))
             })?,
-        (None, None) => ctx
-            .states
-            .first()
-            .map(|(_, s)| s.clone())
-            .ok_or_else(|| format!("{} has no initial state", ctx.env.name))?,
-    };
+        };
     let seed = task_seed(seed, &task.id);
     let mut config = ctx.session.clone();
     config.seed = seed;
@@ -223,7 +223,11 @@ pub async fn synthesize(
                 let record = session
                     .step(&call.name, &call.arguments)
                     .await
-                    .map_err(|e| format!("{}: {}: {e}", ctx.env.name, call.name))?;
+                    .map_err(|e| SynthError::Session {
+                        env: ctx.env.name.clone(),
+                        tool: call.name.clone(),
+                        message: e.to_string(),
+                    })?;
                 if task.family == TaskFamily::ErrorPath && record.success == Some(false) {
                     deliberate_errors.push(json!({
                         "message": assistant_message, "call_id": call.id, "tool": call.name,
@@ -298,7 +302,7 @@ struct Scored {
     truth: Value,
 }
 
-async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, String> {
+async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, SynthError> {
     let trajectory = session.audit_trajectory(id);
     let audit = envsim_core::audit::audit(&trajectory, &ctx.env.effects);
     let mut violations: Map<String, Value> = Map::new();
@@ -341,10 +345,14 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
                     attempt: 0,
                     feedback: &[],
                 };
-                let here = executor
-                    .predict(&request(&before))
-                    .await
-                    .map_err(|e| format!("the executor could not replay {}: {e}", step.tool))?;
+                let here =
+                    executor
+                        .predict(&request(&before))
+                        .await
+                        .map_err(|e| SynthError::Truth {
+                            tool: step.tool.clone(),
+                            message: e.to_string(),
+                        })?;
                 right += usize::from(
                     here.observation == step.observation && here.state_after == *step.state_after,
                 );
@@ -354,7 +362,10 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
                 replay = executor
                     .predict(&request(&replay))
                     .await
-                    .map_err(|e| format!("the executor could not replay {}: {e}", step.tool))?
+                    .map_err(|e| SynthError::Truth {
+                        tool: step.tool.clone(),
+                        message: e.to_string(),
+                    })?
                     .state_after;
                 before = Arc::clone(&step.state_after);
             }

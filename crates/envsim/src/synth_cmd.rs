@@ -591,7 +591,7 @@ async fn run_tasks(
                         t.1 += record["usage"]["simulator_tokens"].as_u64().unwrap_or(0);
                     }
                     Err(e) => {
-                        store.failed(hash, index, e)?;
+                        store.failed(hash, index, &e.to_string())?;
                         failures
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
