@@ -374,7 +374,7 @@ mod tests {
 
     mod props {
         use super::super::*;
-        use crate::pyrepr::to_python_repr;
+        use crate::python::repr::to_python_repr;
         use proptest::prelude::*;
         use serde_json::Value;
 

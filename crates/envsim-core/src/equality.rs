@@ -76,7 +76,7 @@ pub(crate) fn numeric_delta(before: &Value, after: &Value) -> Option<(bool, Stri
         (Numeric::Int(b), Numeric::Int(a)) => (a >= b, (a - b).abs().to_string()),
         (b, a) => {
             let (b, a) = (as_f64(b), as_f64(a));
-            (a >= b, crate::pyrepr::py_float_repr((a - b).abs()))
+            (a >= b, crate::python::repr::py_float_repr((a - b).abs()))
         }
     })
 }

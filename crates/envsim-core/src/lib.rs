@@ -43,8 +43,8 @@
 //!   changes and states written as changes), [`problem`] (located problems of a predicted
 //!   delta), [`clock`] (environment time), [`convention`] (how a package's code is written);
 //! - reading model output and Python: [`literal`], [`extract`], [`python`] (CPython's
-//!   objects, `json.loads`, `ast.literal_eval`, `repr`, `==`), [`pyrepr`] and [`pyjson`]
-//!   (JSON values spelled as CPython's `repr` and `json.dumps` spell them), [`answer`] (tool
+//!   objects, `json.loads`, `ast.literal_eval`, `repr`, `==`; and JSON values spelled as
+//!   CPython's `repr` and `json.dumps` spell them), [`answer`] (tool
 //!   answers in every form a transcript carries), [`transcript`] (function-calling
 //!   transcripts read into calls), [`apispec`] (OpenAPI and OpenAI tool schemas read into tool
 //!   specifications), [`schema_learn`] (response schemas learned from examples);
@@ -82,8 +82,6 @@ pub mod path;
 pub mod pointer;
 pub mod problem;
 pub mod prompt;
-pub mod pyjson;
-pub mod pyrepr;
 pub mod python;
 pub mod reference;
 pub mod report;

@@ -14,7 +14,7 @@
 //!   (`name({json args})`) as indented JSON — in envsim's wording.
 //! - [`reference_eval_prompt`] (and [`Template::render_eval`] for `Reference`): the reference
 //!   evaluator's prompt, reproduced character for character — its wording, and the JSON that
-//!   CPython's `json.dumps` writes ([`crate::pyjson`]) — so that scores obtained with it are
+//!   CPython's `json.dumps` writes ([`crate::python::json::dumps`]) — so that scores obtained with it are
 //!   comparable with the published tables. It never states the path syntax of
 //!   `config_changes`, so a model must guess the convention; that is why envsim's own template
 //!   exists, and why this one is kept only for parity.
@@ -24,7 +24,7 @@
 //! with the changes of the fine diff (lists descended).
 
 use crate::diff::{changes_to_json, fine_diff, PathStyle};
-use crate::pyjson::{dumps, DumpOptions};
+use crate::python::json::{dumps, DumpOptions};
 use crate::sample::Action;
 use crate::slice::{slice_code_as, slice_state, Convention};
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! Differential test: `envsim_core::pyjson::dumps` against CPython's `json.dumps`.
+//! Differential test: `envsim_core::python::json::dumps` against CPython's `json.dumps`.
 //!
 //! Generates a few hundred seeded values (nested containers, every kind of awkward string,
 //! floats across the whole range, integers at the i64/u64 limits), has `python3` dump each with
@@ -6,7 +6,7 @@
 //! Values travel to Python as JSON lines and the results come back JSON-encoded (pure ASCII),
 //! so no encoding on the way can hide or cause a difference.
 
-use envsim_core::pyjson::{dumps, DumpOptions};
+use envsim_core::python::json::{dumps, DumpOptions};
 use envsim_core::rng::Rng;
 use serde_json::{Map, Number, Value};
 use std::io::Write;

@@ -11,7 +11,7 @@
 //! `python3` (CPython 3.11) on `PATH` is a documented requirement of the test
 //! suite; without it this test fails with a message saying so.
 
-use envsim_core::pyrepr::py_float_repr;
+use envsim_core::python::repr::py_float_repr;
 use envsim_core::python::{literal_eval, text, PyInt, PyValue};
 use envsim_core::rng::Rng;
 use std::io::Write;

@@ -110,7 +110,7 @@ fn corpus() -> Vec<Case> {
     let good = json!({"feedback": OK_FEEDBACK, "config_changes": good_change()});
     let good_json = good.to_string();
     let good_pretty = serde_json::to_string_pretty(&good).unwrap_or_default();
-    let good_python = envsim_core::pyrepr::to_python_repr(&good);
+    let good_python = envsim_core::python::repr::to_python_repr(&good);
     let flat = json!({"feedback": "ok", "config_changes": []}).to_string();
     vec![
         // --- Extraction: what parses.

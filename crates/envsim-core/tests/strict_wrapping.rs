@@ -10,7 +10,7 @@
 use envsim_core::diff::{changes_to_json, fine_diff, PathStyle};
 use envsim_core::extract::extract_object;
 use envsim_core::prelude::*;
-use envsim_core::pyrepr::to_python_repr;
+use envsim_core::python::repr::to_python_repr;
 use envsim_core::score::OUTPUT_KEYS;
 use envsim_testkit::transition;
 use proptest::prelude::*;

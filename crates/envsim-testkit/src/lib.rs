@@ -20,7 +20,7 @@ pub mod openai_double;
 pub use messy::messy_outputs;
 
 use envsim_core::diff::{changes_to_json, PathStyle};
-use envsim_core::pyrepr::to_python_repr;
+use envsim_core::python::repr::to_python_repr;
 use envsim_core::sample::{Action, Origin, Transition};
 use serde_json::{json, Map, Value};
 

@@ -3,7 +3,7 @@
 //! application treat specially, combined at random.
 
 use envsim_core::diff::{changes_to_json, fine_diff, reference_diff, PathStyle, ReferenceEquality};
-use envsim_core::pyrepr::to_python_repr;
+use envsim_core::python::repr::to_python_repr;
 use serde_json::{json, Value};
 
 use crate::Rng;

@@ -1,6 +1,6 @@
 //! The fault injector: plants known faults in consistent, executed trajectories — in their
 //! states and observations ([`inject`]) or, for trajectories without states, in their
-//! observations only ([`super::observed::inject_calls`]) — so that the checks can be scored on
+//! observations only ([`inject_calls`](super::inject_calls)) — so that the checks can be scored on
 //! ground truth ([`FaultPlan`] takes the kinds in turn).
 
 use super::observed::{id_noun, named, singular, CallTrajectory};
@@ -57,7 +57,7 @@ impl FaultKind {
         FaultKind::WrongError,
     ];
 
-    /// The kinds planted in trajectories without states ([`observed::inject_calls`]): a
+    /// The kinds planted in trajectories without states ([`inject_calls`](super::inject_calls)): a
     /// dropped update shows in calls only as a later stale read, which has its own kind.
     pub const CALLS: [FaultKind; 10] = [
         FaultKind::VanishedCreate,
@@ -168,7 +168,7 @@ impl FaultPlan {
 
     /// The same for trajectories without states: with probability `rate`, the next of
     /// [`FaultKind::CALLS`] that has a place, planted in the calls of `t`
-    /// ([`observed::inject_calls`]).
+    /// ([`inject_calls`](super::inject_calls)).
     pub fn plant_calls(
         &mut self,
         t: &AuditTrajectory,

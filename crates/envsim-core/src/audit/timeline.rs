@@ -81,7 +81,7 @@ impl Timeline {
         out
     }
 
-    /// The timeline of a trajectory without states, as [`audit_calls`] reads it: resources
+    /// The timeline of a trajectory without states, as [`audit_calls`](super::observed::audit_calls) reads it: resources
     /// its calls name and its observations return.
     pub fn of_calls(t: &super::observed::CallTrajectory, effects: &Effects) -> Timeline {
         let mut out = Timeline {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::numbers::limbs_to_decimal;
 use super::strings::Prefix;
 use super::{Dialect, LiteralError, LiteralErrorKind, MAX_DEPTH};
-use crate::pyrepr::py_float_repr;
+use crate::python::repr::py_float_repr;
 
 /// Longest identifier echoed back in an error message; keeps messages short
 /// when the input contains a long run of letters.

@@ -11,6 +11,10 @@
 //! nesting limit comes from Python's recursion limit and so depends on the
 //! call site; callers pass the depth that applies to them.
 
+mod dumps;
+
+pub use dumps::{dumps, DumpOptions};
+
 use super::int::{PyInt, MAX_STR_DIGITS};
 use super::text;
 use super::value::{PyDict, PyValue};

@@ -4,11 +4,15 @@
 //! it is neither a string nor a list (`str(5)`, `str(('a', 1))`), so the
 //! spelling decides which key gets written.
 
+mod json_values;
+
+pub(crate) use json_values::write_code_points_repr;
+pub use json_values::{is_printable, py_float_repr, py_str_repr, to_python_repr};
+
 use std::fmt::Write as _;
 
 use super::text;
 use super::value::{PyStr, PyValue};
-use crate::pyrepr::{py_float_repr, write_code_points_repr};
 
 /// `str(value)`: the text itself for a `str`, else [`repr`].
 pub fn str_of(value: &PyValue) -> PyStr {

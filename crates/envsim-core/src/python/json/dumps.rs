@@ -10,7 +10,7 @@
 //! with all other arguments at their defaults (`sort_keys=False`, `allow_nan=True`, default
 //! separators). Keys keep their order (`serde_json` is built with `preserve_order`).
 
-use crate::pyrepr::py_float_repr;
+use crate::python::repr::py_float_repr;
 use serde_json::Value;
 use std::fmt::Write as _;
 
