@@ -139,3 +139,69 @@ fn full_anchoring_repairs_the_faulty_double_and_bad_lines_are_located() {
     assert_eq!(run.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&run.stderr).contains("has only a description"));
 }
+
+/// `envsim sim measure` on the desk: the executor as the primary is right at every step; the
+/// faulty double that always errs is not, every kept wrong step is named, and full anchoring
+/// (escalating to the code) repairs steps at the cost of more simulator calls. Unknown
+/// configurations and verification without a second simulator are refused.
+#[test]
+fn anchoring_is_measured_on_walks_of_the_desk() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    let measure = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_envsim"))
+            .args(["sim", "measure", "--envs", dir.path().to_str().unwrap()])
+            .args(["--env", "desk", "--walks", "2", "--steps", "6", "--json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = measure(&["--backend", "executor", "--configs", "off"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let exact: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(exact["environments"], json!(["desk"]));
+    assert_eq!(exact["mode"], "code");
+    let off = &exact["configs"][0];
+    assert_eq!(off["config"], "off");
+    assert_eq!(off["steps"], off["right_steps"]);
+    assert_eq!(off["trajectories"], off["consistent_trajectories"]);
+    assert!(off["steps"].as_u64().unwrap() > 0);
+    let o = measure(&[
+        "--backend",
+        "faulty",
+        "--fault-rate",
+        "1",
+        "--configs",
+        "off,full",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spoiled: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (off, full) = (&spoiled["configs"][0], &spoiled["configs"][1]);
+    assert_eq!(
+        (off["config"].as_str(), full["config"].as_str()),
+        (Some("off"), Some("full"))
+    );
+    assert!(off["right_steps"].as_u64() < off["steps"].as_u64(), "{off}");
+    let missed: u64 = off["misses"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(json!(missed), off["wrong_and_not_uncertain"]);
+    assert!(
+        full["right_steps"].as_u64() > off["right_steps"].as_u64(),
+        "{full}"
+    );
+    assert!(full["simulator_calls"].as_u64() > off["simulator_calls"].as_u64());
+    let o = measure(&["--configs", "sometimes"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("unknown configuration \"sometimes\""),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = measure(&["--configs", "verify"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs --secondary"));
+}
