@@ -11,6 +11,7 @@
 //! and target tools named ([`Target`]); [`choose_mix`] picks a run's tasks so the adversarial
 //! families make up the requested share, coverage of tools first.
 
+use crate::error::SynthError;
 use envsim_core::audit::{resource_changes, resources, AuditTrajectory};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -556,7 +557,7 @@ pub fn generated_task_schema() -> Value {
     })
 }
 
-/// Reads a model's generated task; the reason when it does not read.
+/// Reads a model's generated task; why not when it does not read.
 pub fn read_generated(
     text: &str,
     env: &str,
@@ -564,16 +565,20 @@ pub fn read_generated(
     target: &Target,
     model: &str,
     known_tools: &[String],
-) -> Result<Task, String> {
+) -> Result<Task, SynthError> {
+    let unreadable = |message: String| SynthError::Unreadable {
+        model: model.to_owned(),
+        message,
+    };
     let found = envsim_core::extract::extract_object(text, &["instruction", "tools"])
-        .map_err(|e| format!("no task object in the answer ({e:?})"))?;
+        .map_err(|e| unreadable(format!("no task object in the answer ({e:?})")))?;
     let instruction = found
         .object
         .get("instruction")
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .ok_or("the answer has no instruction")?
+        .ok_or_else(|| unreadable("the answer has no instruction".to_owned()))?
         .to_owned();
     let mut tools: Vec<String> = found
         .object
