@@ -60,10 +60,15 @@ enum Node {
 /// Index of the node matching any JSON value (compiled first).
 const ANY: usize = 0;
 
+/// Why a schema cannot constrain decoding: what cannot be compiled, and where (`#/...`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SchemaError(pub String);
+
 impl SchemaGrammar {
     /// Compiles `schema`; an error names what cannot be compiled (a `$ref` outside the document
     /// or one that does not resolve, a `type` that is not a JSON type).
-    pub fn compile(schema: &Value) -> Result<SchemaGrammar, String> {
+    pub fn compile(schema: &Value) -> Result<SchemaGrammar, SchemaError> {
         let mut compiler = Compiler {
             root: schema,
             nodes: Vec::new(),
@@ -85,7 +90,7 @@ impl SchemaGrammar {
             compiler.push(Node::Literal(b"null".to_vec())),
         ];
         compiler.nodes[ANY] = Node::Union(parts);
-        let root = compiler.node(schema, "#", 0)?;
+        let root = compiler.node(schema, "#", 0).map_err(SchemaError)?;
         Ok(SchemaGrammar {
             nodes: compiler.nodes,
             root,
@@ -1124,7 +1129,7 @@ mod tests {
             (json!(12), "must be an object or a boolean"),
         ] {
             let e = SchemaGrammar::compile(&schema).unwrap_err();
-            assert!(e.contains(expected), "{e}");
+            assert!(e.0.contains(expected), "{e}");
         }
     }
 
