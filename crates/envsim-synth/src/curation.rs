@@ -533,13 +533,15 @@ pub fn curate(records: &Records, settings: &Settings) -> Result<Curated, Curatio
         }
         m
     };
-    let with_errors = |idx: &mut dyn Iterator<Item = usize>| {
-        idx.map(|i| items[i].deliberate_errors)
+    // (trajectories holding such calls, calls) among `idx`.
+    let with_errors = |idx: &[usize]| {
+        idx.iter()
+            .map(|&i| items[i].deliberate_errors)
             .filter(|&n| n > 0)
             .fold((0, 0), |(t, c), n| (t + 1, c + n))
     };
-    let (trajectories_read, calls_read) = with_errors(&mut all.iter().copied());
-    let (trajectories_selected, calls_selected) = with_errors(&mut selected.iter().copied());
+    let (trajectories_read, calls_read) = with_errors(&all);
+    let (trajectories_selected, calls_selected) = with_errors(&selected);
     let datasheet = Datasheet {
         fingerprint: fingerprint(settings, &files),
         config: settings.clone(),

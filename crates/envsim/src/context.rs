@@ -177,20 +177,10 @@ pub fn walk_transitions(
         ..WalkPlan::default()
     };
     let limits = exec_limits()?;
-    let (progress, bar) = states_bar();
+    let (progress, advance) = progress_bar(STATES_BAR);
     let transitions = runtime.block_on(async {
         let executor = Arc::new(Executor::new(workers, limits).await?);
-        collect(
-            executor,
-            Arc::new(packages),
-            plan,
-            workers,
-            move |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            },
-        )
-        .await
+        collect(executor, Arc::new(packages), plan, workers, advance).await
     })?;
     progress.finish_and_clear();
     Ok(transitions)
@@ -230,15 +220,12 @@ pub fn learn(
             if plan.states == 1 { "" } else { "s" }
         );
     }
-    let (progress, bar) = states_bar();
+    let (progress, advance) = progress_bar(STATES_BAR);
     let learned = exec_runtime()?.block_on(async {
         let executor = Arc::new(Executor::new(workers, exec_limits()?).await?);
-        envsim_bench::learn::learn(executor, package, &plan, workers, move |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })
-        .await
-        .map_err(anyhow::Error::from)
+        envsim_bench::learn::learn(executor, package, &plan, workers, advance)
+            .await
+            .map_err(anyhow::Error::from)
     })?;
     progress.finish_and_clear();
     if !learned.unproven.is_empty() {
@@ -266,17 +253,27 @@ pub fn learn_environment(package: &EnvPackage) -> Result<Environment> {
     })
 }
 
-/// A progress bar over initial states, and a handle to move it from another thread.
-fn states_bar() -> (indicatif::ProgressBar, indicatif::ProgressBar) {
+/// The bar of walks, over initial states.
+const STATES_BAR: &str = "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})";
+
+/// A progress bar drawn with `template`, and the `(done, total)` callback the libraries'
+/// workflows call to move it (from any thread).
+fn progress_bar(
+    template: &str,
+) -> (
+    indicatif::ProgressBar,
+    impl Fn(usize, usize) + Send + Sync + 'static,
+) {
     let progress = indicatif::ProgressBar::new(0);
     progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let bar = progress.clone();
-    (progress, bar)
+    (progress, move |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
 }
 
 /// Replays `runs` ([`envsim_bench::replay::replay_runs`]) under a progress bar.
@@ -287,21 +284,9 @@ pub async fn replay_runs(
     source: &str,
     choice: ReplayChoice<'_>,
 ) -> Result<Vec<ReplayedRun>> {
-    let progress = indicatif::ProgressBar::new(runs.len() as u64);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template("replaying {bar:30} {pos}/{len} runs ({elapsed})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let bar = progress.clone();
-    let replayed = envsim_bench::replay::replay_runs(
-        executor,
-        packages,
-        runs,
-        source,
-        choice,
-        move |done, _| bar.set_position(done as u64),
-    )
-    .await;
+    let (progress, advance) = progress_bar("replaying {bar:30} {pos}/{len} runs ({elapsed})");
+    let replayed =
+        envsim_bench::replay::replay_runs(executor, packages, runs, source, choice, advance).await;
     progress.finish_and_clear();
     Ok(replayed?)
 }

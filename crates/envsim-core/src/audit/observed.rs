@@ -379,8 +379,8 @@ pub fn audit_calls(
                 (k, step.success, step.observation.clone()),
             );
         }
-        checked += c.checked;
-        violations.extend(c.violations);
+        checked += c.out.checked;
+        violations.extend(c.out.violations);
     }
     // Entries of the lists records hold, named by later calls.
     let (nested_checked, nested) = super::nested::nested_list_checks(trajectory, effects, initial);

@@ -25,7 +25,6 @@ pub(super) type Found<'v> = [(Key, &'v Map<String, Value>, bool)];
 
 /// One call under check: what it is and names, and what its checks found.
 pub(super) struct CallCheck<'t, 'e> {
-    pub(super) trajectory: &'t str,
     pub(super) effects: &'e Effects,
     pub(super) k: usize,
     pub(super) step: &'t CallStep,
@@ -38,8 +37,35 @@ pub(super) struct CallCheck<'t, 'e> {
     pub(super) aim: Option<Key>,
     /// The tool and its arguments: what makes two calls the same call.
     pub(super) signature: String,
+    /// What its checks found (apart from the rest, so a check can flag while it reads them).
+    pub(super) out: Findings<'t>,
+}
+
+/// What a call's checks found: constraints checked, and violations placed at the call.
+pub(super) struct Findings<'t> {
+    site: crate::audit::Site<'t>,
     pub(super) checked: usize,
     pub(super) violations: Vec<crate::audit::Violation>,
+}
+
+impl Findings<'_> {
+    /// Records a violation at the call.
+    pub(super) fn flag(
+        &mut self,
+        kind: ViolationKind,
+        resource: Option<&Key>,
+        field: Option<String>,
+        conflicting: Option<usize>,
+        explanation: String,
+    ) {
+        self.violations.push(self.site.violation(
+            kind,
+            resource.map(show),
+            field,
+            conflicting,
+            explanation,
+        ));
+    }
 }
 
 impl<'t, 'e> CallCheck<'t, 'e> {
@@ -65,8 +91,13 @@ impl<'t, 'e> CallCheck<'t, 'e> {
             step.tool,
             Value::Object(step.arguments.clone())
         );
-        CallCheck {
+        let site = crate::audit::Site {
             trajectory,
+            step: k,
+            tool: &step.tool,
+            effects: fx.source,
+        };
+        CallCheck {
             effects,
             k,
             step,
@@ -77,47 +108,26 @@ impl<'t, 'e> CallCheck<'t, 'e> {
             writes,
             aim,
             signature,
-            checked: 0,
-            violations: Vec::new(),
+            out: Findings {
+                site,
+                checked: 0,
+                violations: Vec::new(),
+            },
         }
-    }
-
-    /// Records a violation at this call.
-    pub(super) fn flag(
-        &mut self,
-        kind: ViolationKind,
-        resource: Option<&Key>,
-        field: Option<String>,
-        conflicting: Option<usize>,
-        explanation: String,
-    ) {
-        let site = crate::audit::Site {
-            trajectory: self.trajectory,
-            step: self.k,
-            tool: &self.step.tool,
-            effects: self.fx.source,
-        };
-        self.violations.push(site.violation(
-            kind,
-            resource.map(show),
-            field,
-            conflicting,
-            explanation,
-        ));
     }
 }
 
 /// The same call, with nothing changed since: the same outcome and answer.
 pub(super) fn repeated_call(c: &mut CallCheck<'_, '_>, h: &CallsHistory) {
     if let Some((j, outcome, answer)) = h.calls.get(&c.signature) {
-        c.checked += 1;
+        c.out.checked += 1;
         if *outcome != c.step.success || *answer != c.step.observation {
             let what = if *outcome != c.step.success {
                 "outcome"
             } else {
                 "answer"
             };
-            c.flag(
+            c.out.flag(
                 ViolationKind::ContradictoryRepeat,
                 None,
                 None,
@@ -138,9 +148,9 @@ pub(super) fn response_shape(c: &mut CallCheck<'_, '_>) {
         return;
     }
     if let Some(problems) = c.effects.shape_problems(&c.step.tool, &c.step.observation) {
-        c.checked += 1;
+        c.out.checked += 1;
         if !problems.is_empty() {
-            c.flag(
+            c.out.flag(
                 ViolationKind::ResponseShape,
                 None,
                 None,
@@ -154,17 +164,16 @@ pub(super) fn response_shape(c: &mut CallCheck<'_, '_>) {
 /// The resources a successful call names: not deleted, not reported missing, and held by a
 /// complete earlier listing (or the initial state) of their type.
 pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
-    let names = c.names.clone();
-    for (arg, key) in &names {
+    for (arg, key) in &c.names {
         match st.existence.get(key) {
             Some(Existence::Gone(j)) if c.role != Role::Create => {
-                c.checked += 1;
+                c.out.checked += 1;
                 let explanation = format!(
                     "{} succeeds on {}, which step {j} deleted",
                     c.step.tool,
                     show(key)
                 );
-                c.flag(
+                c.out.flag(
                     ViolationKind::ReadAfterDelete,
                     Some(key),
                     Some(arg.clone()),
@@ -173,9 +182,9 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
                 );
             }
             Some(Existence::Missing(j)) if c.role != Role::Create => {
-                c.checked += 1;
+                c.out.checked += 1;
                 let explanation = format!("{} succeeds on {}, which step {j} reported not found; nothing created it since", c.step.tool, show(key));
-                c.flag(
+                c.out.flag(
                     ViolationKind::PhantomId,
                     Some(key),
                     Some(arg.clone()),
@@ -183,17 +192,17 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
                     explanation,
                 );
             }
-            Some(Existence::Exists(_)) => c.checked += 1,
+            Some(Existence::Exists(_)) => c.out.checked += 1,
             _ => {
                 if let Some((j, ids)) = st.complete.get(&key.0) {
-                    c.checked += 1;
+                    c.out.checked += 1;
                     if c.role != Role::Create && !ids.contains(&key.1) {
                         let source = match j {
                             Some(j) => format!("the complete listing of step {j}"),
                             None => "the initial state".to_owned(),
                         };
                         let explanation = format!("{} succeeds on {}, which {source} did not hold; nothing created it since", c.step.tool, show(key));
-                        c.flag(
+                        c.out.flag(
                             ViolationKind::PhantomId,
                             Some(key),
                             Some(arg.clone()),
@@ -209,14 +218,13 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
 
 /// Preconditions the tool's walks showed, against what is known of its target.
 pub(super) fn preconditions(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
-    let Some(aim) = c.aim.clone() else {
+    let Some(aim) = &c.aim else {
         return;
     };
-    let Some(facts) = st.fields.get(&aim) else {
+    let Some(facts) = st.fields.get(aim) else {
         return;
     };
-    let writes = c.writes.clone();
-    for guard in &writes.guards {
+    for guard in &c.writes.guards {
         let broken = match guard {
             Guard::FieldIs { field, value } => facts
                 .get(field)
@@ -232,7 +240,7 @@ pub(super) fn preconditions(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
         let Some((broken, field, fact)) = broken else {
             continue;
         };
-        c.checked += 1;
+        c.out.checked += 1;
         if broken {
             let when = match fact.source.step() {
                 Some(j) => format!("step {j} showed"),
@@ -249,12 +257,12 @@ pub(super) fn preconditions(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             let explanation = format!(
                 "{} succeeds although {when} {}.{field} = {}; in the environment's walks {rule}",
                 c.step.tool,
-                show(&aim),
+                show(aim),
                 fact.value
             );
-            c.flag(
+            c.out.flag(
                 ViolationKind::PreconditionFailed,
-                Some(&aim),
+                Some(aim),
                 Some(field.clone()),
                 fact.source.step(),
                 explanation,
@@ -276,13 +284,13 @@ pub(super) fn returned_records(
         if let Some(Existence::Gone(j)) = st.existence.get(key) {
             // A create may bring the id back; a call naming it was judged above.
             if c.role != Role::Create && !c.names.iter().any(|(_, n)| n == key) {
-                c.checked += 1;
+                c.out.checked += 1;
                 let explanation = format!(
                     "{} returns {}, which step {j} deleted",
                     c.step.tool,
                     show(key)
                 );
-                c.flag(
+                c.out.flag(
                     ViolationKind::ReadAfterDelete,
                     Some(key),
                     None,
@@ -301,7 +309,7 @@ pub(super) fn returned_records(
         let named_here = c.names.iter().any(|(_, n)| n == key);
         if !named_here && !st.existence.contains_key(key) {
             if let Some((j, ids)) = st.complete.get(&key.0) {
-                c.checked += 1;
+                c.out.checked += 1;
                 if !ids.contains(&key.1) {
                     let source = match j {
                         Some(j) => format!("the complete listing of step {j}"),
@@ -312,7 +320,8 @@ pub(super) fn returned_records(
                         c.step.tool,
                         show(key)
                     );
-                    c.flag(ViolationKind::PhantomId, Some(key), None, *j, explanation);
+                    c.out
+                        .flag(ViolationKind::PhantomId, Some(key), None, *j, explanation);
                 }
             }
         }
@@ -336,7 +345,7 @@ pub(super) fn returned_records(
                     {
                         continue;
                     }
-                    c.checked += 1;
+                    c.out.checked += 1;
                     if fact.value == *value {
                         continue;
                     }
@@ -363,7 +372,7 @@ pub(super) fn returned_records(
                             format!("{tool} returns {}.{field} = {value}; the initial state holds {} and nothing changed it since", show(key), fact.value),
                         ),
                     };
-                    c.flag(
+                    c.out.flag(
                         kind,
                         Some(key),
                         Some(field.clone()),
@@ -373,10 +382,10 @@ pub(super) fn returned_records(
                 }
                 None => {
                     if let Some(r) = back {
-                        c.checked += 1;
+                        c.out.checked += 1;
                         stale_here.insert(key.clone());
                         let explanation = format!("{tool} returns {}.{field} = {value}, the value step {} moved it from; no call since moves it back", show(key), r.step);
-                        c.flag(
+                        c.out.flag(
                             if r.status {
                                 ViolationKind::StatusReverted
                             } else {
@@ -405,21 +414,20 @@ pub(super) fn repeated_read(
     if let Some((j, before)) = h.reads.get(&c.signature) {
         if *before == c.step.observation {
             let text = c.step.observation.to_string();
-            let names = c.names.clone();
-            for (_, key) in &names {
+            for (_, key) in &c.names {
                 let Some((changed_at, set)) = h.changed.get(key) else {
                     continue;
                 };
                 if changed_at <= j || set.is_empty() || stale_here.contains(key) {
                     continue;
                 }
-                c.checked += 1;
+                c.out.checked += 1;
                 if !set
                     .iter()
                     .any(|v| contains_value(&c.step.observation, v, &text))
                 {
                     let explanation = format!("{} repeats word for word its answer of step {j}, from before step {changed_at} changed {}; none of the values step {changed_at} set is in it", c.step.tool, show(key));
-                    c.flag(
+                    c.out.flag(
                         ViolationKind::StaleRead,
                         Some(key),
                         None,
@@ -437,20 +445,20 @@ pub(super) fn repeated_read(
 /// Listings: a repeat with nothing changed between lists the same ids, and the resources a
 /// listing's filters select are in it; an unfiltered listing is complete.
 pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &Found<'_>) {
-    let noun = c.noun.clone();
+    let noun = &c.noun;
     let listed: BTreeSet<String> = found
         .iter()
-        .filter(|(key, _, in_array)| *in_array && key.0 == noun)
+        .filter(|(key, _, in_array)| *in_array && key.0 == *noun)
         .map(|(key, _, _)| key.1.clone())
         .collect();
     if c.role != Role::Read
-        || !(found.iter().any(|(_, _, a)| *a) || is_listing(&c.step.observation, &noun))
+        || !(found.iter().any(|(_, _, a)| *a) || is_listing(&c.step.observation, noun))
     {
         return;
     }
     let mut repeat_differs = false;
     if let Some((j, before)) = h.listings.get(&c.signature) {
-        c.checked += 1;
+        c.out.checked += 1;
         repeat_differs = *before != listed;
         if repeat_differs {
             let missing = before.difference(&listed).next();
@@ -464,7 +472,7 @@ pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &F
                 "{} repeats the listing of step {j} with nothing changed between; {what}",
                 c.step.tool
             );
-            c.flag(
+            c.out.flag(
                 ViolationKind::ListInconsistent,
                 None,
                 None,
@@ -479,7 +487,7 @@ pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &F
     let mut expected: Vec<(&Key, usize)> = st
         .existence
         .keys()
-        .filter(|key| key.0 == noun && !listed.contains(&key.1))
+        .filter(|key| key.0 == *noun && !listed.contains(&key.1))
         .filter_map(|key| Some((key, st.expected_in_listing(key, &c.step.arguments)?)))
         .filter(|(key, _)| {
             h.changed.get(*key).is_none_or(|(changed_at, _)| {
@@ -492,9 +500,9 @@ pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &F
         expected.clear();
     }
     for (key, created) in expected {
-        c.checked += 1;
+        c.out.checked += 1;
         let explanation = format!("{} lists the {noun}s its arguments select but not {}, known to exist since step {created} and not removed or changed since", c.step.tool, show(key));
-        c.flag(
+        c.out.flag(
             ViolationKind::ListInconsistent,
             Some(key),
             None,
@@ -728,7 +736,7 @@ pub(super) fn not_found(c: &mut CallCheck<'_, '_>, st: &mut ImpliedState) {
     };
     for key in &missing {
         if let Some(Existence::Exists(j)) = st.existence.get(key) {
-            c.checked += 1;
+            c.out.checked += 1;
             let since = match j {
                 Some(j) => format!("step {j} showed it"),
                 None => "the initial state holds it".to_owned(),
@@ -738,7 +746,7 @@ pub(super) fn not_found(c: &mut CallCheck<'_, '_>, st: &mut ImpliedState) {
                 c.step.tool,
                 show(key)
             );
-            c.flag(
+            c.out.flag(
                 ViolationKind::VanishedWithoutDelete,
                 Some(key),
                 None,
