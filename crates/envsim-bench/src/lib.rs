@@ -7,15 +7,18 @@
 //! format, envsim's JSONL and a datasheet with the benchmark's fingerprint.
 //! [`slice_check`] is the prompt-slicing oracle over a benchmark (`envsim bench slice-check`);
 //! [`verify`] replays a benchmark from its own file (`envsim bench verify`, and the last step
-//! of `envsim bench build`).
+//! of `envsim bench build`). [`file_audit`] audits a file of trajectories or transcripts
+//! record by record (`envsim audit FILE`), reading them with [`records`].
 
 pub mod audit_check;
 pub mod collect;
 pub mod composition;
 pub mod driver;
 pub mod export;
+pub mod file_audit;
 pub mod learn;
 pub mod output;
+pub mod records;
 pub mod replay;
 pub mod slice_check;
 pub mod trajectories;

@@ -208,7 +208,16 @@ pub fn learn(
     workers: usize,
     seed: u64,
 ) -> Result<Learned> {
-    let plan = LearningPlan::new(package, least_walks, steps, seed);
+    learn_planned(
+        package,
+        &LearningPlan::new(package, least_walks, steps, seed),
+        workers,
+    )
+}
+
+/// Learns what `package`'s tools do as `plan` says, with `workers` concurrent walks, telling
+/// the user what is walked (under a progress bar) and which tools never succeeded.
+pub fn learn_planned(package: &EnvPackage, plan: &LearningPlan, workers: usize) -> Result<Learned> {
     let name = &package.manifest.name;
     if plan.walks > 0 {
         eprintln!(
@@ -223,7 +232,7 @@ pub fn learn(
     let (progress, advance) = progress_bar(STATES_BAR);
     let learned = exec_runtime()?.block_on(async {
         let executor = Arc::new(Executor::new(workers, exec_limits()?).await?);
-        envsim_bench::learn::learn(executor, package, &plan, workers, advance)
+        envsim_bench::learn::learn(executor, package, plan, workers, advance)
             .await
             .map_err(anyhow::Error::from)
     })?;

@@ -1,9 +1,9 @@
 //! `envsim audit agree`: cross-consistency (CCR) of K simulations of the same steps, and on a
 //! benchmark with truth, how well agreement predicts correctness.
 
-use super::AuditRecord;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use envsim_bench::records::{for_each_record_in, read_record, AuditRecord};
 use envsim_core::audit::agreement::{agreement, auroc, reliability, Agreement, Answer};
 use envsim_core::sample::Prediction;
 use serde_json::{json, Value};
@@ -79,8 +79,8 @@ fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
     let source = path.display().to_string();
     let mut out: FileSteps = BTreeMap::new();
     let mut all_states = true;
-    super::for_each_record_in(path, |value, location, index| {
-        let (key, steps) = match super::read_record(value, location, index, &source)? {
+    for_each_record_in(path, |value, location, index| {
+        let (key, steps) = match read_record(value, location, index, &source)? {
             AuditRecord::Transcript(t) => {
                 all_states = false;
                 let steps = t
@@ -107,8 +107,9 @@ fn read_answers(path: &std::path::Path) -> Result<(FileSteps, bool)> {
                     .steps
                     .iter()
                     .map(|s| {
-                        let observation =
-                            normalized(super::step_observation(s.observation.as_ref()));
+                        let observation = normalized(
+                            envsim_core::answer::Answer::of_value(s.observation.as_ref()).value,
+                        );
                         let answer = match &state {
                             Some(before) => {
                                 let after = s.state_after.clone().unwrap_or_else(|| before.clone());

@@ -5,9 +5,7 @@
 
 use envsim_core::audit::bias::Bias;
 use envsim_core::audit::observed::Timeline;
-use envsim_core::audit::{
-    AuditSummary, BiasSummary, ScsSummary, SpecSummary, SpecViolation, Violation,
-};
+use envsim_core::audit::{AuditSummary, BiasSummary, ScsSummary, SpecSummary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -59,17 +57,7 @@ tr.zero td{color:#aaa}.scroll{overflow-x:auto}svg{display:block;margin:8px 0;fon
 .sw{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:middle;\
 box-sizing:border-box}";
 
-/// The trajectory an HTML report draws: its resource lanes, and its violations (of the state
-/// checks, then of the specification).
-#[derive(Clone, Debug)]
-pub struct Drawn {
-    /// Its state constraint graph as lanes of events.
-    pub timeline: Timeline,
-    /// Its violations of the consistency checks.
-    pub violations: Vec<Violation>,
-    /// Its calls that break the specification.
-    pub spec: Vec<SpecViolation>,
-}
+pub use envsim_bench::file_audit::Drawn;
 
 /// A violation as the timeline and its table show it.
 struct Shown<'a> {
@@ -80,25 +68,23 @@ struct Shown<'a> {
     explanation: &'a str,
 }
 
-impl Drawn {
-    /// Every violation, the state checks' first.
-    fn shown(&self) -> Vec<Shown<'_>> {
-        let checks = self.violations.iter().map(|v| Shown {
-            step: v.step,
-            kind: v.kind.name(),
-            resource: v.resource.as_deref(),
-            conflicting_step: v.conflicting_step,
-            explanation: &v.explanation,
-        });
-        let spec = self.spec.iter().map(|v| Shown {
-            step: v.step,
-            kind: &v.kind,
-            resource: None,
-            conflicting_step: None,
-            explanation: &v.explanation,
-        });
-        checks.chain(spec).collect()
-    }
+/// Every violation of the drawn trajectory, the state checks' first.
+fn shown(drawn: &Drawn) -> Vec<Shown<'_>> {
+    let checks = drawn.violations.iter().map(|v| Shown {
+        step: v.step,
+        kind: v.kind.name(),
+        resource: v.resource.as_deref(),
+        conflicting_step: v.conflicting_step,
+        explanation: &v.explanation,
+    });
+    let spec = drawn.spec.iter().map(|v| Shown {
+        step: v.step,
+        kind: &v.kind,
+        resource: None,
+        conflicting_step: None,
+        explanation: &v.explanation,
+    });
+    checks.chain(spec).collect()
 }
 
 /// A self-contained HTML report of an audit: the summary, and the trajectory `drawn` as a
@@ -121,7 +107,7 @@ pub fn render(summary: &AuditSummary, drawn: Option<&Drawn>) -> String {
     }
     bias(&mut out, &summary.bias, &summary.coverage);
     if let Some(d) = drawn {
-        timeline_section(&mut out, &d.timeline, &d.shown());
+        timeline_section(&mut out, &d.timeline, &shown(d));
     }
     out.push_str("</main></body></html>\n");
     out
@@ -697,7 +683,7 @@ fn violation_table(out: &mut String, violations: &[Shown<'_>]) {
 mod tests {
     use super::*;
     use envsim_core::audit::observed::TimelineEvent;
-    use envsim_core::audit::{EffectSource, ViolationKind};
+    use envsim_core::audit::{EffectSource, SpecViolation, Violation, ViolationKind};
     use serde_json::json;
 
     /// The example summary of `envsim audit`, with a histogram added (the example predates
