@@ -686,10 +686,13 @@ fn measure(
                 model: "bench-model".to_owned(),
             },
             Predictor::OpenAi {
-                client: client.clone(),
-                model: "bench-model".to_owned(),
+                model: envsim_llm::OpenAiText::new(
+                    client.clone(),
+                    "bench-model".to_owned(),
+                    decoding.clone(),
+                    false,
+                ),
                 template: Template::Envsim,
-                decoding: decoding.clone(),
             },
         ),
         None => (BackendConfig::Null, Predictor::Baseline(Baseline::Null)),

@@ -23,8 +23,8 @@
 //! run is stored, and a file that turns out to be invalid stops the run with nothing stored.
 
 use crate::batch::BatchAnswer;
-use crate::config::{sha256_hex, Decoding, RunConfig};
-use crate::openai::{elapsed_ms, parse_completion, AttemptError, Completion, OpenAiClient};
+use crate::config::{sha256_hex, RunConfig};
+use crate::openai::{elapsed_ms, parse_completion, AttemptError, Completion};
 use crate::prepare::{SampleStream, StreamItem};
 use crate::store::{
     AttemptRow, CacheReader, NewRun, ResultRow, RunRecord, SampleStatus, Store, StoreError,
@@ -32,6 +32,7 @@ use crate::store::{
 };
 use envsim_core::prelude::*;
 use envsim_core::prompt::Template;
+use envsim_llm::OpenAiText;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use std::future::Future;
 use std::num::NonZeroU32;
@@ -47,16 +48,14 @@ use tokio::task::JoinSet;
 // One value per run, shared by reference: the size of its largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Predictor {
-    /// An OpenAI-compatible endpoint.
+    /// A model behind an OpenAI-compatible endpoint (its name, decoding settings and client),
+    /// asked one attempt at a time so that retries, rate limits, the cache and the audit log
+    /// are the runner's.
     OpenAi {
-        /// The client.
-        client: OpenAiClient,
-        /// Model name sent in requests.
-        model: String,
+        /// The model.
+        model: OpenAiText,
         /// Prompt template.
         template: Template,
-        /// Sampling parameters.
-        decoding: Decoding,
     },
     /// A built-in baseline (oracle from the benchmark labels, or null).
     Baseline(Baseline),
@@ -66,14 +65,12 @@ pub enum Predictor {
     /// prompt prefixes are reused).
     #[cfg(feature = "local")]
     Local {
-        /// The engine.
-        engine: Arc<envsim_model::local::LocalEngine>,
+        /// The model (engine and generation settings).
+        model: envsim_llm::LocalText,
         /// Identity of the model for cache keys (its SHA-256 or name and size).
         model_key: String,
         /// Prompt template.
         template: Template,
-        /// Generation parameters.
-        generation: envsim_model::local::Generation,
     },
     /// Imported batch answers, one per sample in benchmark order (`None`: not answered), with
     /// the request bodies for the audit log.
@@ -766,10 +763,10 @@ async fn run_sample(shared: &Shared, idx: usize, mut sample: PreparedSample) -> 
             }
             let start = Instant::now();
             let answer = match (&shared.simulator, request) {
-                (Predictor::OpenAi { client, .. }, Some(request)) => {
+                (Predictor::OpenAi { model, .. }, Some(request)) => {
                     let sample = &mut sample;
                     let (answer, ()) = tokio::join!(
-                        predict_http(shared, idx, client, request),
+                        predict_http(shared, idx, model, request),
                         async {
                             // Yield first, so the request leaves before this CPU work.
                             tokio::task::yield_now().await;
@@ -842,21 +839,14 @@ struct HttpRequest {
 
 /// Renders the HTTP request of a sample (`None` for simulators that send none).
 fn http_request(shared: &Shared, sample: &PreparedSample) -> Option<HttpRequest> {
-    let Predictor::OpenAi {
-        client,
-        model,
-        template,
-        decoding,
-    } = &shared.simulator
-    else {
+    let Predictor::OpenAi { model, template } = &shared.simulator else {
         return None;
     };
     let t = sample.transition();
     let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
-    let body = serde_json::to_string(&crate::openai::request_body(model, &prompt, decoding))
-        .unwrap_or_default();
-    let key = sha256_hex(format!("{}\n{}", client.url(), body).as_bytes());
-    let estimate = body.len() / 4 + decoding.max_tokens.unwrap_or(0) as usize;
+    let body = model.body(&prompt, None, None).to_string();
+    let key = sha256_hex(format!("{}\n{}", model.url(), body).as_bytes());
+    let estimate = body.len() / 4 + model.decoding().max_tokens.unwrap_or(0) as usize;
     Some(HttpRequest {
         body,
         key,
@@ -938,23 +928,22 @@ async fn predict(
         }
         #[cfg(feature = "local")]
         Predictor::Local {
-            engine,
+            model,
             model_key,
             template,
-            generation,
         } => {
             let t = sample.transition();
             let prompt = template.render_eval(&t.env_code, &t.config_before, &t.action);
             let (result, attempts, cached) =
-                complete_local(shared, idx, engine, model_key, prompt, generation).await;
+                complete_local(shared, idx, model, model_key, prompt).await;
             prediction_of(result, attempts, cached)
         }
-        Predictor::OpenAi { client, .. } => {
+        Predictor::OpenAi { model, .. } => {
             let request = match request {
                 Some(request) => request,
                 None => http_request(shared, sample).unwrap_or_default(),
             };
-            predict_http(shared, idx, client, request).await
+            predict_http(shared, idx, model, request).await
         }
     }
 }
@@ -963,7 +952,7 @@ async fn predict(
 async fn predict_http(
     shared: &Shared,
     idx: usize,
-    client: &OpenAiClient,
+    model: &OpenAiText,
     request: HttpRequest,
 ) -> (Prediction, Option<Usage>, u32, bool, &'static str, String) {
     let HttpRequest {
@@ -971,7 +960,7 @@ async fn predict_http(
         key,
         estimate,
     } = request;
-    let (result, attempts, cached) = complete(shared, idx, client, &body, &key, estimate).await;
+    let (result, attempts, cached) = complete(shared, idx, model, &body, &key, estimate).await;
     let result = result.map_err(|e| {
         let plural = if attempts == 1 { "" } else { "s" };
         format!("{e} (after {attempts} attempt{plural})")
@@ -1109,16 +1098,16 @@ fn is_local(simulator: &Predictor) -> bool {
 async fn complete_local(
     shared: &Shared,
     idx: usize,
-    engine: &envsim_model::local::LocalEngine,
+    model: &envsim_llm::LocalText,
     model_key: &str,
     prompt: envsim_core::prompt::Prompt,
-    generation: &envsim_model::local::Generation,
 ) -> (Result<Completion, String>, u32, bool) {
+    let generation = model.generation();
     // The engine is part of the request: the two engines' outputs differ in the last digits
     // of the logits, so a response cached from one never answers for the other.
     let body = serde_json::json!({
         "model": model_key,
-        "engine": engine.info.engine.name(),
+        "engine": model.engine_name(),
         "messages": [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.user}],
         "max_tokens": generation.max_tokens,
         "temperature": generation.temperature,
@@ -1141,7 +1130,7 @@ async fn complete_local(
         return (Ok(completion), 0, true);
     }
     let start = Instant::now();
-    match engine.generate(prompt, generation.clone()).await {
+    match model.generate(prompt, generation.clone()).await {
         Ok(local) => {
             let raw = local.to_response_json(model_key);
             let mut row = audit(1, elapsed_ms(start), "ok");
@@ -1160,7 +1149,7 @@ async fn complete_local(
             (Ok(completion), 1, false)
         }
         Err(error) => {
-            let error = format!("local model: {error}");
+            let error = format!("local model: {}", error.message);
             let mut row = audit(1, elapsed_ms(start), "local_error");
             row.error = Some(error.clone());
             shared.send(WriteOp::Attempt(row)).await;
@@ -1183,7 +1172,7 @@ fn prediction_text(p: &Prediction) -> (&'static str, String) {
 async fn complete(
     shared: &Shared,
     idx: usize,
-    client: &OpenAiClient,
+    model: &OpenAiText,
     body: &str,
     key: &str,
     token_estimate: usize,
@@ -1213,7 +1202,7 @@ async fn complete(
             let _ = tpm.until_n_ready(cells).await;
         }
         let start = Instant::now();
-        let result = client.attempt(body).await;
+        let result = model.attempt(body).await;
         let latency = elapsed_ms(start);
         match result {
             Ok((completion, raw)) => {

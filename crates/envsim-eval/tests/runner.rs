@@ -109,10 +109,8 @@ fn request(
             .collect::<Vec<_>>()
             .into(),
         simulator: Predictor::OpenAi {
-            client,
-            model: model.to_owned(),
+            model: envsim_llm::OpenAiText::new(client, model.to_owned(), decoding, false),
             template,
-            decoding,
         },
         options,
         fresh: false,
@@ -742,10 +740,10 @@ fn a_wrong_api_key_stops_the_run_and_a_rerun_with_the_right_one_completes() {
             options(),
             Duration::from_secs(10),
         );
-        let Predictor::OpenAi { client, .. } = &mut req.simulator else {
+        let Predictor::OpenAi { model, .. } = &mut req.simulator else {
             unreachable!()
         };
-        *client = OpenAiClient::new(&ClientSettings {
+        *model.client_mut() = OpenAiClient::new(&ClientSettings {
             base_url: server.base_url(),
             api_key: Some(key.into()),
             timeout: Duration::from_secs(10),

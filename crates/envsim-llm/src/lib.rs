@@ -115,6 +115,32 @@ impl OpenAiText {
         self
     }
 
+    /// One attempt at a rendered request body, with the server's typed error (the evaluation
+    /// harness retries, rate-limits, caches and logs attempts around this): the completion
+    /// and the raw response text.
+    pub async fn attempt(
+        &self,
+        body: &str,
+    ) -> Result<(openai::Completion, String), openai::AttemptError> {
+        self.client.attempt(body).await
+    }
+
+    /// The endpoint's URL (part of a response cache key: the same body sent elsewhere is
+    /// another request).
+    pub fn url(&self) -> &str {
+        self.client.url()
+    }
+
+    /// Its decoding settings.
+    pub fn decoding(&self) -> &Decoding {
+        &self.decoding
+    }
+
+    /// The client, to replace (a harness pointing a configured model at another server).
+    pub fn client_mut(&mut self) -> &mut openai::OpenAiClient {
+        &mut self.client
+    }
+
     /// Sends one request body (one attempt; retrying is the caller's) and returns the text
     /// and the tokens spent.
     pub async fn ask(&self, body: &Value) -> Result<(String, Usage), LlmError> {
@@ -182,21 +208,31 @@ impl LocalText {
         }
     }
 
-    /// Completes `prompt` with `generation` as given (schema, seed, temperature).
+    /// Completes `prompt` with `generation` as given (schema, seed, temperature): the whole
+    /// completion (text, tokens, why it ended, reused prompt tokens).
     pub async fn generate(
         &self,
         prompt: Prompt,
         generation: envsim_model::local::Generation,
-    ) -> Result<(String, Usage), LlmError> {
-        let completion = self
-            .engine
+    ) -> Result<envsim_model::local::LocalCompletion, LlmError> {
+        self.engine
             .generate(prompt, generation)
             .await
             .map_err(|e| LlmError {
                 model: self.name(),
                 message: e.to_string(),
-            })?;
-        Ok((completion.content, completion.usage))
+            })
+    }
+
+    /// The engine's name (`candle`, `llama.cpp`): the two engines' outputs differ in the last
+    /// digits of the logits, so a cached answer of one never stands for the other.
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.info.engine.name()
+    }
+
+    /// The started engine (its context length and threads).
+    pub fn engine(&self) -> &std::sync::Arc<envsim_model::local::LocalEngine> {
+        &self.engine
     }
 
     /// Its generation settings.
@@ -221,7 +257,8 @@ impl TextModel for LocalText {
             let mut generation = self.generation.clone();
             generation.json_schema = schema;
             generation.seed = seed as u32;
-            self.generate(prompt, generation).await
+            let completion = self.generate(prompt, generation).await?;
+            Ok((completion.content, completion.usage))
         })
     }
 }

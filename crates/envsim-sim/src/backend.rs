@@ -437,12 +437,12 @@ impl Simulator for LocalSimulator {
                 generation.temperature = generation.temperature.max(0.7);
                 generation.seed = generation.seed.wrapping_add(r.attempt as u32);
             }
-            let (content, usage) = self
+            let completion = self
                 .text
                 .generate(prompt, generation)
                 .await
                 .map_err(|e| PredictError::Failed(e.to_string()))?;
-            read_answer(content, usage, r.state)
+            read_answer(completion.content, completion.usage, r.state)
         })
     }
 }

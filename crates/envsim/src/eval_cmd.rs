@@ -592,10 +592,13 @@ pub fn eval(args: EvalArgs) -> Result<()> {
                     model: model.clone(),
                 },
                 Predictor::OpenAi {
-                    client,
-                    model: model.clone(),
+                    model: envsim_llm::OpenAiText::new(
+                        client,
+                        model.clone(),
+                        decoding.clone(),
+                        false,
+                    ),
                     template: template.template(),
-                    decoding: decoding.clone(),
                 },
                 model,
             )

@@ -123,10 +123,13 @@ pub fn local_backend(
             n_ctx: engine.info.n_ctx,
         },
         Predictor::Local {
-            engine: std::sync::Arc::new(engine),
+            model: envsim_llm::LocalText::new(
+                std::sync::Arc::new(engine),
+                generation,
+                name.clone(),
+            ),
             model_key: model_id,
             template,
-            generation,
         },
         name,
     ))
@@ -372,13 +375,10 @@ pub fn shared_local_engine(
         extra_body: Map::new(),
     };
     let (_, simulator, model) = local_backend(&args.local, &decoding, Template::EnvsimSliced)?;
-    let envsim_eval::runner::Predictor::Local {
-        engine, generation, ..
-    } = simulator
-    else {
+    let envsim_eval::runner::Predictor::Local { model: text, .. } = simulator else {
         bail!("the local backend did not start");
     };
-    let started = (engine, generation, model);
+    let started = (Arc::clone(text.engine()), text.generation().clone(), model);
     *slot = Some(started.clone());
     Ok(started)
 }

@@ -77,12 +77,13 @@ pub fn run(a: SimulateArgs) -> Result<()> {
     };
     let template = a.template.template();
     let (_, simulator, model) = local_backend(&a.local, &decoding, template)?;
-    let Predictor::Local {
-        engine, generation, ..
-    } = simulator
-    else {
+    let Predictor::Local { model: text, .. } = simulator else {
         bail!("the local backend did not start");
     };
+    let (engine, generation) = (
+        std::sync::Arc::clone(text.engine()),
+        text.generation().clone(),
+    );
     let corpus = crate::context::Corpus::choose(a.envs.clone());
     let runtime = crate::context::exec_runtime()?;
     let executor = runtime.block_on(Executor::new(1, crate::context::exec_limits()?))?;
