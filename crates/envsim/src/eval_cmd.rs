@@ -120,7 +120,8 @@ pub struct BenchSelection {
     /// Evaluate only the first N samples of each stratum (benchmark order).
     #[arg(long, value_name = "N")]
     per_stratum: Option<usize>,
-    /// Evaluate at most N samples (after --per-stratum).
+    /// Evaluate at most N samples, taken across the strata in turn (the first of every
+    /// stratum, then the second, ...; after --per-stratum), kept in benchmark order.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
     /// Evaluate only samples whose prompt (with the run's template) has at most N characters
