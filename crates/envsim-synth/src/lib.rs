@@ -20,6 +20,8 @@ pub mod agent;
 pub mod curation;
 pub mod error;
 pub mod export;
+pub mod gate;
+pub mod mutants;
 pub mod run;
 pub mod store;
 pub mod task;

@@ -267,7 +267,7 @@ const STATES_BAR: &str = "collecting {bar:30} {pos}/{len} initial states ({elaps
 
 /// A progress bar drawn with `template`, and the `(done, total)` callback the libraries'
 /// workflows call to move it (from any thread).
-fn progress_bar(
+pub fn progress_bar(
     template: &str,
 ) -> (
     indicatif::ProgressBar,

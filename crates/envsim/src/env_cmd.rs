@@ -1,5 +1,6 @@
 //! `envsim env ...`: list, inspect, call, probe, test and import environments.
 
+mod gate;
 mod replay;
 
 use crate::context::{exec_runtime, Corpus};
@@ -119,6 +120,17 @@ enum EnvCommand {
     /// answers — learned by running seeded walks of the package. What a simulator or an audit
     /// given only an API description gets (`envsim audit --spec`).
     Openapi(OpenapiArgs),
+    /// Gate packages with a simulator (EnvScaler's quality check): calls sampled by seeded
+    /// walks on every state are executed and predicted by a simulator given the description,
+    /// rules and state but not the code; the share that agree (same outcome, same state after)
+    /// is the quality score, accepted at --threshold. Disagreements are listed per tool, with
+    /// an example. Exits 1 when a package is rejected.
+    Gate(gate::GateArgs),
+    /// Measure how well the gate separates good packages from broken variants (mutants: a
+    /// dropped state write, an inverted check, a moved threshold, a nondeterministic id) as its
+    /// simulator gets worse, with a test double that answers from the good package's code
+    /// (a perfect reader of the description) spoiled at each --rates share.
+    GateCurve(gate::GateCurveArgs),
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +267,8 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Test { names, strict } => test(&root, &names, strict).await,
             EnvCommand::Sandbox { json } => sandbox(json).await,
             EnvCommand::Replay(replay) => replay::run(&root, replay).await,
+            EnvCommand::Gate(a) => gate::run(&root, a).await,
+            EnvCommand::GateCurve(a) => gate::curve(&root, a).await,
             EnvCommand::ImportEnvscaler {
                 file,
                 tasks,

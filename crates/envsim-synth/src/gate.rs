@@ -1,0 +1,572 @@
+//! The simulator as a quality gate for environment packages (the EnvScaler pipeline's check,
+//! which the EnvSimBench seed reports): calls are sampled on the package's states by seeded
+//! walks (valid calls and deliberately invalid ones), each call is executed (the truth) and
+//! predicted by a simulator that is given the package's description, rules and state but not
+//! its code, and the share of calls where the two agree — the same outcome and the same state
+//! after — is the package's quality score. A package is accepted at or above a threshold
+//! (0.85 by default, the seed's). Where they disagree, the code does something the description
+//! does not say (a bug), or the description is too vague to say it: both are listed per tool.
+//!
+//! The prediction runs through an `envsim-sim` session in environment-free mode, so `sim`'s
+//! anchoring (validation, regeneration) and verification by a second simulator apply to it.
+//! Nothing is printed here; `progress(done, total)` hears of each call.
+
+pub mod curve;
+
+use envsim_bench::collect::{collect, TransitionRecord, WalkPlan, LEARNING_FOCUS_SHARE};
+use envsim_core::diff::fine_diff;
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{ExecError, Executor};
+use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
+use envsim_sim::environment::Environment;
+use envsim_sim::session::{AnchorMode, Backends, Session, SessionConfig};
+use envsim_sim::verify::VerifyPolicy;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The seed's acceptance threshold: a package passes when at least this share of its sampled
+/// calls agree.
+pub const DEFAULT_THRESHOLD: f64 = 0.85;
+
+/// How a package is gated.
+#[derive(Clone, Debug)]
+pub struct GateConfig {
+    /// Accept at or above this agreement (0 to 1).
+    pub threshold: f64,
+    /// Walks per initial state that the calls are sampled from.
+    pub walks: usize,
+    /// Calls per walk.
+    pub steps: usize,
+    /// Share of sampled calls drawn valid (the rest are deliberately invalid: a tool must also
+    /// refuse bad input the way its description says).
+    pub valid_share: f64,
+    /// Seed of the walks and of the simulated steps.
+    pub seed: u64,
+    /// Concurrent walks.
+    pub workers: usize,
+    /// How the session checks and repairs the simulator's answers.
+    pub mode: AnchorMode,
+    /// Regenerations after a rejected answer.
+    pub max_regenerations: usize,
+    /// Verification by a second simulator, when one is given.
+    pub verify: Option<VerifyPolicy>,
+    /// Disagreements kept as examples per tool.
+    pub examples_per_tool: usize,
+    /// What must reach the threshold.
+    pub rule: GateRule,
+}
+
+/// What must reach the threshold for a package to pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateRule {
+    /// The share of all sampled calls that agree (EnvScaler's rule).
+    Overall,
+    /// That, and the share of every tool's calls, for tools sampled at least `min_calls`
+    /// times: one broken tool among many sinks its package.
+    EveryTool {
+        /// Tools with fewer sampled calls are not judged on their own.
+        min_calls: usize,
+    },
+}
+
+impl GateRule {
+    /// Whether a package with `score` overall and `worst` as its lowest tool passes.
+    pub fn passes(self, threshold: f64, score: f64, worst: Option<&ToolScore>) -> bool {
+        score >= threshold
+            && match self {
+                GateRule::Overall => true,
+                GateRule::EveryTool { min_calls } => {
+                    worst.is_none_or(|w| w.calls < min_calls || w.score >= threshold)
+                }
+            }
+    }
+
+    /// Its name.
+    pub fn describe(self) -> String {
+        match self {
+            GateRule::Overall => "overall".to_owned(),
+            GateRule::EveryTool { min_calls } => {
+                format!("overall and every tool with at least {min_calls} calls")
+            }
+        }
+    }
+}
+
+/// A tool's agreement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolScore {
+    /// The tool.
+    pub tool: String,
+    /// Its sampled calls.
+    pub calls: usize,
+    /// The share that agree.
+    pub score: f64,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            threshold: DEFAULT_THRESHOLD,
+            walks: 3,
+            steps: 12,
+            valid_share: 0.75,
+            seed: 7,
+            workers: 2,
+            mode: AnchorMode::Full,
+            max_regenerations: 2,
+            verify: None,
+            examples_per_tool: 2,
+            rule: GateRule::Overall,
+        }
+    }
+}
+
+/// Why a package could not be gated.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The threshold is not a share.
+    #[error("the acceptance threshold must be between 0 and 1, got {0}")]
+    Threshold(f64),
+    /// The sandbox failed (not the package's code: that is what is judged).
+    #[error("the executor: {0}")]
+    Executor(#[from] ExecError),
+    /// The package's description does not read (a generator fault).
+    #[error("{package}: its description does not read back, at {pointer}: {message}")]
+    Description {
+        /// The package.
+        package: String,
+        /// Where in the description.
+        pointer: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The walks made no call (no tools with usable schemas).
+    #[error("{0}: the walks made no call to judge (no tools with usable schemas?)")]
+    NothingSampled(String),
+    /// A simulator could not answer at all (connection, sandbox).
+    #[error("{package}: {tool}: the simulator: {message}")]
+    Simulator {
+        /// The package.
+        package: String,
+        /// The tool of the call.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One sampled call the simulator got wrong.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Disagreement {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The initial state the walk started from.
+    pub initial_state: String,
+    /// Whether the executed call succeeded (the package's outcome rule).
+    pub executed_success: Option<bool>,
+    /// Whether the predicted answer says success (the same rule).
+    pub predicted_success: Option<bool>,
+    /// The executed observation.
+    pub executed_observation: Value,
+    /// The predicted observation.
+    pub predicted_observation: Value,
+    /// State paths where the predicted state after differs from the executed one.
+    pub state_differs_at: Vec<String>,
+}
+
+/// How a tool's sampled calls went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ToolAgreement {
+    /// The tool.
+    pub tool: String,
+    /// Calls sampled.
+    pub calls: usize,
+    /// Calls the simulator got right (outcome and state after).
+    pub agreeing: usize,
+    /// Executed calls that succeeded.
+    pub executed_successes: usize,
+    /// Calls whose outcome the simulator got wrong.
+    pub outcome_disagreements: usize,
+    /// Calls whose state after the simulator got wrong.
+    pub state_disagreements: usize,
+    /// Calls whose observation differs from the executed one (reported, not scored: wording
+    /// differs between a model and the code without being wrong).
+    pub observation_differences: usize,
+    /// The first disagreements.
+    pub examples: Vec<Disagreement>,
+}
+
+/// A package's verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GateReport {
+    /// The package.
+    pub package: String,
+    /// The simulator that predicted (and the verifier, when one was given).
+    pub simulator: String,
+    /// Calls sampled and judged.
+    pub calls: usize,
+    /// Calls where prediction and execution agree (outcome and state after).
+    pub agreeing: usize,
+    /// `agreeing / calls`: the quality score.
+    pub score: f64,
+    /// The acceptance threshold.
+    pub threshold: f64,
+    /// The rule the verdict applies.
+    pub rule: GateRule,
+    /// Whether the package passes: `score >= threshold`, and with [`GateRule::EveryTool`] the
+    /// worst tool's too.
+    pub accepted: bool,
+    /// The tool with the lowest agreement among those sampled at least as often as the
+    /// every-tool rule asks (all tools under the overall rule); ties go to the first in
+    /// manifest order.
+    pub worst_tool: Option<ToolScore>,
+    /// Per tool, in manifest order (tools the walks never called are left out here).
+    pub tools: Vec<ToolAgreement>,
+    /// Tools of the manifest the walks never called (the gate says nothing of them).
+    pub unsampled: Vec<String>,
+    /// Tools called but never succeeding when executed (their effects were never judged).
+    pub never_succeeded: Vec<String>,
+    /// Simulator calls made (with regenerations and verifications).
+    pub simulator_calls: usize,
+    /// Tokens the simulator spent.
+    pub tokens: u64,
+}
+
+/// The environment a package is simulated as without its code (its description generated
+/// from the manifest, its rules as notes), and the same with its code (what the truth runs).
+pub fn environments(package: &EnvPackage) -> Result<(Environment, Environment), GateError> {
+    let effects = envsim_bench::learn::learned_from(package, Vec::new()).effects;
+    let with_code =
+        Environment::from_package(package, &[], effects).map_err(|e| GateError::Description {
+            package: package.manifest.name.clone(),
+            pointer: e.pointer,
+            message: e.message,
+        })?;
+    let described = with_code.without_code();
+    Ok((with_code, described))
+}
+
+/// The calls the gate judges: seeded walks of `package` on every initial state.
+pub async fn sample_calls(
+    executor: Arc<Executor>,
+    package: &EnvPackage,
+    config: &GateConfig,
+) -> Result<Vec<TransitionRecord>, GateError> {
+    let plan = WalkPlan {
+        walks: config.walks,
+        steps: config.steps,
+        valid_share: config.valid_share,
+        seed: config.seed,
+        focus_share: LEARNING_FOCUS_SHARE,
+        ..WalkPlan::default()
+    };
+    let records = collect(
+        executor,
+        Arc::new(vec![package.clone()]),
+        plan,
+        config.workers,
+        |_, _| {},
+    )
+    .await?;
+    if records.is_empty() {
+        return Err(GateError::NothingSampled(package.manifest.name.clone()));
+    }
+    Ok(records)
+}
+
+/// Gates `package`: its sampled calls executed and predicted by `simulator` (verified by
+/// `verifier` when given and the configuration asks), compared call by call.
+pub async fn gate(
+    executor: Arc<Executor>,
+    package: &EnvPackage,
+    simulator: Arc<dyn Simulator>,
+    verifier: Option<Arc<dyn Simulator>>,
+    config: &GateConfig,
+    progress: impl Fn(usize, usize),
+) -> Result<GateReport, GateError> {
+    if !(0.0..=1.0).contains(&config.threshold) {
+        return Err(GateError::Threshold(config.threshold));
+    }
+    let calls = sample_calls(Arc::clone(&executor), package, config).await?;
+    judge(
+        executor, package, &calls, simulator, verifier, config, progress,
+    )
+    .await
+}
+
+/// Judges already sampled `calls` of `package` (walks of it, or of the package it was derived
+/// from: a mutant is judged on the good package's calls).
+pub async fn judge(
+    executor: Arc<Executor>,
+    package: &EnvPackage,
+    calls: &[TransitionRecord],
+    simulator: Arc<dyn Simulator>,
+    verifier: Option<Arc<dyn Simulator>>,
+    config: &GateConfig,
+    progress: impl Fn(usize, usize),
+) -> Result<GateReport, GateError> {
+    let truth = execute(executor, package, calls, config).await?;
+    compare(package, &truth, simulator, verifier, config, progress).await
+}
+
+/// A sampled call executed: what the simulator is compared with.
+#[derive(Clone, Debug)]
+pub struct ExecutedCall {
+    /// The initial state its walk started from.
+    pub initial_state: String,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The state before.
+    pub before: Value,
+    /// The frozen clock it ran under.
+    pub clock: f64,
+    /// The seed of the call (the simulated step gets the same).
+    pub seed: u64,
+    /// The observation.
+    pub observation: Value,
+    /// The state after.
+    pub state_after: Value,
+}
+
+/// Executes `package`'s code on every sampled call (once, whatever simulators are compared
+/// with it).
+pub async fn execute(
+    executor: Arc<Executor>,
+    package: &EnvPackage,
+    calls: &[TransitionRecord],
+    config: &GateConfig,
+) -> Result<Vec<ExecutedCall>, GateError> {
+    let name = package.manifest.name.clone();
+    let (with_code, _) = environments(package)?;
+    let truth = ExecutorSimulator::new(executor);
+    let mut out = Vec::with_capacity(calls.len());
+    let mut env = Environment {
+        clock: f64::NAN,
+        ..with_code
+    };
+    for (i, call) in calls.iter().enumerate() {
+        let tool = call.action["name"].as_str().unwrap_or_default().to_owned();
+        let arguments = call.action["arguments"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let before = call.config_before.value();
+        let seed = config.seed.wrapping_add(i as u64);
+        env.clock = call.clock;
+        let executed = truth
+            .predict(&StepRequest {
+                env: &env,
+                state: &before,
+                tool: &tool,
+                arguments: &arguments,
+                seed,
+                step: 0,
+                attempt: 0,
+                feedback: &[],
+            })
+            .await
+            .map_err(|e| GateError::Simulator {
+                package: name.clone(),
+                tool: tool.clone(),
+                message: format!("the executor: {e}"),
+            })?;
+        out.push(ExecutedCall {
+            initial_state: call.initial_state.clone(),
+            tool,
+            arguments,
+            before,
+            clock: call.clock,
+            seed,
+            observation: executed.observation,
+            state_after: executed.state_after,
+        });
+    }
+    Ok(out)
+}
+
+/// Compares `simulator`'s answers (through a session without the code) with the executed
+/// calls of `package`.
+pub async fn compare(
+    package: &EnvPackage,
+    calls: &[ExecutedCall],
+    simulator: Arc<dyn Simulator>,
+    verifier: Option<Arc<dyn Simulator>>,
+    config: &GateConfig,
+    progress: impl Fn(usize, usize),
+) -> Result<GateReport, GateError> {
+    let name = package.manifest.name.clone();
+    let (_, described) = environments(package)?;
+    // One environment per frozen clock the walks ran under (the simulated step runs at the
+    // walk's clock, with the executed call's seed).
+    let mut at_clock: BTreeMap<u64, Arc<Environment>> = BTreeMap::new();
+    let tools = package.manifest.tool_names();
+    let mut per_tool: BTreeMap<String, ToolAgreement> = BTreeMap::new();
+    let (mut agreeing, mut simulator_calls, mut tokens) = (0usize, 0usize, 0u64);
+    let verify = config.verify.filter(|_| verifier.is_some());
+    for (i, call) in calls.iter().enumerate() {
+        let free = Arc::clone(at_clock.entry(call.clock.to_bits()).or_insert_with(|| {
+            Arc::new(Environment {
+                clock: call.clock,
+                ..described.clone()
+            })
+        }));
+        let (tool, arguments) = (&call.tool, &call.arguments);
+        let mut session = Session::new(
+            free,
+            Backends {
+                primary: Arc::clone(&simulator),
+                secondary: verifier.clone(),
+                executor: None,
+            },
+            SessionConfig {
+                mode: config.mode,
+                max_regenerations: config.max_regenerations,
+                verify,
+                seed: call.seed,
+            },
+            call.before.clone(),
+        );
+        let record = session
+            .step(tool, arguments)
+            .await
+            .map_err(|e| GateError::Simulator {
+                package: name.clone(),
+                tool: tool.clone(),
+                message: e.to_string(),
+            })?;
+        simulator_calls += record.provenance.simulator_calls;
+        tokens += record.provenance.tokens;
+        let rule = &package.outcome;
+        let executed_success = rule.classify(&call.observation);
+        let predicted_success = rule.classify(&record.observation);
+        let outcome_agrees = executed_success == predicted_success;
+        let state_agrees = call.state_after == *record.state_after;
+        let t = per_tool
+            .entry(tool.clone())
+            .or_insert_with(|| ToolAgreement {
+                tool: tool.clone(),
+                ..ToolAgreement::default()
+            });
+        t.calls += 1;
+        t.executed_successes += usize::from(executed_success == Some(true));
+        t.observation_differences += usize::from(call.observation != record.observation);
+        if outcome_agrees && state_agrees {
+            t.agreeing += 1;
+            agreeing += 1;
+        } else {
+            t.outcome_disagreements += usize::from(!outcome_agrees);
+            t.state_disagreements += usize::from(!state_agrees);
+            if t.examples.len() < config.examples_per_tool {
+                let differs = fine_diff(&call.state_after, &record.state_after);
+                t.examples.push(Disagreement {
+                    tool: tool.clone(),
+                    arguments: arguments.clone(),
+                    initial_state: call.initial_state.clone(),
+                    executed_success,
+                    predicted_success,
+                    executed_observation: call.observation.clone(),
+                    predicted_observation: record.observation.clone(),
+                    state_differs_at: differs.iter().map(|c| c.pointer.to_string()).collect(),
+                });
+            }
+        }
+        progress(i + 1, calls.len());
+    }
+    let score = if calls.is_empty() {
+        0.0
+    } else {
+        agreeing as f64 / calls.len() as f64
+    };
+    let unsampled = (tools.iter())
+        .filter(|t| !per_tool.contains_key(*t))
+        .cloned()
+        .collect();
+    let mut ordered = Vec::with_capacity(per_tool.len());
+    for tool in &tools {
+        if let Some(t) = per_tool.remove(tool) {
+            ordered.push(t);
+        }
+    }
+    // Calls of tools the manifest does not list (none from walks; kept for completeness).
+    ordered.extend(per_tool.into_values());
+    let least_calls = match config.rule {
+        GateRule::Overall => 1,
+        GateRule::EveryTool { min_calls } => min_calls.max(1),
+    };
+    let worst_tool = (ordered.iter())
+        .filter(|t| t.calls >= least_calls)
+        .map(|t| ToolScore {
+            tool: t.tool.clone(),
+            calls: t.calls,
+            score: t.agreeing as f64 / t.calls as f64,
+        })
+        .fold(None, |worst: Option<ToolScore>, t| match worst {
+            Some(w) if w.score <= t.score => Some(w),
+            _ => Some(t),
+        });
+    let never_succeeded = (ordered.iter())
+        .filter(|t| t.executed_successes == 0)
+        .map(|t| t.tool.clone())
+        .collect();
+    let simulator_name = match &verifier {
+        Some(v) if verify.is_some() => format!("{} (verified by {})", simulator.name(), v.name()),
+        _ => simulator.name(),
+    };
+    Ok(GateReport {
+        package: name,
+        simulator: simulator_name,
+        calls: calls.len(),
+        agreeing,
+        score,
+        threshold: config.threshold,
+        rule: config.rule,
+        accepted: config
+            .rule
+            .passes(config.threshold, score, worst_tool.as_ref()),
+        worst_tool,
+        tools: ordered,
+        unsampled,
+        never_succeeded,
+        simulator_calls,
+        tokens,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worst(calls: usize, score: f64) -> ToolScore {
+        ToolScore {
+            tool: "t".into(),
+            calls,
+            score,
+        }
+    }
+
+    #[test]
+    fn the_rules_judge_the_overall_share_and_the_worst_tool() {
+        let every = GateRule::EveryTool { min_calls: 4 };
+        // Overall: only the share of all calls.
+        assert!(GateRule::Overall.passes(0.85, 0.9, Some(&worst(10, 0.2))));
+        assert!(!GateRule::Overall.passes(0.85, 0.84, None));
+        assert!(GateRule::Overall.passes(0.85, 0.85, None));
+        // Every tool: a tool sampled often enough sinks the package...
+        assert!(!every.passes(0.85, 0.9, Some(&worst(5, 0.6))));
+        assert!(every.passes(0.85, 0.9, Some(&worst(5, 0.85))));
+        // ...one sampled too rarely does not, and the overall share still counts.
+        assert!(every.passes(0.85, 0.9, Some(&worst(3, 0.0))));
+        assert!(!every.passes(0.85, 0.8, None));
+        assert_eq!(
+            every.describe(),
+            "overall and every tool with at least 4 calls"
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! `envsim env gate` and `envsim env gate-curve` end to end on the desk package, with the
+//! faulty test double as the gate's simulator (no model here can read a description well
+//! enough to judge code).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn envsim(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("env")
+        .arg("--envs")
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn a_perfect_reader_accepts_and_a_broken_simulator_rejects_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[
+            "gate",
+            "desk",
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "0",
+            "--walks",
+            "2",
+            "--steps",
+            "8",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(
+            "desk: accepted — 16/16 calls agree (1.000; threshold 0.85), simulator faulty"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = envsim(
+        dir.path(),
+        &[
+            "gate",
+            "desk",
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "1",
+            "--anchor",
+            "off",
+            "--walks",
+            "2",
+            "--steps",
+            "8",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let reports: Value = serde_json::from_slice(&out.stdout).expect("JSON reports");
+    assert_eq!(reports[0]["package"], "desk");
+    assert_eq!(reports[0]["accepted"], false);
+    assert_eq!(reports[0]["calls"], 16);
+    assert!(reports[0]["score"].as_f64().unwrap() < 0.85);
+    assert!(
+        text(&out.stderr).contains("1 of 1 packages rejected (agreement below 0.85): desk"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_gate_refuses_what_cannot_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["gate", "desk", "--backend", "executor"],
+            "--backend executor runs the code the gate judges",
+        ),
+        (
+            &["gate", "desk", "--backend", "faulty", "--threshold", "1.5"],
+            "--threshold must be between 0 and 1, got 1.5",
+        ),
+        (
+            &["gate", "desk", "--backend", "faulty", "--walks", "0"],
+            "--walks, --steps and --workers must be at least 1",
+        ),
+        (&["gate", "nope", "--backend", "faulty"], "nope"),
+    ];
+    for (args, message) in cases {
+        let out = envsim(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(message),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = envsim(
+        dir.path(),
+        &["gate-curve", "--env", "desk", "--rates", "0,2"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("--rates must be shares between 0 and 1"));
+}
+
+#[test]
+fn the_curve_reports_both_rules_per_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let out = envsim(
+        dir.path(),
+        &[
+            "gate-curve",
+            "--env",
+            "desk",
+            "--rates",
+            "0,1",
+            "--anchor",
+            "off",
+            "--walks",
+            "2",
+            "--steps",
+            "8",
+            "--mutants",
+            "3",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let curve: Value = serde_json::from_slice(&out.stdout).expect("JSON curve");
+    assert_eq!(curve["packages"], serde_json::json!(["desk"]));
+    let points = curve["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for point in points {
+        let rules: Vec<&Value> = point["rules"].as_array().unwrap().iter().collect();
+        assert_eq!(rules[0]["rule"], "overall");
+        assert_eq!(rules[1]["rule"]["every_tool"]["min_calls"], 4);
+    }
+    // A perfect reader accepts the good package; a reader that always errs accepts nothing.
+    assert_eq!(points[0]["rules"][0]["good"]["accepted"], 1);
+    assert_eq!(points[0]["rules"][0]["good"]["mean_score"], 1.0);
+    assert_eq!(points[1]["rules"][0]["good"]["accepted"], 0);
+    assert_eq!(points[1]["rules"][0]["exposed"]["accepted"], 0);
+}
