@@ -18,6 +18,7 @@
 
 pub mod agent;
 pub mod curation;
+pub mod envgen;
 pub mod error;
 pub mod export;
 pub mod gate;

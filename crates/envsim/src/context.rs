@@ -66,7 +66,6 @@ impl Corpus {
         .map_err(|e| anyhow!("{e}"))
     }
 
-    /// The package `name`; when there is none, an error listing those there are.
     /// Whether the corpus has a package of this name (loadable or not).
     pub fn has(&self, name: &str) -> Result<bool> {
         Ok(match self {
@@ -78,6 +77,7 @@ impl Corpus {
         })
     }
 
+    /// The package `name`; when there is none, an error listing those there are.
     pub fn load(&self, name: &str) -> Result<EnvPackage> {
         if !self.has(name)? {
             let names: Vec<String> = self

@@ -2,6 +2,7 @@
 
 mod gate;
 mod replay;
+mod synth;
 
 use crate::context::{exec_runtime, Corpus};
 use anyhow::{anyhow, bail, Context, Result};
@@ -131,6 +132,16 @@ enum EnvCommand {
     /// simulator gets worse, with a test double that answers from the good package's code
     /// (a perfect reader of the description) spoiled at each --rates share.
     GateCurve(gate::GateCurveArgs),
+    /// Write a new package with a writer model from a domain description, an OpenAPI document
+    /// or tool schemas: each draft is checked in the sandbox (it loads, manifest and code agree,
+    /// scripted tests pass, the same call answers the same, clocks are sane, walks reach every
+    /// tool, each succeeds and refuses bad input, three states, tasks) and gated by a simulator;
+    /// what fails goes back to the writer for repair, --rounds at most. Exits 1 when no draft
+    /// passes.
+    Synth(Box<synth::SynthEnvArgs>),
+    /// Run `env synth`'s checks on packages (written by hand or imported). Exits 1 when a
+    /// package has findings.
+    Check(synth::CheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -269,6 +280,8 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Replay(replay) => replay::run(&root, replay).await,
             EnvCommand::Gate(a) => gate::run(&root, a).await,
             EnvCommand::GateCurve(a) => gate::curve(&root, a).await,
+            EnvCommand::Synth(a) => synth::synth(*a).await,
+            EnvCommand::Check(a) => synth::check(&root, a).await,
             EnvCommand::ImportEnvscaler {
                 file,
                 tasks,

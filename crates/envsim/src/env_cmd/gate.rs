@@ -31,7 +31,7 @@ pub struct SamplingArgs {
     valid_share: f64,
     /// Seed of the walks and of the simulated steps.
     #[arg(long, default_value_t = 7)]
-    seed: u64,
+    pub(super) seed: u64,
     /// Worker processes.
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -55,7 +55,7 @@ enum RuleArg {
 }
 
 impl SamplingArgs {
-    fn config(
+    pub(super) fn config(
         &self,
         max_regenerations: usize,
         verify: Option<envsim_sim::verify::VerifyPolicy>,
