@@ -58,11 +58,11 @@ pub struct GateConfig {
     pub rule: GateRule,
 }
 
-/// What must reach the threshold for a package to pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What a package must show to pass.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateRule {
-    /// The share of all sampled calls that agree (EnvScaler's rule).
+    /// The share of all sampled calls that agree reaches the threshold (EnvScaler's rule).
     Overall,
     /// That, and the share of every tool's calls, for tools sampled at least `min_calls`
     /// times: one broken tool among many sinks its package.
@@ -70,18 +70,100 @@ pub enum GateRule {
         /// Tools with fewer sampled calls are not judged on their own.
         min_calls: usize,
     },
+    /// No more disagreements than the simulator's own error rate explains: a package fails
+    /// when its disagreements overall, or those of a tool sampled at least `min_calls` times,
+    /// would come from a simulator erring at `error_rate` with probability below `alpha`
+    /// (a one-sided binomial test). The threshold is not used: the simulator's measured error
+    /// (on known-good packages, `env gate-curve`) is.
+    Calibrated {
+        /// The simulator's error rate on good packages.
+        error_rate: f64,
+        /// Tools with fewer sampled calls are not judged on their own.
+        min_calls: usize,
+        /// The least probability of the disagreements under the simulator's own error.
+        alpha: f64,
+    },
+}
+
+/// The counts a verdict is made from: all sampled calls, and per tool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Counts {
+    /// Calls judged.
+    pub calls: usize,
+    /// Calls that agree.
+    pub agreeing: usize,
+    /// Per tool: its name, calls and agreeing calls.
+    pub tools: Vec<(String, usize, usize)>,
+}
+
+impl Counts {
+    /// The share that agree (0 without calls).
+    pub fn score(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.agreeing as f64 / self.calls as f64
+        }
+    }
 }
 
 impl GateRule {
-    /// Whether a package with `score` overall and `worst` as its lowest tool passes.
-    pub fn passes(self, threshold: f64, score: f64, worst: Option<&ToolScore>) -> bool {
-        score >= threshold
-            && match self {
-                GateRule::Overall => true,
-                GateRule::EveryTool { min_calls } => {
-                    worst.is_none_or(|w| w.calls < min_calls || w.score >= threshold)
-                }
+    /// Whether a package with these counts passes at `threshold`.
+    pub fn passes(self, threshold: f64, counts: &Counts) -> bool {
+        match self {
+            GateRule::Overall => counts.score() >= threshold,
+            GateRule::EveryTool { min_calls } => {
+                counts.score() >= threshold
+                    && (counts.tools.iter())
+                        .filter(|(_, n, _)| *n >= min_calls.max(1))
+                        .all(|(_, n, a)| *a as f64 / *n as f64 >= threshold)
             }
+            GateRule::Calibrated {
+                error_rate,
+                min_calls,
+                alpha,
+            } => {
+                let plausible = |n: usize, agreeing: usize| {
+                    disagreement_tail(n, n - agreeing, error_rate) >= alpha
+                };
+                plausible(counts.calls, counts.agreeing)
+                    && (counts.tools.iter())
+                        .filter(|(_, n, _)| *n >= min_calls.max(1))
+                        .all(|(_, n, a)| plausible(*n, *a))
+            }
+        }
+    }
+
+    /// The tool the rule finds worst among those it judges: the lowest share that agree (the
+    /// least probable disagreements under the calibrated rule); ties go to the first.
+    pub fn worst_tool(self, counts: &Counts) -> Option<ToolScore> {
+        let (least, badness): (usize, Box<dyn Fn(usize, usize) -> f64>) = match self {
+            GateRule::Overall => (1, Box::new(|n, a| 1.0 - a as f64 / n as f64)),
+            GateRule::EveryTool { min_calls } => {
+                (min_calls.max(1), Box::new(|n, a| 1.0 - a as f64 / n as f64))
+            }
+            GateRule::Calibrated {
+                error_rate,
+                min_calls,
+                ..
+            } => (
+                min_calls.max(1),
+                Box::new(move |n, a| 1.0 - disagreement_tail(n, n - a, error_rate)),
+            ),
+        };
+        let mut worst: Option<(f64, ToolScore)> = None;
+        for (tool, n, a) in counts.tools.iter().filter(|(_, n, _)| *n >= least) {
+            let bad = badness(*n, *a);
+            if worst.as_ref().is_none_or(|(b, _)| bad > *b) {
+                let score = ToolScore {
+                    tool: tool.clone(),
+                    calls: *n,
+                    score: *a as f64 / *n as f64,
+                };
+                worst = Some((bad, score));
+            }
+        }
+        worst.map(|(_, t)| t)
     }
 
     /// Its name.
@@ -91,8 +173,43 @@ impl GateRule {
             GateRule::EveryTool { min_calls } => {
                 format!("overall and every tool with at least {min_calls} calls")
             }
+            GateRule::Calibrated {
+                error_rate,
+                min_calls,
+                alpha,
+            } => format!(
+                "calibrated to a simulator error of {error_rate}: disagreements overall and in every tool with at least {min_calls} calls no less probable than {alpha}"
+            ),
         }
     }
+}
+
+/// The probability that a simulator erring on each call at `rate` errs on at least `d` of `n`
+/// calls (the upper tail of the binomial distribution).
+pub fn disagreement_tail(n: usize, d: usize, rate: f64) -> f64 {
+    if d == 0 {
+        return 1.0;
+    }
+    if d > n || rate <= 0.0 {
+        return 0.0;
+    }
+    if rate >= 1.0 {
+        return 1.0;
+    }
+    // P(X = i), from P(X = 0) = (1 - rate)^n upwards, summed from d on; in logs so that large n
+    // do not underflow before the terms that matter.
+    let (ln_p, ln_q) = (rate.ln(), (1.0 - rate).ln());
+    let mut ln_pmf = n as f64 * ln_q;
+    let mut tail = 0.0;
+    for i in 0..=n {
+        if i >= d {
+            tail += ln_pmf.exp();
+        }
+        if i < n {
+            ln_pmf += ((n - i) as f64).ln() - ((i + 1) as f64).ln() + ln_p - ln_q;
+        }
+    }
+    tail.min(1.0)
 }
 
 /// A tool's agreement.
@@ -235,6 +352,19 @@ pub struct GateReport {
     pub simulator_calls: usize,
     /// Tokens the simulator spent.
     pub tokens: u64,
+}
+
+impl GateReport {
+    /// The counts its verdict was made from.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            calls: self.calls,
+            agreeing: self.agreeing,
+            tools: (self.tools.iter())
+                .map(|t| (t.tool.clone(), t.calls, t.agreeing))
+                .collect(),
+        }
+    }
 }
 
 /// The environment a package is simulated as without its code (its description generated
@@ -496,21 +626,14 @@ pub async fn compare(
     }
     // Calls of tools the manifest does not list (none from walks; kept for completeness).
     ordered.extend(per_tool.into_values());
-    let least_calls = match config.rule {
-        GateRule::Overall => 1,
-        GateRule::EveryTool { min_calls } => min_calls.max(1),
+    let counts = Counts {
+        calls: calls.len(),
+        agreeing,
+        tools: (ordered.iter())
+            .map(|t| (t.tool.clone(), t.calls, t.agreeing))
+            .collect(),
     };
-    let worst_tool = (ordered.iter())
-        .filter(|t| t.calls >= least_calls)
-        .map(|t| ToolScore {
-            tool: t.tool.clone(),
-            calls: t.calls,
-            score: t.agreeing as f64 / t.calls as f64,
-        })
-        .fold(None, |worst: Option<ToolScore>, t| match worst {
-            Some(w) if w.score <= t.score => Some(w),
-            _ => Some(t),
-        });
+    let worst_tool = config.rule.worst_tool(&counts);
     let never_succeeded = (ordered.iter())
         .filter(|t| t.executed_successes == 0)
         .map(|t| t.tool.clone())
@@ -527,9 +650,7 @@ pub async fn compare(
         score,
         threshold: config.threshold,
         rule: config.rule,
-        accepted: config
-            .rule
-            .passes(config.threshold, score, worst_tool.as_ref()),
+        accepted: config.rule.passes(config.threshold, &counts),
         worst_tool,
         tools: ordered,
         unsampled,
@@ -543,30 +664,102 @@ pub async fn compare(
 mod tests {
     use super::*;
 
-    fn worst(calls: usize, score: f64) -> ToolScore {
-        ToolScore {
-            tool: "t".into(),
-            calls,
-            score,
+    /// Counts of 100 calls, `worst` the agreeing calls of tool `t` out of 5, the other tools
+    /// agreeing on all of theirs.
+    fn counts(agreeing: usize, worst: usize, worst_calls: usize) -> Counts {
+        Counts {
+            calls: 100,
+            agreeing,
+            tools: vec![
+                ("a".into(), 95 - worst_calls + (100 - 95), 0),
+                ("t".into(), worst_calls, worst),
+            ]
+            .into_iter()
+            .map(|(n, c, a)| if n == "a" { (n, c, c) } else { (n, c, a) })
+            .collect(),
         }
     }
 
     #[test]
-    fn the_rules_judge_the_overall_share_and_the_worst_tool() {
+    fn the_rules_judge_the_overall_share_and_the_tools() {
         let every = GateRule::EveryTool { min_calls: 4 };
         // Overall: only the share of all calls.
-        assert!(GateRule::Overall.passes(0.85, 0.9, Some(&worst(10, 0.2))));
-        assert!(!GateRule::Overall.passes(0.85, 0.84, None));
-        assert!(GateRule::Overall.passes(0.85, 0.85, None));
+        assert!(GateRule::Overall.passes(0.85, &counts(90, 1, 5)));
+        assert!(!GateRule::Overall.passes(0.85, &counts(84, 5, 5)));
+        assert!(GateRule::Overall.passes(0.85, &counts(85, 5, 5)));
         // Every tool: a tool sampled often enough sinks the package...
-        assert!(!every.passes(0.85, 0.9, Some(&worst(5, 0.6))));
-        assert!(every.passes(0.85, 0.9, Some(&worst(5, 0.85))));
+        assert!(!every.passes(0.85, &counts(90, 3, 5)));
+        assert!(every.passes(0.85, &counts(99, 5, 5)));
         // ...one sampled too rarely does not, and the overall share still counts.
-        assert!(every.passes(0.85, 0.9, Some(&worst(3, 0.0))));
-        assert!(!every.passes(0.85, 0.8, None));
+        assert!(every.passes(0.85, &counts(97, 0, 3)));
+        assert!(!every.passes(0.85, &counts(80, 5, 5)));
+        assert_eq!(
+            every.worst_tool(&counts(90, 3, 5)),
+            Some(ToolScore {
+                tool: "t".into(),
+                calls: 5,
+                score: 0.6
+            })
+        );
+        assert_eq!(
+            every.worst_tool(&counts(97, 0, 3)).map(|t| t.tool),
+            Some("a".into())
+        );
         assert_eq!(
             every.describe(),
             "overall and every tool with at least 4 calls"
         );
+    }
+
+    #[test]
+    fn the_binomial_tail_is_exact_on_small_cases() {
+        // P(X >= 1), X ~ B(2, 0.5) = 3/4; P(X >= 2) = 1/4.
+        assert!((disagreement_tail(2, 1, 0.5) - 0.75).abs() < 1e-12);
+        assert!((disagreement_tail(2, 2, 0.5) - 0.25).abs() < 1e-12);
+        // P(X >= 3), X ~ B(10, 0.1) = 1 - (0.9^10 + 10·0.1·0.9^9 + 45·0.01·0.9^8).
+        let expected = 1.0 - (0.9f64.powi(10) + 0.9f64.powi(9) + 0.45 * 0.9f64.powi(8));
+        assert!((disagreement_tail(10, 3, 0.1) - expected).abs() < 1e-12);
+        assert_eq!(disagreement_tail(10, 0, 0.1), 1.0);
+        assert_eq!(disagreement_tail(10, 1, 0.0), 0.0);
+        assert_eq!(disagreement_tail(10, 11, 0.5), 0.0);
+        assert_eq!(disagreement_tail(10, 10, 1.0), 1.0);
+        // Large n does not underflow: the mean of B(2000, 0.3) is 600.
+        let around_mean = disagreement_tail(2000, 600, 0.3);
+        assert!((0.4..0.6).contains(&around_mean), "{around_mean}");
+    }
+
+    #[test]
+    fn the_calibrated_rule_tolerates_the_simulators_own_error_and_no_more() {
+        let rule = GateRule::Calibrated {
+            error_rate: 0.1,
+            min_calls: 4,
+            alpha: 0.01,
+        };
+        // 10 of 100 disagreements, spread: what a 10% simulator does.
+        let spread = Counts {
+            calls: 100,
+            agreeing: 90,
+            tools: (0..10).map(|i| (format!("t{i}"), 10, 9)).collect(),
+        };
+        assert!(rule.passes(0.85, &spread));
+        // The same total, all on one tool of 10 calls: B(10, 0.1) >= 10 is 1e-10.
+        let mut piled = spread.clone();
+        piled.tools = (0..10)
+            .map(|i| (format!("t{i}"), 10, if i == 3 { 0 } else { 10 }))
+            .collect();
+        assert!(!rule.passes(0.85, &piled));
+        assert_eq!(rule.worst_tool(&piled).map(|t| t.tool), Some("t3".into()));
+        // A perfect simulator: any disagreement fails.
+        let perfect = GateRule::Calibrated {
+            error_rate: 0.0,
+            min_calls: 4,
+            alpha: 0.01,
+        };
+        let mut one = spread.clone();
+        one.agreeing = 99;
+        one.tools = (0..10)
+            .map(|i| (format!("t{i}"), 10, if i == 0 { 9 } else { 10 }))
+            .collect();
+        assert!(!perfect.passes(0.85, &one));
     }
 }

@@ -157,7 +157,7 @@ async fn a_simulator_that_always_errs_fails_a_good_package_and_bad_thresholds_ar
 
 #[tokio::test]
 async fn the_curve_gates_every_mutant_and_the_every_tool_rule_catches_what_the_overall_misses() {
-    use envsim_synth::gate::curve::{gate_curve, CurvePlan};
+    use envsim_synth::gate::curve::{gate_curve, CurvePlan, CurveRule};
     use envsim_synth::gate::GateRule;
     let dir = tempfile::tempdir().unwrap();
     let good = desk(dir.path());
@@ -174,7 +174,7 @@ async fn the_curve_gates_every_mutant_and_the_every_tool_rule_catches_what_the_o
             ..GateConfig::default()
         },
         seed: 5,
-        rules: vec![GateRule::Overall, every],
+        rules: vec![CurveRule::Fixed(GateRule::Overall), CurveRule::Fixed(every)],
     };
     let curve = gate_curve(executor, std::slice::from_ref(&good), &plan, |_, _, _| {})
         .await

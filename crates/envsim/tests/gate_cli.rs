@@ -83,7 +83,7 @@ fn a_perfect_reader_accepts_and_a_broken_simulator_rejects_with_exit_1() {
 fn the_gate_refuses_what_cannot_judge() {
     let dir = tempfile::tempdir().unwrap();
     envsim_testkit::desk::write(dir.path()).unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["gate", "desk", "--backend", "executor"],
             "--backend executor runs the code the gate judges",
@@ -97,6 +97,17 @@ fn the_gate_refuses_what_cannot_judge() {
             "--walks, --steps and --workers must be at least 1",
         ),
         (&["gate", "nope", "--backend", "faulty"], "nope"),
+        (
+            &[
+                "gate",
+                "desk",
+                "--backend",
+                "faulty",
+                "--rule",
+                "calibrated",
+            ],
+            "--rule calibrated needs --simulator-error",
+        ),
     ];
     for (args, message) in cases {
         let out = envsim(dir.path(), args);
@@ -147,10 +158,21 @@ fn the_curve_reports_both_rules_per_rate() {
         let rules: Vec<&Value> = point["rules"].as_array().unwrap().iter().collect();
         assert_eq!(rules[0]["rule"], "overall");
         assert_eq!(rules[1]["rule"]["every_tool"]["min_calls"], 4);
+        assert_eq!(rules[2]["rule"]["calibrated"]["min_calls"], 4);
     }
     // A perfect reader accepts the good package; a reader that always errs accepts nothing.
     assert_eq!(points[0]["rules"][0]["good"]["accepted"], 1);
     assert_eq!(points[0]["rules"][0]["good"]["mean_score"], 1.0);
     assert_eq!(points[1]["rules"][0]["good"]["accepted"], 0);
     assert_eq!(points[1]["rules"][0]["exposed"]["accepted"], 0);
+    // Calibrated to each rate: 0 at the first point, 1 at the second.
+    assert_eq!(
+        points[0]["rules"][2]["rule"]["calibrated"]["error_rate"],
+        0.0
+    );
+    assert_eq!(
+        points[1]["rules"][2]["rule"]["calibrated"]["error_rate"],
+        1.0
+    );
+    assert_eq!(curve["rules"].as_array().unwrap().len(), 3);
 }

@@ -10,8 +10,8 @@
 //! recall of rejection at the threshold.
 
 use super::{
-    compare, environments, execute, sample_calls, ExecutedCall, GateConfig, GateError, GateRule,
-    ToolScore,
+    compare, environments, execute, sample_calls, Counts, ExecutedCall, GateConfig, GateError,
+    GateRule,
 };
 use crate::mutants::{mutants, Edit, MutantKind};
 use envsim_exec::package::EnvPackage;
@@ -36,7 +36,47 @@ pub struct CurvePlan {
     /// Seed of the mutation sites and of the double's draws.
     pub seed: u64,
     /// The rules whose verdicts are compared (each gets its own verdicts at every rate).
-    pub rules: Vec<GateRule>,
+    pub rules: Vec<CurveRule>,
+}
+
+/// A rule as the curve applies it at each error rate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CurveRule {
+    /// The same rule at every rate.
+    Fixed(GateRule),
+    /// [`GateRule::Calibrated`] to the double's error rate at each point (what a user does
+    /// after measuring the simulator's error on good packages).
+    CalibratedToRate {
+        /// Tools with fewer sampled calls are not judged on their own.
+        min_calls: usize,
+        /// The least probability of the disagreements under the simulator's own error.
+        alpha: f64,
+    },
+}
+
+impl CurveRule {
+    /// The rule at error rate `rate`.
+    pub fn at(self, rate: f64) -> GateRule {
+        match self {
+            CurveRule::Fixed(rule) => rule,
+            CurveRule::CalibratedToRate { min_calls, alpha } => GateRule::Calibrated {
+                error_rate: rate,
+                min_calls,
+                alpha,
+            },
+        }
+    }
+
+    /// Its name.
+    pub fn describe(self) -> String {
+        match self {
+            CurveRule::Fixed(rule) => rule.describe(),
+            CurveRule::CalibratedToRate { min_calls, alpha } => format!(
+                "calibrated to the simulator's error rate: disagreements overall and in every tool with at least {min_calls} calls no less probable than {alpha}"
+            ),
+        }
+    }
 }
 
 /// Verdicts on a group of packages at one error rate.
@@ -54,13 +94,13 @@ pub struct Verdicts {
     pub max_score: f64,
 }
 
-/// One gated package's result: its score and its worst tool.
-type Judged = (f64, Option<ToolScore>);
+/// One gated package's counts.
+type Judged = Counts;
 
 impl Verdicts {
     fn under(rule: GateRule, threshold: f64, judged: &[&Judged]) -> Verdicts {
         let scores: Vec<(f64, bool)> = (judged.iter())
-            .map(|(s, w)| (*s, rule.passes(threshold, *s, w.as_ref())))
+            .map(|c| (c.score(), rule.passes(threshold, c)))
             .collect();
         Verdicts::of(&scores)
     }
@@ -100,7 +140,7 @@ pub struct CurvePoint {
 /// The verdicts at one error rate under one rule.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RuleVerdicts {
-    /// The rule.
+    /// The rule, as applied at this rate.
     pub rule: GateRule,
     /// Verdicts on the good packages.
     pub good: Verdicts,
@@ -136,6 +176,8 @@ pub struct GateCurve {
     pub mode: String,
     /// The double's seed.
     pub seed: u64,
+    /// The rules compared, described, in the order of each point's verdicts.
+    pub rules: Vec<String>,
     /// The good packages.
     pub packages: Vec<String>,
     /// Calls judged per package (mean over good packages and mutants).
@@ -208,7 +250,7 @@ pub async fn gate_curve(
                 |_, _| {},
             )
             .await?;
-            good[r].push((report.score, report.worst_tool));
+            good[r].push(report.counts());
             for (b, (kind, mutant, truth, _)) in broken.iter().enumerate() {
                 let report = compare(
                     mutant,
@@ -223,7 +265,7 @@ pub async fn gate_curve(
                     at_zero[b] = report.score;
                 }
                 let index = gated.len() + b;
-                bad[r].push((*kind, index, (report.score, report.worst_tool)));
+                bad[r].push((*kind, index, report.counts()));
             }
         }
         for (b, (_, _, truth, edit)) in broken.into_iter().enumerate() {
@@ -242,6 +284,7 @@ pub async fn gate_curve(
             rate,
             rules: (plan.rules.iter())
                 .map(|&rule| {
+                    let rule = rule.at(rate);
                     let verdicts = |judged: Vec<&Judged>| Verdicts::under(rule, threshold, &judged);
                     let mut by_kind: BTreeMap<MutantKind, Vec<&Judged>> = BTreeMap::new();
                     for (kind, _, judged) in &bad[r] {
@@ -281,6 +324,7 @@ pub async fn gate_curve(
         threshold,
         mode: plan.config.mode.name().to_owned(),
         seed: plan.seed,
+        rules: plan.rules.iter().map(|r| r.describe()).collect(),
         packages: packages.iter().map(|p| p.manifest.name.clone()).collect(),
         mean_calls,
         mutants: gated,
@@ -312,7 +356,8 @@ impl GateCurve {
         for k in 0..rules {
             let first = &self.points[0].rules[k];
             let kinds: Vec<MutantKind> = first.mutants.keys().copied().collect();
-            let _ = writeln!(out, "\nRule: {}.\n", first.rule.describe());
+            let described = self.rules.get(k).cloned().unwrap_or_default();
+            let _ = writeln!(out, "\nRule: {described}.\n");
             let mut header = "| error rate | good: mean score | good accepted |".to_owned();
             let mut line = "|---|---|---|".to_owned();
             for kind in &kinds {

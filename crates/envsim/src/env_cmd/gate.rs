@@ -9,7 +9,7 @@ use clap::Args;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::Executor;
 use envsim_sim::backend::ExecutorSimulator;
-use envsim_synth::gate::curve::{gate_curve, CurvePlan};
+use envsim_synth::gate::curve::{gate_curve, CurvePlan, CurveRule};
 use envsim_synth::gate::{environments, gate, GateConfig, GateReport, GateRule, DEFAULT_THRESHOLD};
 use envsim_synth::mutants::MutantKind;
 use std::sync::Arc;
@@ -42,9 +42,18 @@ pub struct SamplingArgs {
     /// that and the share of every tool sampled at least --min-tool-calls times (`every-tool`).
     #[arg(long, value_enum, default_value_t = RuleArg::Overall)]
     rule: RuleArg,
-    /// Tools sampled fewer times are not judged on their own (the every-tool rule).
+    /// Tools sampled fewer times are not judged on their own (the every-tool and calibrated
+    /// rules).
     #[arg(long, default_value_t = 4)]
     min_tool_calls: usize,
+    /// The simulator's error rate on good packages, for `--rule calibrated` (measure it with
+    /// `env gate-curve`'s good packages, or by gating packages known to be right).
+    #[arg(long, value_name = "SHARE")]
+    simulator_error: Option<f64>,
+    /// The least probability of a package's disagreements under the simulator's own error
+    /// (`--rule calibrated`).
+    #[arg(long, default_value_t = 0.01)]
+    alpha: f64,
 }
 
 /// The gate's rule.
@@ -52,6 +61,9 @@ pub struct SamplingArgs {
 enum RuleArg {
     Overall,
     EveryTool,
+    /// No more disagreements, overall or in a tool, than the simulator's own error rate
+    /// (--simulator-error) explains (a binomial test at --alpha).
+    Calibrated,
 }
 
 impl SamplingArgs {
@@ -90,6 +102,19 @@ impl SamplingArgs {
                 RuleArg::EveryTool => GateRule::EveryTool {
                     min_calls: self.min_tool_calls,
                 },
+                RuleArg::Calibrated => {
+                    let Some(error_rate) = self.simulator_error else {
+                        bail!("--rule calibrated needs --simulator-error (the simulator's error rate on good packages)");
+                    };
+                    if !(0.0..=1.0).contains(&error_rate) || !(0.0..1.0).contains(&self.alpha) {
+                        bail!("--simulator-error must be between 0 and 1, and --alpha between 0 and 1 (exclusive)");
+                    }
+                    GateRule::Calibrated {
+                        error_rate,
+                        min_calls: self.min_tool_calls,
+                        alpha: self.alpha,
+                    }
+                }
             },
             ..GateConfig::default()
         })
@@ -185,7 +210,9 @@ fn render(r: &GateReport) -> String {
         r.threshold,
         r.simulator
     );
-    if let (GateRule::EveryTool { .. }, Some(w)) = (r.rule, &r.worst_tool) {
+    if let (GateRule::EveryTool { .. } | GateRule::Calibrated { .. }, Some(w)) =
+        (r.rule, &r.worst_tool)
+    {
         let _ = writeln!(
             out,
             "  worst tool: {} ({}/{} calls agree, {:.3})",
@@ -308,11 +335,15 @@ pub async fn curve(root: &Corpus, a: GateCurveArgs) -> Result<()> {
         kinds: MutantKind::ALL.to_vec(),
         mutants_per_kind: a.mutants,
         seed: a.sampling.seed,
-        // Both rules, whatever --rule says: the curve compares them.
+        // Every rule, whatever --rule says: the curve compares them.
         rules: vec![
-            GateRule::Overall,
-            GateRule::EveryTool {
+            CurveRule::Fixed(GateRule::Overall),
+            CurveRule::Fixed(GateRule::EveryTool {
                 min_calls: a.sampling.min_tool_calls,
+            }),
+            CurveRule::CalibratedToRate {
+                min_calls: a.sampling.min_tool_calls,
+                alpha: a.sampling.alpha,
             },
         ],
         config,
