@@ -90,7 +90,7 @@ impl SchemaGrammar {
             compiler.push(Node::Literal(b"null".to_vec())),
         ];
         compiler.nodes[ANY] = Node::Union(parts);
-        let root = compiler.node(schema, "#", 0).map_err(SchemaError)?;
+        let root = compiler.node(schema, "#", 0)?;
         Ok(SchemaGrammar {
             nodes: compiler.nodes,
             root,
@@ -111,32 +111,36 @@ impl<'s> Compiler<'s> {
         self.nodes.len() - 1
     }
 
-    fn node(&mut self, schema: &Value, at: &str, depth: usize) -> Result<usize, String> {
+    fn node(&mut self, schema: &Value, at: &str, depth: usize) -> Result<usize, SchemaError> {
         if depth > 64 {
-            return Err(format!("{at}: the schema nests deeper than 64 levels"));
+            return Err(SchemaError(format!(
+                "{at}: the schema nests deeper than 64 levels"
+            )));
         }
         let map = match schema {
             Value::Bool(true) => return Ok(ANY),
             Value::Bool(false) => return Ok(self.push(Node::Union(Vec::new()))),
             Value::Object(map) => map,
             other => {
-                return Err(format!(
+                return Err(SchemaError(format!(
                     "{at}: a schema must be an object or a boolean, not {other}"
-                ))
+                )))
             }
         };
         if let Some(reference) = map.get("$ref") {
             let reference = reference
                 .as_str()
-                .ok_or_else(|| format!("{at}/$ref: not a string"))?;
+                .ok_or_else(|| SchemaError(format!("{at}/$ref: not a string")))?;
             if let Some(&(_, id)) = self.refs.iter().find(|(r, _)| r == reference) {
                 return Ok(id);
             }
             let pointer = reference.strip_prefix('#').ok_or_else(|| {
-                format!("{at}/$ref: {reference:?} points outside this schema (only `#/…` references are followed)")
+                SchemaError(format!("{at}/$ref: {reference:?} points outside this schema (only `#/…` references are followed)"))
             })?;
             let target = self.root.pointer(pointer).ok_or_else(|| {
-                format!("{at}/$ref: {reference:?} does not resolve in this schema")
+                SchemaError(format!(
+                    "{at}/$ref: {reference:?} does not resolve in this schema"
+                ))
             })?;
             // Reserve the node first, so a recursive reference finds it.
             let id = self.push(Node::Union(Vec::new()));
@@ -148,7 +152,7 @@ impl<'s> Compiler<'s> {
         let values = match (map.get("const"), map.get("enum")) {
             (Some(value), _) => Some(std::slice::from_ref(value)),
             (None, Some(Value::Array(values))) => Some(values.as_slice()),
-            (None, Some(_)) => return Err(format!("{at}/enum: not an array")),
+            (None, Some(_)) => return Err(SchemaError(format!("{at}/enum: not an array"))),
             (None, None) => None,
         };
         if let Some(values) = values {
@@ -158,7 +162,7 @@ impl<'s> Compiler<'s> {
             if let Some(branches) = map.get(key) {
                 let branches = branches
                     .as_array()
-                    .ok_or_else(|| format!("{at}/{key}: not an array"))?;
+                    .ok_or_else(|| SchemaError(format!("{at}/{key}: not an array")))?;
                 let mut ids = Vec::new();
                 for (i, branch) in branches.iter().enumerate() {
                     ids.push(self.node(branch, &format!("{at}/{key}/{i}"), depth + 1)?);
@@ -180,10 +184,14 @@ impl<'s> Compiler<'s> {
                 .iter()
                 .map(|t| {
                     t.as_str()
-                        .ok_or_else(|| format!("{at}/type: {t} is not a type name"))
+                        .ok_or_else(|| SchemaError(format!("{at}/type: {t} is not a type name")))
                 })
                 .collect::<Result<_, _>>()?,
-            Some(other) => return Err(format!("{at}/type: {other} is not a type name")),
+            Some(other) => {
+                return Err(SchemaError(format!(
+                    "{at}/type: {other} is not a type name"
+                )))
+            }
             None if ["properties", "required", "additionalProperties"]
                 .iter()
                 .any(|k| map.contains_key(*k)) =>
@@ -213,7 +221,11 @@ impl<'s> Compiler<'s> {
                     self.push(Node::Union(vec![yes, no]))
                 }
                 "null" => self.push(Node::Literal(b"null".to_vec())),
-                other => return Err(format!("{at}/type: {other:?} is not a JSON type")),
+                other => {
+                    return Err(SchemaError(format!(
+                        "{at}/type: {other:?} is not a JSON type"
+                    )))
+                }
             };
             ids.push(id);
         }
@@ -232,12 +244,12 @@ impl<'s> Compiler<'s> {
         map: &serde_json::Map<String, Value>,
         at: &str,
         depth: usize,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, SchemaError> {
         let mut properties = Vec::new();
         if let Some(declared) = map.get("properties") {
             let declared = declared
                 .as_object()
-                .ok_or_else(|| format!("{at}/properties: not an object"))?;
+                .ok_or_else(|| SchemaError(format!("{at}/properties: not an object")))?;
             for (name, schema) in declared {
                 let id = self.node(schema, &format!("{at}/properties/{name}"), depth + 1)?;
                 properties.push((escaped(name), id));
@@ -249,10 +261,10 @@ impl<'s> Compiler<'s> {
                 .map(|n| {
                     n.as_str()
                         .map(escaped)
-                        .ok_or_else(|| format!("{at}/required: {n} is not a name"))
+                        .ok_or_else(|| SchemaError(format!("{at}/required: {n} is not a name")))
                 })
                 .collect::<Result<_, _>>()?,
-            Some(_) => return Err(format!("{at}/required: not an array")),
+            Some(_) => return Err(SchemaError(format!("{at}/required: not an array"))),
             None => Vec::new(),
         };
         let additional = match map.get("additionalProperties") {
@@ -276,7 +288,7 @@ impl<'s> Compiler<'s> {
         map: &serde_json::Map<String, Value>,
         parts: &[Value],
         at: &str,
-    ) -> Result<serde_json::Map<String, Value>, String> {
+    ) -> Result<serde_json::Map<String, Value>, SchemaError> {
         let mut merged = map.clone();
         merged.remove("allOf");
         for (i, part) in parts.iter().enumerate() {
@@ -288,9 +300,9 @@ impl<'s> Compiler<'s> {
                             .strip_prefix('#')
                             .and_then(|p| self.root.pointer(p))
                             .ok_or_else(|| {
-                                format!(
+                                SchemaError(format!(
                                     "{at}/allOf/{i}: {reference:?} does not resolve in this schema"
-                                )
+                                ))
                             })?;
                     }
                     None => break,

@@ -12,6 +12,9 @@
 //!   optional; needs cmake and libclang to build).
 //! - [`constrain`]: JSON-Schema-constrained decoding for both engines (a byte-level matcher of
 //!   schema-valid prefixes and the token chooser that respects it).
+//! - [`error`]: why an engine could not load a GGUF or compute with it
+//!   ([`error::InferenceError`]: format, unsupported, vocabulary, compute, input, I/O, llama.cpp),
+//!   turned into [`local::EngineError`] at the engine boundary.
 //!
 //! It does not schedule, cache or score requests (the evaluation runner in `envsim-eval` does),
 //! and it does not run models on GPUs.
@@ -23,6 +26,12 @@ pub mod local;
 
 #[cfg(any(feature = "candle", feature = "llama"))]
 pub mod constrain;
+
+#[cfg(any(feature = "candle", feature = "llama"))]
+pub mod error;
+
+#[cfg(any(feature = "candle", feature = "llama"))]
+pub use error::InferenceError;
 
 #[cfg(feature = "candle")]
 pub mod candle;

@@ -5,6 +5,7 @@
 //! previous prompt is trimmed to the common prefix (`kv_cache_seq_rm`) and reused.
 
 use crate::constrain::Sampler;
+use crate::error::InferenceError;
 use crate::local::{
     check_fits, model_file_name, Constraint, EngineError, EngineKind, Generation, Job,
     LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
@@ -23,12 +24,12 @@ use std::path::Path;
 use std::sync::{mpsc, OnceLock};
 use std::time::Instant;
 
-fn backend() -> Result<&'static LlamaBackend, String> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+fn backend() -> Result<&'static LlamaBackend, InferenceError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, InferenceError>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
-            let mut backend =
-                LlamaBackend::init().map_err(|e| format!("cannot start llama.cpp: {e}"))?;
+            let mut backend = LlamaBackend::init()
+                .map_err(|e| InferenceError::Backend(format!("cannot start llama.cpp: {e}")))?;
             backend.void_logs();
             Ok(backend)
         })
@@ -42,8 +43,13 @@ pub(crate) fn serve(settings: LocalSettings, inbox: mpsc::Receiver<Job>, ready: 
         let backend = backend()?;
         let model =
             LlamaModel::load_from_file(backend, &settings.model_path, &LlamaModelParams::default())
-                .map_err(|e| format!("cannot load model {}: {e}", settings.model_path.display()))?;
-        Ok::<_, String>((backend, model))
+                .map_err(|e| {
+                    InferenceError::Backend(format!(
+                        "cannot load model {}: {e}",
+                        settings.model_path.display()
+                    ))
+                })?;
+        Ok::<_, InferenceError>((backend, model))
     })();
     let (backend, model) = match loaded {
         Ok(pair) => pair,
@@ -62,7 +68,9 @@ pub(crate) fn serve(settings: LocalSettings, inbox: mpsc::Receiver<Job>, ready: 
     let mut ctx = match model.new_context(backend, params) {
         Ok(ctx) => ctx,
         Err(e) => {
-            let _ = ready.send(Err(format!("cannot create a {n_ctx}-token context: {e}")));
+            let _ = ready.send(Err(InferenceError::Backend(format!(
+                "cannot create a {n_ctx}-token context: {e}"
+            ))));
             return;
         }
     };
@@ -97,18 +105,18 @@ fn chat_text(
     model: &LlamaModel,
     template: Option<&LlamaChatTemplate>,
     prompt: &Prompt,
-) -> Result<String, String> {
+) -> Result<String, InferenceError> {
     let messages = [("system", &prompt.system), ("user", &prompt.user)]
         .into_iter()
         .map(|(role, content)| {
             LlamaChatMessage::new(role.to_owned(), content.clone())
-                .map_err(|e| format!("prompt contains a NUL byte: {e}"))
+                .map_err(|e| InferenceError::Input(format!("prompt contains a NUL byte: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     match template {
-        Some(t) => model
-            .apply_chat_template(t, &messages, true)
-            .map_err(|e| format!("cannot apply the model's chat template: {e}")),
+        Some(t) => model.apply_chat_template(t, &messages, true).map_err(|e| {
+            InferenceError::Vocabulary(format!("cannot apply the model's chat template: {e}"))
+        }),
         // Models without a template get a plain layout.
         None => Ok(format!("{}\n\n{}\n\n", prompt.system, prompt.user)),
     }
@@ -123,7 +131,8 @@ fn generate_one(
     job: &Job,
 ) -> Result<LocalCompletion, EngineError> {
     let vocab = model.vocab();
-    let text = chat_text(model, template, &job.prompt).map_err(EngineError::Request)?;
+    let text =
+        chat_text(model, template, &job.prompt).map_err(|e| EngineError::Request(e.to_string()))?;
     let tokens = vocab.tokenize(text.as_bytes(), vocab.should_add_bos(), true);
     check_fits(tokens.len(), job.generation.max_tokens as usize, n_ctx)?;
     // Reuse the common prefix; at least the last prompt token is recomputed for its logits.
@@ -149,7 +158,7 @@ fn generate_from(
     cached: &mut Vec<LlamaToken>,
     generation: &Generation,
     reused: usize,
-) -> Result<LocalCompletion, String> {
+) -> Result<LocalCompletion, EngineError> {
     let vocab = model.vocab();
     let prefill_start = Instant::now();
     let batch_size = 512usize;
@@ -207,8 +216,7 @@ fn generate_from(
     while out.wants_more() {
         let token = if constraint.is_some() {
             LlamaToken(
-                out.next_token(&mut constrained, ctx.get_logits_ith(logits_index), &texts)
-                    .map_err(EngineError::Generation)? as i32,
+                out.next_token(&mut constrained, ctx.get_logits_ith(logits_index), &texts)? as i32,
             )
         } else {
             let token = sampler.sample(ctx, logits_index);
@@ -247,10 +255,14 @@ pub(crate) struct VocabOnly {
 }
 
 impl VocabOnly {
-    pub(crate) fn load(path: &Path) -> Result<VocabOnly, String> {
+    pub(crate) fn load(path: &Path) -> Result<VocabOnly, InferenceError> {
         let params = LlamaModelParams::default().with_vocab_only(true);
-        let model = LlamaModel::load_from_file(backend()?, path, &params)
-            .map_err(|e| format!("cannot load the tokenizer of {}: {e}", path.display()))?;
+        let model = LlamaModel::load_from_file(backend()?, path, &params).map_err(|e| {
+            InferenceError::Backend(format!(
+                "cannot load the tokenizer of {}: {e}",
+                path.display()
+            ))
+        })?;
         Ok(VocabOnly { model })
     }
 

@@ -22,6 +22,7 @@
 //! (rules, code) first, and the runner orders local work by environment and tool, so much of
 //! each prompt is reused.
 
+use crate::error::InferenceError;
 use envsim_core::prompt::Prompt;
 use envsim_core::sample::Usage;
 use serde_json::json;
@@ -226,7 +227,9 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub(crate) type Ready = mpsc::Sender<Result<ModelInfo, String>>;
+/// Where the engine thread reports the loaded model, or why it could not load it
+/// ([`LocalEngine::start_with`] returns that as an [`EngineError::Load`] with the same text).
+pub(crate) type Ready = mpsc::Sender<Result<ModelInfo, InferenceError>>;
 
 impl LocalEngine {
     /// Loads the model with the preferred engine ([`EngineKind::preferred`]) on a new engine
@@ -247,7 +250,7 @@ impl LocalEngine {
             )));
         }
         let (jobs, inbox) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<ModelInfo, String>>();
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<ModelInfo, InferenceError>>();
         let thread = std::thread::Builder::new()
             .name("envsim-local-model".into())
             .spawn(move || match kind {
@@ -258,14 +261,17 @@ impl LocalEngine {
                 #[allow(unreachable_patterns)]
                 _ => {
                     let _ = (settings, inbox);
-                    let _ = ready_tx.send(Err(format!("this build has no {} engine", kind.name())));
+                    let _ = ready_tx.send(Err(InferenceError::Unsupported(format!(
+                        "this build has no {} engine",
+                        kind.name()
+                    ))));
                 }
             })
             .map_err(|e| EngineError::Stopped(format!("cannot start the model thread: {e}")))?;
         let info = ready_rx
             .recv()
             .map_err(|_| EngineError::Stopped("the model thread stopped while loading".to_owned()))?
-            .map_err(EngineError::Load)?;
+            .map_err(|e| EngineError::Load(e.to_string()))?;
         Ok(LocalEngine {
             jobs: std::sync::Mutex::new(Some(jobs)),
             thread: std::sync::Mutex::new(Some(thread)),
@@ -380,13 +386,14 @@ impl<'a> Output<'a> {
 
     /// The next token: unconstrained, or the one the sampler picks among tokens whose text
     /// (`texts`, indexed by token id; control tokens have none) keeps the output a prefix the
-    /// constraint accepts. An error when no token does (a schema that admits nothing further).
+    /// constraint accepts. An [`EngineError::Generation`] when no token does (a schema that
+    /// admits nothing further).
     pub(crate) fn next_token(
         &self,
         sampler: &mut crate::constrain::Sampler,
         logits: &[f32],
         texts: &[Vec<u8>],
-    ) -> Result<u32, String> {
+    ) -> Result<u32, EngineError> {
         match &self.matcher {
             None => Ok(sampler.sample(logits)),
             Some(m) => sampler
@@ -394,8 +401,10 @@ impl<'a> Output<'a> {
                     texts.get(t as usize).is_some_and(|text| m.accepts(text))
                 })
                 .ok_or_else(|| {
-                    "no token of the vocabulary continues the output within the output schema"
-                        .to_owned()
+                    EngineError::Generation(
+                        "no token of the vocabulary continues the output within the output schema"
+                            .to_owned(),
+                    )
                 }),
         }
     }
@@ -563,11 +572,12 @@ impl Tokenizer {
             #[cfg(feature = "candle")]
             EngineKind::Candle => TokenizerInner::Bpe(Box::new(
                 crate::candle::tokenizer::BpeTokenizer::from_gguf_file(path)
-                    .map_err(EngineError::Load)?,
+                    .map_err(|e| EngineError::Load(e.to_string()))?,
             )),
             #[cfg(feature = "llama")]
             EngineKind::Llama => TokenizerInner::Llama(
-                crate::llama::VocabOnly::load(path).map_err(EngineError::Load)?,
+                crate::llama::VocabOnly::load(path)
+                    .map_err(|e| EngineError::Load(e.to_string()))?,
             ),
             #[allow(unreachable_patterns)]
             _ => {

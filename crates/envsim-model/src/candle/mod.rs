@@ -11,6 +11,7 @@ pub mod qwen2;
 pub mod tokenizer;
 
 use crate::constrain::Sampler;
+use crate::error::InferenceError;
 use crate::local::{
     check_fits, model_file_name, Constraint, EngineError, EngineKind, Generation, Job,
     LocalCompletion, LocalSettings, ModelInfo, Output, Ready,
@@ -50,11 +51,11 @@ pub enum ChatTemplate {
 
 impl ChatTemplate {
     /// Chooses the rendering for the GGUF's `tokenizer.chat_template`.
-    pub fn from_gguf(template: Option<&str>) -> Result<ChatTemplate, String> {
+    pub fn from_gguf(template: Option<&str>) -> Result<ChatTemplate, InferenceError> {
         match template {
             None => Ok(ChatTemplate::Plain),
             Some(t) if t.contains("<|im_start|>") => Ok(ChatTemplate::ChatMl),
-            Some(_) => Err("the model's chat template is not ChatML (no <|im_start|>); the candle engine renders only ChatML templates (Qwen and others) — run this model with the llama.cpp engine (cargo feature `llama`)".into()),
+            Some(_) => Err(InferenceError::Unsupported("the model's chat template is not ChatML (no <|im_start|>); the candle engine renders only ChatML templates (Qwen and others) — run this model with the llama.cpp engine (cargo feature `llama`)".into())),
         }
     }
 
@@ -96,15 +97,16 @@ pub struct CandleEngine {
 
 impl CandleEngine {
     /// Loads a Qwen2 GGUF.
-    pub fn load(settings: &LocalSettings) -> Result<(CandleEngine, ModelInfo), String> {
+    pub fn load(settings: &LocalSettings) -> Result<(CandleEngine, ModelInfo), InferenceError> {
         let started = Instant::now();
         let path = &settings.model_path;
+        let cannot_load = format!("cannot load model {}", path.display());
         let mut file = std::io::BufReader::new(
             std::fs::File::open(path)
-                .map_err(|e| format!("cannot load model {}: {e}", path.display()))?,
+                .map_err(|e| InferenceError::Io(format!("{cannot_load}: {e}")))?,
         );
         let content = candle_core::quantized::gguf_file::Content::read(&mut file)
-            .map_err(|e| format!("cannot load model {}: {e}", path.display()))?;
+            .map_err(|e| InferenceError::Format(format!("{cannot_load}: {e}")))?;
         let metadata = &content.metadata;
         let config = qwen2::Config::from_metadata(metadata)?;
         let tokenizer = BpeTokenizer::from_metadata(metadata)?;
@@ -118,20 +120,22 @@ impl CandleEngine {
             .n_ctx
             .min(u32::try_from(config.n_ctx_train.max(512)).unwrap_or(u32::MAX));
         let model = Qwen2::load(&content, &mut file, n_ctx as usize)
-            .map_err(|e| format!("cannot load model {}: {e}", path.display()))?;
+            .map_err(|e| e.context(&cannot_load))?;
         if model.vocab_size() < tokenizer.vocab_size() {
-            return Err(format!(
+            return Err(InferenceError::Vocabulary(format!(
                 "the output head has {} rows for a {}-token vocabulary",
                 model.vocab_size(),
                 tokenizer.vocab_size()
-            ));
+            )));
         }
         let threads = settings.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("envsim-candle-{i}"))
             .build()
-            .map_err(|e| format!("cannot start {threads} model threads: {e}"))?;
+            .map_err(|e| {
+                InferenceError::Io(format!("cannot start {threads} model threads: {e}"))
+            })?;
         let name =
             gguf::get_str(metadata, "general.name").unwrap_or_else(|_| model_file_name(path));
         let info = ModelInfo {
@@ -172,7 +176,7 @@ impl CandleEngine {
         tokens
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, InferenceError> {
         let model = &mut self.model;
         let result = self.pool.install(|| model.forward(tokens));
         match result {
@@ -191,9 +195,11 @@ impl CandleEngine {
     /// Computes `tokens` after the longest prefix already in the KV cache (at least the last
     /// token is recomputed, for its logits); returns the last token's logits and how many
     /// tokens were reused.
-    pub fn prefill(&mut self, tokens: &[u32]) -> Result<(Vec<f32>, usize), String> {
+    pub fn prefill(&mut self, tokens: &[u32]) -> Result<(Vec<f32>, usize), InferenceError> {
         if tokens.is_empty() {
-            return Err("the prompt tokenized to nothing".into());
+            return Err(InferenceError::Input(
+                "the prompt tokenized to nothing".into(),
+            ));
         }
         let common = self.choose_cache(tokens).min(tokens.len() - 1);
         self.cached.truncate(common);
@@ -250,7 +256,7 @@ impl CandleEngine {
     }
 
     /// Appends one token and returns the logits after it.
-    pub fn step(&mut self, token: u32) -> Result<Vec<f32>, String> {
+    pub fn step(&mut self, token: u32) -> Result<Vec<f32>, InferenceError> {
         self.forward(&[token])
     }
 
@@ -277,9 +283,7 @@ impl CandleEngine {
         let mut sampler = Sampler::new(generation.temperature, generation.seed);
         let mut out = Output::new(generation, &constraint);
         while out.wants_more() {
-            let token = out
-                .next_token(&mut sampler, &logits, &self.token_texts)
-                .map_err(EngineError::Generation)?;
+            let token = out.next_token(&mut sampler, &logits, &self.token_texts)?;
             if self.tokenizer.is_end_of_generation(token) {
                 out.end_of_turn();
                 break;
@@ -332,6 +336,9 @@ mod tests {
             "S\n\nU\n\n"
         );
         let err = ChatTemplate::from_gguf(Some("{{ bos_token }}[INST]")).unwrap_err();
-        assert!(err.contains("ChatML") && err.contains("llama"), "{err}");
+        assert!(
+            matches!(&err, InferenceError::Unsupported(m) if m.contains("ChatML") && m.contains("llama")),
+            "{err}"
+        );
     }
 }

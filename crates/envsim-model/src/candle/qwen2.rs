@@ -20,6 +20,7 @@
 //! stores them; queries are rounded likewise (its CPU flash attention works in f16).
 
 use super::gguf::{get_f32, get_str, get_u32, read_tensor, Metadata, RawTensor};
+use crate::error::InferenceError;
 use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QuantizedType};
 use candle_core::CpuStorage;
@@ -60,12 +61,12 @@ pub struct Config {
 
 impl Config {
     /// Reads and checks the hyper-parameters.
-    pub fn from_metadata(metadata: &Metadata) -> Result<Config, String> {
+    pub fn from_metadata(metadata: &Metadata) -> Result<Config, InferenceError> {
         let arch = get_str(metadata, "general.architecture")?;
         if arch != "qwen2" {
-            return Err(format!(
+            return Err(InferenceError::Unsupported(format!(
                 "the candle engine runs Qwen2-architecture GGUF models, not {arch:?}; run this model with the llama.cpp engine (cargo feature `llama`)"
-            ));
+            )));
         }
         let n = |key: &str| get_u32(metadata, &format!("qwen2.{key}")).map(|v| v as usize);
         let n_head = n("attention.head_count")?;
@@ -87,21 +88,23 @@ impl Config {
             || n_head % config.n_kv_head != 0
             || config.head_dim % 2 != 0
         {
-            return Err(format!("unsupported attention shape: {config:?}"));
+            return Err(InferenceError::Unsupported(format!(
+                "unsupported attention shape: {config:?}"
+            )));
         }
         if let Ok(rot) = n("rope.dimension_count") {
             if rot != config.head_dim {
-                return Err(format!(
+                return Err(InferenceError::Unsupported(format!(
                     "partial rotary embeddings ({rot} of {} dimensions) are not supported by the candle engine",
                     config.head_dim
-                ));
+                )));
             }
         }
         if let Ok(scaling) = get_str(metadata, "qwen2.rope.scaling.type") {
             if scaling != "none" {
-                return Err(format!(
+                return Err(InferenceError::Unsupported(format!(
                     "RoPE scaling {scaling:?} is not supported by the candle engine"
-                ));
+                )));
             }
         }
         Ok(config)
@@ -123,9 +126,11 @@ const Q8_0_BLOCK: usize = 34;
 /// matrices of the default model are Q5_0 (llama.cpp's Q4_K_M falls back to it for rows of 896
 /// values): widening costs 55% more memory for those matrices and makes prefill several times
 /// faster (docs/benchmarks.md).
-fn widen_q5_0(raw: &RawTensor) -> Result<RawTensor, String> {
+fn widen_q5_0(raw: &RawTensor) -> Result<RawTensor, InferenceError> {
     if raw.bytes.len() % Q5_0_BLOCK != 0 {
-        return Err("Q5_0 tensor data is not a whole number of blocks".into());
+        return Err(InferenceError::Format(
+            "Q5_0 tensor data is not a whole number of blocks".into(),
+        ));
     }
     let mut bytes = Vec::with_capacity(raw.bytes.len() / Q5_0_BLOCK * Q8_0_BLOCK);
     for block in raw.bytes.chunks_exact(Q5_0_BLOCK) {
@@ -154,7 +159,7 @@ fn widen_q5_0(raw: &RawTensor) -> Result<RawTensor, String> {
 
 /// candle reinterprets the bytes as blocks in place (it asserts their alignment); a slice
 /// that is not aligned for the block type is copied into a fresh allocation first.
-fn block_storage(dtype: GgmlDType, bytes: &[u8]) -> Result<Box<dyn QuantizedType>, String> {
+fn block_storage(dtype: GgmlDType, bytes: &[u8]) -> Result<Box<dyn QuantizedType>, InferenceError> {
     let align = match dtype {
         GgmlDType::F32 | GgmlDType::Q8K => 4,
         _ => 2,
@@ -164,18 +169,20 @@ fn block_storage(dtype: GgmlDType, bytes: &[u8]) -> Result<Box<dyn QuantizedType
     }
     let copy = bytes.to_vec();
     if (copy.as_ptr() as usize) % align != 0 {
-        return Err("misaligned tensor data".into());
+        return Err(InferenceError::Compute("misaligned tensor data".into()));
     }
     Ok(dtype.from_data(Cow::Owned(copy)))
 }
 
-fn dequantize(dtype: GgmlDType, bytes: &[u8], elems: usize) -> Result<Vec<f32>, String> {
+fn dequantize(dtype: GgmlDType, bytes: &[u8], elems: usize) -> Result<Vec<f32>, InferenceError> {
     match block_storage(dtype, bytes)?
         .dequantize(elems)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| InferenceError::Compute(e.to_string()))?
     {
         CpuStorage::F32(values) => Ok(values),
-        _ => Err("dequantization did not give f32 values".into()),
+        _ => Err(InferenceError::Compute(
+            "dequantization did not give f32 values".into(),
+        )),
     }
 }
 
@@ -189,7 +196,7 @@ pub(crate) struct Linear {
 }
 
 impl Linear {
-    pub(crate) fn new(raw: &RawTensor, bias: Option<Vec<f32>>) -> Result<Linear, String> {
+    pub(crate) fn new(raw: &RawTensor, bias: Option<Vec<f32>>) -> Result<Linear, InferenceError> {
         let widened;
         let raw = if raw.dtype == GgmlDType::Q5_0 {
             widened = widen_q5_0(raw)?;
@@ -198,13 +205,15 @@ impl Linear {
             raw
         };
         let [n_out, n_in] = raw.dims[..] else {
-            return Err(format!(
+            return Err(InferenceError::Format(format!(
                 "expected a matrix, found dimensions {:?}",
                 raw.dims
-            ));
+            )));
         };
         if bias.as_ref().is_some_and(|b| b.len() != n_out) {
-            return Err("bias length does not match the matrix".into());
+            return Err(InferenceError::Format(
+                "bias length does not match the matrix".into(),
+            ));
         }
         let row_bytes = raw.row_bytes();
         let chunk_rows = (CHUNK_BYTES / row_bytes.max(1)).clamp(16, n_out.max(16));
@@ -214,7 +223,7 @@ impl Linear {
                 let r1 = (r0 + chunk_rows).min(n_out);
                 block_storage(raw.dtype, &raw.bytes[r0 * row_bytes..r1 * row_bytes])
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, InferenceError>>()?;
         Ok(Linear {
             chunks,
             chunk_rows,
@@ -226,7 +235,7 @@ impl Linear {
 
     /// `x·Wᵀ (+ b)` for `m` rows of `x`.
     #[cfg(test)]
-    pub(crate) fn forward(&self, x: &[f32], m: usize) -> Result<Vec<f32>, String> {
+    pub(crate) fn forward(&self, x: &[f32], m: usize) -> Result<Vec<f32>, InferenceError> {
         Ok(forward_many(&[self], x, m)?.remove(0))
     }
 }
@@ -237,10 +246,12 @@ pub(crate) fn forward_many(
     linears: &[&Linear],
     x: &[f32],
     m: usize,
-) -> Result<Vec<Vec<f32>>, String> {
+) -> Result<Vec<Vec<f32>>, InferenceError> {
     let n_in = linears.first().map_or(0, |l| l.n_in);
     if linears.iter().any(|l| l.n_in != n_in) || x.len() != m * n_in {
-        return Err("matrix product with mismatched shapes".into());
+        return Err(InferenceError::Compute(
+            "matrix product with mismatched shapes".into(),
+        ));
     }
     let tile_rows = m.clamp(1, TILE_ROWS);
     let row_blocks = m.div_ceil(tile_rows);
@@ -267,10 +278,10 @@ pub(crate) fn forward_many(
                     &x[r0 * n_in..(r0 + rows) * n_in],
                     &mut out,
                 )
-                .map_err(|e| format!("quantized matrix product: {e}"))?;
+                .map_err(|e| InferenceError::Compute(format!("quantized matrix product: {e}")))?;
             Ok(out)
         })
-        .collect::<Result<Vec<Vec<f32>>, String>>()?;
+        .collect::<Result<Vec<Vec<f32>>, InferenceError>>()?;
     let mut outputs: Vec<Vec<f32>> = linears.iter().map(|l| vec![0f32; m * l.n_out]).collect();
     for (&(l, c, b), part) in tiles.iter().zip(&parts) {
         let linear = linears[l];
@@ -313,13 +324,13 @@ struct Embedding {
 }
 
 impl Embedding {
-    fn row(&self, token: u32) -> Result<Vec<f32>, String> {
+    fn row(&self, token: u32) -> Result<Vec<f32>, InferenceError> {
         let rows = self.raw.dims[0];
         let token = token as usize;
         if token >= rows {
-            return Err(format!(
+            return Err(InferenceError::Input(format!(
                 "token {token} is outside the {rows}-token embedding"
-            ));
+            )));
         }
         let rb = self.raw.row_bytes();
         dequantize(
@@ -367,7 +378,7 @@ impl Qwen2 {
         content: &Content,
         reader: &mut R,
         n_ctx: usize,
-    ) -> Result<Qwen2, String> {
+    ) -> Result<Qwen2, InferenceError> {
         let config = Config::from_metadata(&content.metadata)?;
         let mut load = Loader { content, reader };
         let (d, kv) = (config.n_embd, config.kv_dim());
@@ -392,10 +403,10 @@ impl Qwen2 {
         let norm = load.vector("output_norm.weight", d)?;
         let embedding = load.raw("token_embd.weight")?;
         if embedding.dims.len() != 2 || embedding.dims[1] != d {
-            return Err(format!(
+            return Err(InferenceError::Format(format!(
                 "token_embd.weight has shape {:?}, expected [vocabulary, {d}]",
                 embedding.dims
-            ));
+            )));
         }
         // A separate output matrix, or the embedding tied as the output head.
         let head = if content.tensor_infos.contains_key("output.weight") {
@@ -463,25 +474,25 @@ impl Qwen2 {
 
     /// Runs `tokens` at the positions after the cached ones, appending their keys and values,
     /// and returns the logits of the last token. Call inside the thread pool that should run it.
-    pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, String> {
+    pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, InferenceError> {
         let m = tokens.len();
         let start = self.len;
         if m == 0 {
-            return Err("nothing to compute".into());
+            return Err(InferenceError::Input("nothing to compute".into()));
         }
         if start + m > self.n_ctx {
-            return Err(format!(
+            return Err(InferenceError::Input(format!(
                 "{} positions exceed the {}-token context",
                 start + m,
                 self.n_ctx
-            ));
+            )));
         }
         let c = self.config.clone();
         let (d, kv, hd) = (c.n_embd, c.kv_dim(), c.head_dim);
         let rows = tokens
             .par_iter()
             .map(|&t| self.embedding.row(t))
-            .collect::<Result<Vec<Vec<f32>>, String>>()?;
+            .collect::<Result<Vec<Vec<f32>>, InferenceError>>()?;
         let mut x: Vec<f32> = rows.concat();
         let rope = RopeTable::new(start, m, hd, c.rope_base);
         for (li, layer) in self.layers.iter().enumerate() {
@@ -534,20 +545,26 @@ struct Loader<'a, R> {
 }
 
 impl<R: Read + Seek> Loader<'_, R> {
-    fn raw(&mut self, name: &str) -> Result<RawTensor, String> {
+    fn raw(&mut self, name: &str) -> Result<RawTensor, InferenceError> {
         read_tensor(self.content, self.reader, name)
     }
 
-    fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, String> {
+    fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, InferenceError> {
         let raw = self.raw(name)?;
         let elems: usize = raw.dims.iter().product();
         if elems != len {
-            return Err(format!("tensor {name} has {elems} values, expected {len}"));
+            return Err(InferenceError::Format(format!(
+                "tensor {name} has {elems} values, expected {len}"
+            )));
         }
         dequantize(raw.dtype, &raw.bytes, elems)
     }
 
-    fn optional_vector(&mut self, name: &str, len: usize) -> Result<Option<Vec<f32>>, String> {
+    fn optional_vector(
+        &mut self,
+        name: &str,
+        len: usize,
+    ) -> Result<Option<Vec<f32>>, InferenceError> {
         if self.content.tensor_infos.contains_key(name) {
             self.vector(name, len).map(Some)
         } else {
@@ -561,15 +578,15 @@ impl<R: Read + Seek> Loader<'_, R> {
         bias: Option<Vec<f32>>,
         out: usize,
         inp: usize,
-    ) -> Result<Linear, String> {
+    ) -> Result<Linear, InferenceError> {
         let raw = self.raw(name)?;
         if raw.dims != [out, inp] {
-            return Err(format!(
+            return Err(InferenceError::Format(format!(
                 "tensor {name} has shape {:?}, expected [{out}, {inp}]",
                 raw.dims
-            ));
+            )));
         }
-        Linear::new(&raw, bias).map_err(|e| format!("{name}: {e}"))
+        Linear::new(&raw, bias).map_err(|e| e.context(name))
     }
 }
 

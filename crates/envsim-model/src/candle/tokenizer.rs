@@ -17,6 +17,7 @@
 //! Decoding a token gives its bytes: normal tokens through the inverse byte map, user-defined
 //! tokens as their text, control tokens as nothing (llama.cpp's `special = false`).
 
+use crate::error::InferenceError;
 use regex::Regex;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -131,16 +132,18 @@ fn byte_chars() -> [char; 256] {
 
 impl BpeTokenizer {
     /// Builds the tokenizer; errors name what is unsupported.
-    pub fn new(spec: VocabSpec) -> Result<BpeTokenizer, String> {
+    pub fn new(spec: VocabSpec) -> Result<BpeTokenizer, InferenceError> {
         if spec.pre != "qwen2" {
-            return Err(format!(
+            return Err(InferenceError::Unsupported(format!(
                 "the candle engine's tokenizer supports the Qwen2 pre-tokenizer (tokenizer.ggml.pre = \"qwen2\"), not {:?}; run this model with the llama.cpp engine (cargo feature `llama`)",
                 spec.pre
-            ));
+            )));
         }
         let vocab_size = spec.tokens.len();
         if vocab_size == 0 {
-            return Err("the GGUF has an empty vocabulary".into());
+            return Err(InferenceError::Vocabulary(
+                "the GGUF has an empty vocabulary".into(),
+            ));
         }
         let kinds: Vec<TokenKind> = (0..vocab_size)
             .map(|i| {
@@ -209,7 +212,8 @@ impl BpeTokenizer {
         }
         end_of_generation.sort_unstable();
         end_of_generation.dedup();
-        let split = Regex::new(QWEN2_SPLIT).map_err(|e| format!("pre-tokenizer: {e}"))?;
+        let split = Regex::new(QWEN2_SPLIT)
+            .map_err(|e| InferenceError::Vocabulary(format!("pre-tokenizer: {e}")))?;
         Ok(BpeTokenizer {
             texts,
             kinds,
@@ -227,35 +231,39 @@ impl BpeTokenizer {
     }
 
     /// Reads the tokenizer of a GGUF file (metadata only).
-    pub fn from_gguf_file(path: &std::path::Path) -> Result<BpeTokenizer, String> {
+    pub fn from_gguf_file(path: &std::path::Path) -> Result<BpeTokenizer, InferenceError> {
         let mut file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let content = candle_core::quantized::gguf_file::Content::read(&mut file)
-            .map_err(|e| format!("cannot read the GGUF header of {}: {e}", path.display()))?;
+            .map_err(|e| InferenceError::Io(format!("cannot open {}: {e}", path.display())))?;
+        let content = candle_core::quantized::gguf_file::Content::read(&mut file).map_err(|e| {
+            InferenceError::Format(format!(
+                "cannot read the GGUF header of {}: {e}",
+                path.display()
+            ))
+        })?;
         BpeTokenizer::from_metadata(&content.metadata)
     }
 
     /// Reads the tokenizer from GGUF metadata.
     pub fn from_metadata(
         metadata: &HashMap<String, candle_core::quantized::gguf_file::Value>,
-    ) -> Result<BpeTokenizer, String> {
+    ) -> Result<BpeTokenizer, InferenceError> {
         use super::gguf::{get_str, get_u32, strings};
         let model = get_str(metadata, "tokenizer.ggml.model")?;
         if model != "gpt2" {
-            return Err(format!(
+            return Err(InferenceError::Unsupported(format!(
                 "the candle engine's tokenizer supports byte-level BPE vocabularies (tokenizer.ggml.model = \"gpt2\"), not {model:?}; run this model with the llama.cpp engine (cargo feature `llama`)"
-            ));
+            )));
         }
+        let token_type = |e: candle_core::Error| {
+            InferenceError::Format(format!("tokenizer.ggml.token_type: {e}"))
+        };
         let token_types = match metadata.get("tokenizer.ggml.token_type") {
             Some(value) => value
                 .to_vec()
-                .map_err(|e| format!("tokenizer.ggml.token_type: {e}"))?
+                .map_err(token_type)?
                 .iter()
-                .map(|v| {
-                    v.to_i32()
-                        .map_err(|e| format!("tokenizer.ggml.token_type: {e}"))
-                })
-                .collect::<Result<Vec<i32>, String>>()?,
+                .map(|v| v.to_i32().map_err(token_type))
+                .collect::<Result<Vec<i32>, InferenceError>>()?,
             None => Vec::new(),
         };
         BpeTokenizer::new(VocabSpec {
@@ -626,7 +634,10 @@ pub(crate) mod tests {
         let mut spec = tiny_vocab();
         spec.pre = "llama-bpe".into();
         let err = BpeTokenizer::new(spec).err().unwrap();
-        assert!(err.contains("llama-bpe") && err.contains("llama"), "{err}");
+        assert!(
+            matches!(&err, InferenceError::Unsupported(m) if m.contains("llama-bpe") && m.contains("llama")),
+            "{err}"
+        );
     }
 
     #[test]
