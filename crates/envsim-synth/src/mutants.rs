@@ -165,14 +165,7 @@ fn brackets(line: &str) -> (i64, Option<&'static str>) {
                     }
                     continue;
                 }
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
+                i = past_string(bytes, i);
                 continue;
             }
             b'(' | b'[' | b'{' => depth += 1,
@@ -184,6 +177,20 @@ fn brackets(line: &str) -> (i64, Option<&'static str>) {
     (depth, None)
 }
 
+/// The index just past the one-line string literal that opens at `start` (a quote), escapes
+/// skipped; the end of the line when it does not close.
+fn past_string(bytes: &[u8], start: usize) -> usize {
+    let quote = bytes[start];
+    let mut i = start + 1;
+    while i < bytes.len() && bytes[i] != quote {
+        if bytes[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    (i + 1).min(bytes.len())
+}
+
 /// The code part of a line (before a comment that is outside strings).
 fn code_part(text: &str) -> &str {
     let bytes = text.as_bytes();
@@ -191,14 +198,9 @@ fn code_part(text: &str) -> &str {
     while i < bytes.len() {
         match bytes[i] {
             b'#' => return text[..i].trim_end(),
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
+            b'"' | b'\'' => {
+                i = past_string(bytes, i);
+                continue;
             }
             _ => {}
         }
@@ -297,14 +299,9 @@ fn assignment_at(code: &str) -> Option<usize> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
+            b'"' | b'\'' => {
+                i = past_string(bytes, i);
+                continue;
             }
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => depth -= 1,
@@ -329,14 +326,9 @@ fn threshold(code: &str) -> Option<(usize, usize, &str)> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
+            b'"' | b'\'' => {
+                i = past_string(bytes, i);
+                continue;
             }
             b'<' | b'>' => {
                 let mut j = i + 1;

@@ -175,6 +175,7 @@ async fn the_curve_gates_every_mutant_and_the_every_tool_rule_catches_what_the_o
         },
         seed: 5,
         rules: vec![CurveRule::Fixed(GateRule::Overall), CurveRule::Fixed(every)],
+        checks: None,
     };
     let curve = gate_curve(executor, std::slice::from_ref(&good), &plan, |_, _, _| {})
         .await

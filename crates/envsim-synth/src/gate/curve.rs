@@ -37,6 +37,9 @@ pub struct CurvePlan {
     pub seed: u64,
     /// The rules whose verdicts are compared (each gets its own verdicts at every rate).
     pub rules: Vec<CurveRule>,
+    /// Run `env synth`'s sandbox checks on every good package and mutant too (`None`: the
+    /// gate alone), to count what they catch before a simulator is asked.
+    pub checks: Option<crate::envgen::check::CheckPlan>,
 }
 
 /// A rule as the curve applies it at each error rate.
@@ -165,6 +168,8 @@ pub struct GatedMutant {
     pub calls: usize,
     /// Its score with a perfect reader (rate 0): below 1 when the sampled calls expose it.
     pub score_at_zero: f64,
+    /// The sandbox checks that failed on it (when they ran; empty: none caught it).
+    pub caught_by_checks: Option<Vec<crate::envgen::check::CheckKind>>,
 }
 
 /// The whole measurement.
@@ -178,6 +183,8 @@ pub struct GateCurve {
     pub seed: u64,
     /// The rules compared, described, in the order of each point's verdicts.
     pub rules: Vec<String>,
+    /// Good packages the sandbox checks found fault with (when they ran), with the checks.
+    pub good_caught_by_checks: Option<Vec<(String, Vec<crate::envgen::check::CheckKind>)>>,
     /// The good packages.
     pub packages: Vec<String>,
     /// Calls judged per package (mean over good packages and mutants).
@@ -186,6 +193,20 @@ pub struct GateCurve {
     pub mutants: Vec<GatedMutant>,
     /// One point per error rate, in the plan's order.
     pub points: Vec<CurvePoint>,
+}
+
+/// The kinds of check that fail on `package` (its coverage and determinism included).
+async fn checked_kinds(
+    executor: &Arc<Executor>,
+    package: &EnvPackage,
+    plan: &crate::envgen::check::CheckPlan,
+) -> Result<Vec<crate::envgen::check::CheckKind>, GateError> {
+    let checked =
+        crate::envgen::check::check_loaded(Arc::clone(executor), package.clone(), plan).await?;
+    let mut kinds: Vec<_> = checked.findings.iter().map(|f| f.check).collect();
+    kinds.sort();
+    kinds.dedup();
+    Ok(kinds)
 }
 
 /// The double: `good`'s code read as the description, spoiled at `rate`.
@@ -221,12 +242,19 @@ pub async fn gate_curve(
     let mut good: Vec<Vec<Judged>> = vec![Vec::new(); plan.rates.len()];
     let mut bad: Vec<Vec<(MutantKind, usize, Judged)>> = vec![Vec::new(); plan.rates.len()];
     let mut gated = Vec::new();
+    let mut good_caught = plan.checks.as_ref().map(|_| Vec::new());
     let mut calls_judged = Vec::new();
     for (p, package) in packages.iter().enumerate() {
         let name = package.manifest.name.clone();
         let calls = sample_calls(Arc::clone(&executor), package, &plan.config).await?;
         let truth = execute(Arc::clone(&executor), package, &calls, &plan.config).await?;
         calls_judged.push(truth.len());
+        if let (Some(check), Some(caught)) = (&plan.checks, &mut good_caught) {
+            let kinds = checked_kinds(&executor, package, check).await?;
+            if !kinds.is_empty() {
+                caught.push((name.clone(), kinds));
+            }
+        }
         let mut broken: Vec<(MutantKind, EnvPackage, Vec<ExecutedCall>, Edit)> = Vec::new();
         for &kind in &plan.kinds {
             for m in mutants(package, kind, plan.mutants_per_kind, plan.seed) {
@@ -268,12 +296,17 @@ pub async fn gate_curve(
                 bad[r].push((*kind, index, report.counts()));
             }
         }
-        for (b, (_, _, truth, edit)) in broken.into_iter().enumerate() {
+        for (b, (_, mutant, truth, edit)) in broken.into_iter().enumerate() {
+            let caught_by_checks = match &plan.checks {
+                Some(check) => Some(checked_kinds(&executor, &mutant, check).await?),
+                None => None,
+            };
             gated.push(GatedMutant {
                 package: name.clone(),
                 edit,
                 calls: truth.len(),
                 score_at_zero: at_zero[b],
+                caught_by_checks,
             });
         }
         progress(&name, p + 1, packages.len());
@@ -325,6 +358,7 @@ pub async fn gate_curve(
         mode: plan.config.mode.name().to_owned(),
         seed: plan.seed,
         rules: plan.rules.iter().map(|r| r.describe()).collect(),
+        good_caught_by_checks: good_caught,
         packages: packages.iter().map(|p| p.manifest.name.clone()).collect(),
         mean_calls,
         mutants: gated,
@@ -352,6 +386,34 @@ impl GateCurve {
             self.threshold,
             self.mode
         );
+        if let Some(good) = &self.good_caught_by_checks {
+            let caught: Vec<&GatedMutant> = (self.mutants.iter())
+                .filter(|m| m.caught_by_checks.as_ref().is_some_and(|k| !k.is_empty()))
+                .collect();
+            let exposed_uncaught = (self.mutants.iter())
+                .filter(|m| m.score_at_zero < 1.0)
+                .filter(|m| m.caught_by_checks.as_ref().is_some_and(|k| k.is_empty()))
+                .count();
+            let mut per_kind: BTreeMap<MutantKind, (usize, usize)> = BTreeMap::new();
+            for m in &self.mutants {
+                let entry = per_kind.entry(m.edit.kind).or_default();
+                entry.1 += 1;
+                entry.0 += usize::from(m.caught_by_checks.as_ref().is_some_and(|k| !k.is_empty()));
+            }
+            let kinds: Vec<String> = (per_kind.iter())
+                .map(|(k, (c, n))| format!("{} {c}/{n}", k.name()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Sandbox checks before the gate: {} of {} mutants caught ({}); {} exposed mutants left for the gate; {} of {} good packages with findings.",
+                caught.len(),
+                self.mutants.len(),
+                kinds.join(", "),
+                exposed_uncaught,
+                good.len(),
+                self.packages.len()
+            );
+        }
         let rules = self.points.first().map_or(0, |p| p.rules.len());
         for k in 0..rules {
             let first = &self.points[0].rules[k];
