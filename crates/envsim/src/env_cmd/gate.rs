@@ -300,6 +300,10 @@ pub struct GateCurveArgs {
     /// Mutants per kind and package.
     #[arg(long, default_value_t = 1)]
     mutants: usize,
+    /// Also run `env synth`'s sandbox checks on every package and mutant (without requiring
+    /// tasks), to count what they catch before the gate.
+    #[arg(long)]
+    with_checks: bool,
     #[command(flatten)]
     sampling: SamplingArgs,
     /// Regenerations after a rejected answer, with full anchoring.
@@ -346,6 +350,12 @@ pub async fn curve(root: &Corpus, a: GateCurveArgs) -> Result<()> {
                 alpha: a.sampling.alpha,
             },
         ],
+        checks: a
+            .with_checks
+            .then(|| envsim_synth::envgen::check::CheckPlan {
+                require_tasks: false,
+                ..Default::default()
+            }),
         config,
     };
     let total = packages.len();
