@@ -314,6 +314,8 @@ pub struct ToolAgreement {
     /// Calls whose observation differs from the executed one (reported, not scored: wording
     /// differs between a model and the code without being wrong).
     pub observation_differences: usize,
+    /// Calls the simulator could not answer at all (counted as disagreements).
+    pub unanswered: usize,
     /// The first disagreements.
     pub examples: Vec<Disagreement>,
 }
@@ -352,6 +354,10 @@ pub struct GateReport {
     pub simulator_calls: usize,
     /// Tokens the simulator spent.
     pub tokens: u64,
+    /// Calls the simulator could not answer (counted as disagreements).
+    pub unanswered: usize,
+    /// Why the first unanswered call was not answered.
+    pub unanswered_because: Option<String>,
 }
 
 impl GateReport {
@@ -539,6 +545,7 @@ pub async fn compare(
     let tools = package.manifest.tool_names();
     let mut per_tool: BTreeMap<String, ToolAgreement> = BTreeMap::new();
     let (mut agreeing, mut simulator_calls, mut tokens) = (0usize, 0usize, 0u64);
+    let (mut unanswered, mut first_unanswered) = (0usize, None::<String>);
     let verify = config.verify.filter(|_| verifier.is_some());
     for (i, call) in calls.iter().enumerate() {
         let free = Arc::clone(at_clock.entry(call.clock.to_bits()).or_insert_with(|| {
@@ -563,14 +570,28 @@ pub async fn compare(
             },
             call.before.clone(),
         );
-        let record = session
-            .step(tool, arguments)
-            .await
-            .map_err(|e| GateError::Simulator {
-                package: name.clone(),
-                tool: tool.clone(),
-                message: e.to_string(),
-            })?;
+        let record = match session.step(tool, arguments).await {
+            Ok(record) => record,
+            // A call the simulator cannot answer (a prompt over its context, an answer that
+            // never reads) is a disagreement, counted apart; only a simulator that answers
+            // nothing at all stops the gate (below).
+            Err(e) => {
+                let t = per_tool
+                    .entry(tool.clone())
+                    .or_insert_with(|| ToolAgreement {
+                        tool: tool.clone(),
+                        ..ToolAgreement::default()
+                    });
+                t.calls += 1;
+                t.unanswered += 1;
+                t.executed_successes +=
+                    usize::from(package.outcome.classify(&call.observation) == Some(true));
+                unanswered += 1;
+                first_unanswered.get_or_insert_with(|| format!("{tool}: {e}"));
+                progress(i + 1, calls.len());
+                continue;
+            }
+        };
         simulator_calls += record.provenance.simulator_calls;
         tokens += record.provenance.tokens;
         let rule = &package.outcome;
@@ -608,6 +629,17 @@ pub async fn compare(
             }
         }
         progress(i + 1, calls.len());
+    }
+    if !calls.is_empty() && unanswered == calls.len() {
+        return Err(GateError::Simulator {
+            package: name,
+            tool: "every sampled call".to_owned(),
+            message: format!(
+                "answered none of {} calls; the first: {}",
+                calls.len(),
+                first_unanswered.unwrap_or_default()
+            ),
+        });
     }
     let score = if calls.is_empty() {
         0.0
@@ -657,6 +689,8 @@ pub async fn compare(
         never_succeeded,
         simulator_calls,
         tokens,
+        unanswered,
+        unanswered_because: first_unanswered,
     })
 }
 

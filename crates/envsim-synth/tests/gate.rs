@@ -201,3 +201,79 @@ async fn the_curve_gates_every_mutant_and_the_every_tool_rule_catches_what_the_o
     assert!(per_tool.exposed.rejected() > 0);
     assert_eq!(per_tool.rejection_precision, Some(1.0));
 }
+
+/// A simulator that cannot answer calls of one tool (as a model whose context a prompt
+/// overflows), and answers the rest as `inner` does.
+struct Refusing {
+    inner: Arc<dyn Simulator>,
+    tool: &'static str,
+}
+
+impl Simulator for Refusing {
+    fn name(&self) -> String {
+        "refusing".into()
+    }
+
+    fn predict<'a>(
+        &'a self,
+        r: &'a envsim_sim::backend::StepRequest<'a>,
+    ) -> envsim_sim::backend::BoxFuture<
+        'a,
+        Result<envsim_sim::backend::Prediction, envsim_sim::backend::PredictError>,
+    > {
+        Box::pin(async move {
+            if r.tool == self.tool || self.tool == "*" {
+                return Err(envsim_sim::backend::PredictError::Failed(
+                    "prompt too long".into(),
+                ));
+            }
+            self.inner.predict(r).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn calls_a_simulator_cannot_answer_count_as_disagreements_and_none_answered_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = desk(dir.path());
+    let executor = executor().await;
+    let config = GateConfig {
+        walks: 2,
+        steps: 8,
+        mode: envsim_sim::session::AnchorMode::Off,
+        ..GateConfig::default()
+    };
+    let some: Arc<dyn Simulator> = Arc::new(Refusing {
+        inner: double(&executor, &good, 0.0),
+        tool: "get_ticket",
+    });
+    let report = gate(Arc::clone(&executor), &good, some, None, &config, |_, _| {})
+        .await
+        .unwrap();
+    let get = report
+        .tools
+        .iter()
+        .find(|t| t.tool == "get_ticket")
+        .unwrap();
+    assert_eq!((get.unanswered, get.agreeing), (get.calls, 0));
+    assert_eq!(report.unanswered, get.calls);
+    assert_eq!(report.agreeing, report.calls - get.calls);
+    assert_eq!(
+        report.unanswered_because.as_deref(),
+        Some("get_ticket: prompt too long")
+    );
+    let none: Arc<dyn Simulator> = Arc::new(Refusing {
+        inner: double(&executor, &good, 0.0),
+        tool: "*",
+    });
+    let err = gate(executor, &good, none, None, &config, |_, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "desk: every sampled call: the simulator: answered none of 16 calls; the first: "
+        ),
+        "{err}"
+    );
+}

@@ -222,11 +222,23 @@ fn render(r: &GateReport) -> String {
             w.score
         );
     }
+    if let Some(why) = &r.unanswered_because {
+        let _ = writeln!(
+            out,
+            "  {} calls the simulator could not answer (counted as disagreements); the first: {why}",
+            r.unanswered
+        );
+    }
     for t in r.tools.iter().filter(|t| t.agreeing < t.calls) {
         let _ = writeln!(
             out,
-            "  {}: {}/{} agree ({} outcome, {} state disagreements)",
-            t.tool, t.agreeing, t.calls, t.outcome_disagreements, t.state_disagreements
+            "  {}: {}/{} agree ({} outcome, {} state disagreements, {} unanswered)",
+            t.tool,
+            t.agreeing,
+            t.calls,
+            t.outcome_disagreements,
+            t.state_disagreements,
+            t.unanswered
         );
         if let Some(e) = t.examples.first() {
             let _ = writeln!(
