@@ -11,11 +11,13 @@
 //! reference evaluator's parsing treats specially, for differential tests of the scoring lanes.
 //!
 //! [`openai_double`] is a loopback OpenAI-compatible chat-completions test double; [`desk`] a
-//! small environment package written to a folder.
+//! small environment package written to a folder; [`tally`] a package as a writer model answers
+//! with it.
 
 pub mod desk;
 mod messy;
 pub mod openai_double;
+pub mod tally;
 
 pub use messy::messy_outputs;
 

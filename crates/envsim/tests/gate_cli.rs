@@ -176,3 +176,113 @@ fn the_curve_reports_both_rules_per_rate() {
     );
     assert_eq!(curve["rules"].as_array().unwrap().len(), 3);
 }
+
+/// `env synth` against a writer behind an OpenAI-compatible double that answers with the tally
+/// package; the gate is the faulty double reading each draft (rate 0).
+#[test]
+fn env_synth_writes_the_accepted_package_and_refuses_bad_requests() {
+    use envsim_testkit::openai_double::{DoubleConfig, OpenAiDouble};
+    let writer = OpenAiDouble::spawn(DoubleConfig {
+        default_answer: Some(envsim_testkit::tally::answer(
+            envsim_testkit::tally::CODE,
+            Some(envsim_testkit::tally::TESTS),
+        )),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest: Value = serde_json::from_str(envsim_testkit::tally::MANIFEST).unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, manifest["tools"].to_string()).unwrap();
+    let out_dir = dir.path().join("written");
+    let base = writer.base_url();
+    let synth = |extra: &[&str]| {
+        let mut args = vec![
+            "synth",
+            "--name",
+            "tally",
+            "--writer-model",
+            "writer-m",
+            "--writer-base-url",
+            &base,
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "0",
+            "--walks",
+            "1",
+            "--steps",
+            "8",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        envsim(dir.path(), &args)
+    };
+    let out = synth(&["--tools", tools.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("round 1: 0 findings, gate 1.000"),
+        "{}",
+        text(&out.stdout)
+    );
+    let written = out_dir.join("tally");
+    for file in [
+        "env.py",
+        "manifest.json",
+        "tests.json",
+        "tasks.jsonl",
+        "states/02_large.json",
+    ] {
+        assert!(written.join(file).is_file(), "{file}");
+    }
+    // The writer was asked to implement the tools as given.
+    let body = &writer.bodies()[0];
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.starts_with("Write an environment that implements exactly these tools"),
+        "{user}"
+    );
+    assert!(user.contains("add_to_counter"));
+    // The package written is one the corpus tools read.
+    let listed = envsim(&out_dir, &["check", "tally", "--require-tasks"]);
+    assert!(listed.status.success(), "{}", text(&listed.stdout));
+
+    // Again: the package is there.
+    let again = synth(&["--description", "Counters."]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("exists (--force replaces it)"),
+        "{}",
+        text(&again.stderr)
+    );
+    // Nothing to write from; a name that is not one.
+    let none = synth(&["--force"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(text(&none.stderr)
+        .contains("say what to write: --description TEXT, --openapi FILE or --tools FILE"));
+    let bad = envsim(
+        dir.path(),
+        &[
+            "synth",
+            "--name",
+            "Bad Name",
+            "--description",
+            "x",
+            "--writer-model",
+            "m",
+            "--writer-base-url",
+            &base,
+            "--backend",
+            "faulty",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("\"Bad Name\" is not a package name"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
