@@ -300,7 +300,10 @@ pub async fn check_loaded(
         })
         .map(str::to_owned)
         .collect();
-    let class_convention = package.code.convention == envsim_exec::Convention::Class;
+    // Raising is a fault only where nothing turns the exception into an answer: a package whose
+    // harness renders exceptions (BFCL's imports) answers them like any failure.
+    let raising_is_a_fault = package.code.convention == envsim_exec::Convention::Class
+        && package.code.errors.exception.is_none();
     for tool in &tools {
         let (scripted_success, scripted_refusal) =
             scripted.get(tool.as_str()).copied().unwrap_or_default();
@@ -329,7 +332,7 @@ pub async fn check_loaded(
                 format!("{tool}: accepted all {} deliberately invalid calls (unknown ids, wrong values) and no scripted test shows it refuse: it must refuse bad input with a failure", c.invalid_calls),
             ));
         }
-        if class_convention && c.raised > 0 {
+        if raising_is_a_fault && c.raised > 0 {
             findings.push(Finding::new(
                 CheckKind::Coverage,
                 format!("{tool}: raised on {} of {} calls: tools of the class convention validate and answer {{\"success\": false, \"error\": ...}} instead", c.raised, c.calls),
