@@ -472,7 +472,9 @@ pub struct ExecutedCall {
 }
 
 /// Executes `package`'s code on every sampled call (once, whatever simulators are compared
-/// with it).
+/// with it). The walks ran each call already, but under the walk's seed: the truth runs again
+/// with the seed the simulated step gets, so that a simulator that runs code (the test double)
+/// draws the same randomness.
 pub async fn execute(
     executor: Arc<Executor>,
     package: &EnvPackage,
@@ -570,35 +572,8 @@ pub async fn compare(
             },
             call.before.clone(),
         );
-        let record = match session.step(tool, arguments).await {
-            Ok(record) => record,
-            // A call the simulator cannot answer (a prompt over its context, an answer that
-            // never reads) is a disagreement, counted apart; only a simulator that answers
-            // nothing at all stops the gate (below).
-            Err(e) => {
-                let t = per_tool
-                    .entry(tool.clone())
-                    .or_insert_with(|| ToolAgreement {
-                        tool: tool.clone(),
-                        ..ToolAgreement::default()
-                    });
-                t.calls += 1;
-                t.unanswered += 1;
-                t.executed_successes +=
-                    usize::from(package.outcome.classify(&call.observation) == Some(true));
-                unanswered += 1;
-                first_unanswered.get_or_insert_with(|| format!("{tool}: {e}"));
-                progress(i + 1, calls.len());
-                continue;
-            }
-        };
-        simulator_calls += record.provenance.simulator_calls;
-        tokens += record.provenance.tokens;
         let rule = &package.outcome;
         let executed_success = rule.classify(&call.observation);
-        let predicted_success = rule.classify(&record.observation);
-        let outcome_agrees = executed_success == predicted_success;
-        let state_agrees = call.state_after == *record.state_after;
         let t = per_tool
             .entry(tool.clone())
             .or_insert_with(|| ToolAgreement {
@@ -607,6 +582,24 @@ pub async fn compare(
             });
         t.calls += 1;
         t.executed_successes += usize::from(executed_success == Some(true));
+        let record = match session.step(tool, arguments).await {
+            Ok(record) => record,
+            // A call the simulator cannot answer (a prompt over its context, an answer that
+            // never reads) is a disagreement, counted apart; only a simulator that answers
+            // nothing at all stops the gate (below).
+            Err(e) => {
+                t.unanswered += 1;
+                unanswered += 1;
+                first_unanswered.get_or_insert_with(|| format!("{tool}: {e}"));
+                progress(i + 1, calls.len());
+                continue;
+            }
+        };
+        simulator_calls += record.provenance.simulator_calls;
+        tokens += record.provenance.tokens;
+        let predicted_success = rule.classify(&record.observation);
+        let outcome_agrees = executed_success == predicted_success;
+        let state_agrees = call.state_after == *record.state_after;
         t.observation_differences += usize::from(call.observation != record.observation);
         if outcome_agrees && state_agrees {
             t.agreeing += 1;
@@ -641,11 +634,6 @@ pub async fn compare(
             ),
         });
     }
-    let score = if calls.is_empty() {
-        0.0
-    } else {
-        agreeing as f64 / calls.len() as f64
-    };
     let unsampled = (tools.iter())
         .filter(|t| !per_tool.contains_key(*t))
         .cloned()
@@ -665,6 +653,7 @@ pub async fn compare(
             .map(|t| (t.tool.clone(), t.calls, t.agreeing))
             .collect(),
     };
+    let score = counts.score();
     let worst_tool = config.rule.worst_tool(&counts);
     let never_succeeded = (ordered.iter())
         .filter(|t| t.executed_successes == 0)

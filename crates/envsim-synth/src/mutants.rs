@@ -74,6 +74,21 @@ pub struct Mutant {
     pub package: EnvPackage,
 }
 
+impl Mutant {
+    /// `package` with `edit` applied to its code (convention, class and error rendering kept).
+    pub fn of(package: &EnvPackage, edit: Edit) -> Mutant {
+        let code = &package.code;
+        let mut package = package.clone();
+        package.code = EnvCode::with_convention(
+            apply(&code.code, &edit),
+            code.class_name.clone(),
+            code.convention,
+        )
+        .with_errors((*code.errors).clone());
+        Mutant { edit, package }
+    }
+}
+
 /// A line of code as the scanner classifies it.
 struct Line<'a> {
     number: usize,
@@ -402,20 +417,12 @@ pub fn apply(code: &str, edit: &Edit) -> String {
 /// Up to `count` mutants of `package` of `kind`, at sites drawn with `seed` (fewer when the
 /// code has fewer sites; none when it has none).
 pub fn mutants(package: &EnvPackage, kind: MutantKind, count: usize, seed: u64) -> Vec<Mutant> {
-    let code = &package.code;
-    let mut sites = sites(&code.code, kind);
+    let mut sites = sites(&package.code.code, kind);
     let mut rng = Rng::new(seed ^ (kind as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut out = Vec::new();
     while out.len() < count && !sites.is_empty() {
         let edit = sites.swap_remove(rng.below(sites.len()));
-        let mut package = package.clone();
-        package.code = EnvCode::with_convention(
-            apply(&code.code, &edit),
-            code.class_name.clone(),
-            code.convention,
-        )
-        .with_errors((*code.errors).clone());
-        out.push(Mutant { edit, package });
+        out.push(Mutant::of(package, edit));
     }
     out
 }

@@ -7,7 +7,7 @@ use envsim_exec::{Executor, Limits};
 use envsim_sim::backend::{ExecutorSimulator, Simulator};
 use envsim_sim::faulty::FaultySimulator;
 use envsim_synth::gate::{environments, gate, judge, sample_calls, GateConfig, GateError};
-use envsim_synth::mutants::{sites, Edit, Mutant, MutantKind};
+use envsim_synth::mutants::{sites, Mutant, MutantKind};
 use std::sync::Arc;
 
 async fn executor() -> Arc<Executor> {
@@ -27,17 +27,11 @@ fn double(executor: &Arc<Executor>, good: &EnvPackage, rate: f64) -> Arc<dyn Sim
 
 /// The mutant of the desk whose edit is on the line that holds `text`.
 fn mutant_at(package: &EnvPackage, kind: MutantKind, text: &str) -> Mutant {
-    let edit: Edit = sites(&package.code.code, kind)
+    let edit = sites(&package.code.code, kind)
         .into_iter()
         .find(|e| e.original.contains(text))
         .unwrap_or_else(|| panic!("no {kind:?} site at {text:?}"));
-    let mut package = package.clone();
-    package.code = envsim_exec::EnvCode::with_convention(
-        envsim_synth::mutants::apply(&package.code.code, &edit),
-        package.code.class_name.clone(),
-        package.code.convention,
-    );
-    Mutant { edit, package }
+    Mutant::of(package, edit)
 }
 
 #[tokio::test]

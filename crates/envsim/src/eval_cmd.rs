@@ -574,7 +574,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
                 .context("--backend openai needs --model (the name the server serves, e.g. Qwen/Qwen2.5-7B-Instruct)")?;
             let base_url = match &args.base_url {
                 Some(url) => url.clone(),
-                None if args.api_key.is_some() => "https://api.openai.com/v1".to_owned(),
+                None if args.api_key.is_some() => crate::simulators::OPENAI_BASE_URL.to_owned(),
                 None => bail!("--backend openai needs --base-url URL (or OPENAI_BASE_URL), e.g. http://localhost:8000/v1 for vLLM; for api.openai.com set OPENAI_API_KEY"),
             };
             if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {

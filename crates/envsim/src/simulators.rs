@@ -135,6 +135,23 @@ pub fn local_backend(
     ))
 }
 
+/// OpenAI's own endpoint, asked when a key is given and no URL.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The OpenAI-compatible endpoint to ask: the first URL given, else OpenAI's own when there is
+/// a key; `missing` is the error when there is neither.
+pub fn endpoint_url(
+    urls: &[Option<&String>],
+    api_key: Option<&String>,
+    missing: &str,
+) -> Result<String> {
+    match (urls.iter().flatten().next(), api_key) {
+        (Some(url), _) => Ok((*url).clone()),
+        (None, Some(_)) => Ok(OPENAI_BASE_URL.to_owned()),
+        (None, None) => bail!("{missing}"),
+    }
+}
+
 /// Which simulator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendKind {
@@ -306,11 +323,11 @@ pub fn build_backend(
                 .model
                 .clone()
                 .ok_or_else(|| anyhow!("--backend openai needs --model"))?;
-            let base_url = match (&args.base_url, &args.api_key) {
-                (Some(url), _) => url.clone(),
-                (None, Some(_)) => "https://api.openai.com/v1".to_owned(),
-                (None, None) => bail!("--backend openai needs --base-url URL (or OPENAI_BASE_URL)"),
-            };
+            let base_url = endpoint_url(
+                &[args.base_url.as_ref()],
+                args.api_key.as_ref(),
+                "--backend openai needs --base-url URL (or OPENAI_BASE_URL)",
+            )?;
             let client =
                 envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
                     base_url,

@@ -535,13 +535,11 @@ fn agent_client(a: &SynthArgs) -> Result<(envsim_llm::openai::OpenAiClient, Stri
         .clone()
         .or_else(|| a.backends.model.clone())
         .ok_or_else(|| anyhow!("--agent openai needs --agent-model (or --model)"))?;
-    let base_url = match (&a.agent_base_url, &a.backends.base_url, &a.backends.api_key) {
-        (Some(url), _, _) | (None, Some(url), _) => url.clone(),
-        (None, None, Some(_)) => "https://api.openai.com/v1".to_owned(),
-        (None, None, None) => {
-            bail!("--agent openai needs --agent-base-url or --base-url (or OPENAI_BASE_URL)")
-        }
-    };
+    let base_url = crate::simulators::endpoint_url(
+        &[a.agent_base_url.as_ref(), a.backends.base_url.as_ref()],
+        a.backends.api_key.as_ref(),
+        "--agent openai needs --agent-base-url or --base-url (or OPENAI_BASE_URL)",
+    )?;
     let client = envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
         base_url,
         api_key: a.backends.api_key.clone(),

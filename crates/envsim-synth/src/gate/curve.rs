@@ -97,11 +97,8 @@ pub struct Verdicts {
     pub max_score: f64,
 }
 
-/// One gated package's counts.
-type Judged = Counts;
-
 impl Verdicts {
-    fn under(rule: GateRule, threshold: f64, judged: &[&Judged]) -> Verdicts {
+    fn under(rule: GateRule, threshold: f64, judged: &[&Counts]) -> Verdicts {
         let scores: Vec<(f64, bool)> = (judged.iter())
             .map(|c| (c.score(), rule.passes(threshold, c)))
             .collect();
@@ -239,8 +236,8 @@ pub async fn gate_curve(
     }
     let threshold = plan.config.threshold;
     // Scores per rate: good packages, and mutants with their kind and index.
-    let mut good: Vec<Vec<Judged>> = vec![Vec::new(); plan.rates.len()];
-    let mut bad: Vec<Vec<(MutantKind, usize, Judged)>> = vec![Vec::new(); plan.rates.len()];
+    let mut good: Vec<Vec<Counts>> = vec![Vec::new(); plan.rates.len()];
+    let mut bad: Vec<Vec<(MutantKind, usize, Counts)>> = vec![Vec::new(); plan.rates.len()];
     let mut gated = Vec::new();
     let mut good_caught = plan.checks.as_ref().map(|_| Vec::new());
     let mut calls_judged = Vec::new();
@@ -266,6 +263,23 @@ pub async fn gate_curve(
             }
         }
         let mut at_zero = vec![1.0; broken.len()];
+        // Exposure is measured with a perfect reader whatever rates the plan asks for.
+        if !plan.rates.contains(&0.0) {
+            let perfect =
+                reading_double(&executor, package, FaultProfile::Uniform(0.0), plan.seed)?;
+            for (b, (_, mutant, truth, _)) in broken.iter().enumerate() {
+                let report = compare(
+                    mutant,
+                    truth,
+                    Arc::clone(&perfect),
+                    None,
+                    &plan.config,
+                    |_, _| {},
+                )
+                .await?;
+                at_zero[b] = report.score;
+            }
+        }
         for (r, &rate) in plan.rates.iter().enumerate() {
             let double =
                 reading_double(&executor, package, FaultProfile::Uniform(rate), plan.seed)?;
@@ -318,8 +332,8 @@ pub async fn gate_curve(
             rules: (plan.rules.iter())
                 .map(|&rule| {
                     let rule = rule.at(rate);
-                    let verdicts = |judged: Vec<&Judged>| Verdicts::under(rule, threshold, &judged);
-                    let mut by_kind: BTreeMap<MutantKind, Vec<&Judged>> = BTreeMap::new();
+                    let verdicts = |judged: Vec<&Counts>| Verdicts::under(rule, threshold, &judged);
+                    let mut by_kind: BTreeMap<MutantKind, Vec<&Counts>> = BTreeMap::new();
                     for (kind, _, judged) in &bad[r] {
                         by_kind.entry(*kind).or_default().push(judged);
                     }

@@ -318,13 +318,25 @@ pub async fn synth(a: SynthEnvArgs) -> Result<()> {
         .files
         .as_ref()
         .ok_or_else(|| anyhow!("the accepted draft has no files"))?;
+    // Whole or not at all: the package is written beside its place, then moved there.
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
+    let partial = tempfile::Builder::new()
+        .prefix(&format!(".{}-", a.name))
+        .tempdir_in(&a.out)
+        .with_context(|| format!("cannot write into {}", a.out.display()))?;
+    files
+        .write(partial.path())
+        .with_context(|| format!("cannot write {}", partial.path().display()))?;
     if target.exists() {
         std::fs::remove_dir_all(&target)
             .with_context(|| format!("cannot replace {}", target.display()))?;
     }
-    files
-        .write(&target)
-        .with_context(|| format!("cannot write {}", target.display()))?;
+    let written = partial.keep();
+    if let Err(error) = std::fs::rename(&written, &target) {
+        let _ = std::fs::remove_dir_all(&written);
+        return Err(error).with_context(|| format!("cannot write {}", target.display()));
+    }
     eprintln!(
         "{}: accepted after {} rounds -> {}",
         a.name,
@@ -360,17 +372,11 @@ fn writer_model(a: &SynthEnvArgs) -> Result<Arc<dyn TextModel>> {
             let model = (a.writer_model.clone())
                 .or_else(|| a.backends.model.clone())
                 .ok_or_else(|| anyhow!("--writer openai needs --writer-model (or --model)"))?;
-            let base_url = match (
-                &a.writer_base_url,
-                &a.backends.base_url,
-                &a.backends.api_key,
-            ) {
-                (Some(url), _, _) | (None, Some(url), _) => url.clone(),
-                (None, None, Some(_)) => "https://api.openai.com/v1".to_owned(),
-                (None, None, None) => bail!(
-                    "--writer openai needs --writer-base-url or --base-url (or OPENAI_BASE_URL)"
-                ),
-            };
+            let base_url = crate::simulators::endpoint_url(
+                &[a.writer_base_url.as_ref(), a.backends.base_url.as_ref()],
+                a.backends.api_key.as_ref(),
+                "--writer openai needs --writer-base-url or --base-url (or OPENAI_BASE_URL)",
+            )?;
             let client =
                 envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
                     base_url,
