@@ -81,3 +81,35 @@ pub struct Usage {
     #[serde(default)]
     pub completion_tokens: u64,
 }
+
+impl Usage {
+    /// Both counts added up.
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+
+    /// Prompt and completion tokens together.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// What a model's tokens cost, in USD per million.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct Price {
+    /// USD per million prompt tokens.
+    pub input_per_mtok: f64,
+    /// USD per million completion tokens.
+    pub output_per_mtok: f64,
+}
+
+impl Price {
+    /// USD for `usage`: (prompt, completion).
+    pub fn cost(&self, usage: Usage) -> (f64, f64) {
+        (
+            usage.prompt_tokens as f64 * self.input_per_mtok / 1e6,
+            usage.completion_tokens as f64 * self.output_per_mtok / 1e6,
+        )
+    }
+}

@@ -40,14 +40,7 @@ fn metric(sample: &SampleScore, name: &str) -> f64 {
 /// (`None` for an empty row).
 pub type RowIntervals = Vec<(&'static str, Option<Interval>)>;
 
-/// Cost per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
-pub struct Price {
-    /// USD per million prompt tokens.
-    pub input_per_mtok: f64,
-    /// USD per million completion tokens.
-    pub output_per_mtok: f64,
-}
+pub use envsim_core::sample::Price;
 
 /// Money spent.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -251,8 +244,10 @@ impl RunReport {
         });
         let report = Report::new(record.system.clone(), samples);
         let cost = price.map(|p| {
-            let input_usd = report.overall.prompt_tokens as f64 * p.input_per_mtok / 1e6;
-            let output_usd = report.overall.completion_tokens as f64 * p.output_per_mtok / 1e6;
+            let (input_usd, output_usd) = p.cost(envsim_core::sample::Usage {
+                prompt_tokens: report.overall.prompt_tokens,
+                completion_tokens: report.overall.completion_tokens,
+            });
             let correct = report.samples.iter().filter(|s| s.cm_strict).count();
             let total_usd = input_usd + output_usd;
             Cost {

@@ -7,7 +7,9 @@
 //!
 //! Nothing is printed here; the caller hears of each round through `progress`.
 
+pub mod batch;
 pub mod check;
+pub mod dedup;
 pub mod files;
 
 use crate::gate::{gate, GateConfig, GateReport};
@@ -185,6 +187,12 @@ pub async fn synthesize(
         };
         let seed = plan.seed.wrapping_add(number as u64);
         let (answer, usage) = writer.complete(prompt, None, seed).await?;
+        // Every answer is kept beside the draft, read or not, for whoever debugs a writer.
+        let kept = scratch.join(format!("{}.round-{number}.txt", request.name));
+        envsim_fs::write_atomic(&kept, answer.as_bytes()).map_err(|e| SynthEnvError::Scratch {
+            path: kept.display().to_string(),
+            error: std::io::Error::new(e.error.kind(), e.to_string()),
+        })?;
         outcome.writer_usage.prompt_tokens += usage.prompt_tokens;
         outcome.writer_usage.completion_tokens += usage.completion_tokens;
         let mut round = Round {
@@ -339,16 +347,22 @@ fn writing_prompt(request: &EnvRequest) -> Prompt {
     }
 }
 
-/// A repair request: the draft and what failed.
+/// A repair request: the draft and what failed. An answer that held no package files is not
+/// shown again (there is nothing in it to repair, and it would crowd the writer's context).
 fn repair_prompt(request: &EnvRequest, answer: &str, findings: &[Finding]) -> Prompt {
     let listed: String = findings
         .iter()
         .map(|f| format!("- [{}] {}\n", f.check.name(), f.message))
         .collect();
+    let previous = if findings.iter().any(|f| f.check == CheckKind::Files) {
+        format!("Your previous answer could not be read as package files:\n{listed}\nWrite the whole package, every file under its `=== FILE: path ===` line, ending with `=== END ===`.")
+    } else {
+        format!("Your previous package:\n\n{answer}\n\nIt failed these checks in the sandbox:\n{listed}\nWrite the whole package again with every problem fixed (all files, in the same answer format).")
+    };
     Prompt {
         system: system_message(),
         user: format!(
-            "{}\n\nPackage name: {}\nConvention: {}\n\nYour previous package:\n\n{answer}\n\nIt failed these checks in the sandbox:\n{listed}\nWrite the whole package again with every problem fixed (all files, in the same answer format).",
+            "{}\n\nPackage name: {}\nConvention: {}\n\n{previous}",
             source_text(&request.source),
             request.name,
             convention_name(request.convention)

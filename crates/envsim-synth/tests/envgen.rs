@@ -135,6 +135,16 @@ async fn a_hopeless_writer_is_refused_after_every_round() {
     assert!(!outcome.accepted);
     assert_eq!(outcome.rounds.len(), 3);
     assert_eq!(outcome.rounds[0].findings[0].check, CheckKind::Files);
+    // An answer that held no files is not shown again: only what was wrong with it.
+    let repair = &writer.prompts()[1].user;
+    assert!(
+        repair.contains("Your previous answer could not be read as package files:\n- [files] the answer holds no file"),
+        "{repair}"
+    );
+    assert!(!repair.contains("I cannot write code."), "{repair}");
+    // A draft that read as files is shown with its findings.
+    let third = &writer.prompts()[2].user;
+    assert!(third.contains("Your previous package:\n\n") && third.contains("=== FILE: env.py ==="));
     for round in &outcome.rounds[1..] {
         assert_eq!(
             round.findings[0].check,

@@ -406,3 +406,20 @@ pub fn print_summary(source: &str, replayed: &[ReplayedRun]) -> ReplayCounts {
     }
     summary.print(source)
 }
+
+/// The price `--price-input USD --price-output USD` give (USD per million prompt and
+/// completion tokens): both or neither.
+pub fn price_of(
+    input: Option<f64>,
+    output: Option<f64>,
+) -> Result<Option<envsim_core::sample::Price>> {
+    match (input, output) {
+        (None, None) => Ok(None),
+        (Some(i), Some(o)) if i >= 0.0 && o >= 0.0 => Ok(Some(envsim_core::sample::Price {
+            input_per_mtok: i,
+            output_per_mtok: o,
+        })),
+        (Some(_), Some(_)) => bail!("prices must be ≥ 0"),
+        _ => bail!("give both --price-input and --price-output (USD per million tokens)"),
+    }
+}

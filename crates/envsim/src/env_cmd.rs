@@ -280,7 +280,7 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::Replay(replay) => replay::run(&root, replay).await,
             EnvCommand::Gate(a) => gate::run(&root, a).await,
             EnvCommand::GateCurve(a) => gate::curve(&root, a).await,
-            EnvCommand::Synth(a) => synth::synth(*a).await,
+            EnvCommand::Synth(a) => synth::synth(&root, *a).await,
             EnvCommand::Check(a) => synth::check(&root, a).await,
             EnvCommand::ImportEnvscaler {
                 file,

@@ -491,18 +491,6 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn price_of(input: Option<f64>, output: Option<f64>) -> Result<Option<Price>> {
-    match (input, output) {
-        (None, None) => Ok(None),
-        (Some(i), Some(o)) if i >= 0.0 && o >= 0.0 => Ok(Some(Price {
-            input_per_mtok: i,
-            output_per_mtok: o,
-        })),
-        (Some(_), Some(_)) => bail!("prices must be ≥ 0"),
-        _ => bail!("give both --price-input and --price-output (USD per million tokens)"),
-    }
-}
-
 impl DecodingArgs {
     fn template_for(&self, backend: BackendArg) -> TemplateArg {
         self.template.unwrap_or(match backend {
@@ -620,7 +608,7 @@ pub fn eval(args: EvalArgs) -> Result<()> {
         decoding,
     );
     config.subset = bench.subset.take();
-    let price = price_of(args.price_input, args.price_output)?;
+    let price = crate::context::price_of(args.price_input, args.price_output)?;
     let bench_path = bench.display.clone();
     let request = RunRequest {
         store: args.store.store.clone(),

@@ -259,8 +259,9 @@ fn env_synth_writes_the_accepted_package_and_refuses_bad_requests() {
     // Nothing to write from; a name that is not one.
     let none = synth(&["--force"]);
     assert_eq!(none.status.code(), Some(1));
-    assert!(text(&none.stderr)
-        .contains("say what to write: --description TEXT, --openapi FILE or --tools FILE"));
+    assert!(text(&none.stderr).contains(
+        "say what to write: --description TEXT, --openapi FILE, --tools FILE or --batch FILE"
+    ));
     let bad = envsim(
         dir.path(),
         &[
@@ -284,5 +285,233 @@ fn env_synth_writes_the_accepted_package_and_refuses_bad_requests() {
         text(&bad.stderr).contains("\"Bad Name\" is not a package name"),
         "{}",
         text(&bad.stderr)
+    );
+}
+
+/// The tally package's tools as an OpenAPI document.
+const TALLY_API: &str = r#"{"openapi": "3.0.0", "info": {"title": "Counters", "version": "1"},
+  "paths": {
+    "/counters/{counter_id}": {"get": {"operationId": "get_counter", "summary": "Read a counter"}},
+    "/counters/{counter_id}/add": {"post": {"operationId": "add_to_counter", "summary": "Add 1 to 5, within the limit"}},
+    "/counters/{counter_id}/reset": {"post": {"operationId": "reset_counter", "summary": "Back to 0"}}}}"#;
+
+fn tally_writer() -> envsim_testkit::openai_double::OpenAiDouble {
+    use envsim_testkit::openai_double::{DoubleConfig, OpenAiDouble};
+    OpenAiDouble::spawn(DoubleConfig {
+        default_answer: Some(envsim_testkit::tally::answer(
+            envsim_testkit::tally::CODE,
+            Some(envsim_testkit::tally::TESTS),
+        )),
+        ..DoubleConfig::default()
+    })
+    .unwrap()
+}
+
+/// `env synth --openapi`: the writer is asked to implement the document's operations.
+#[test]
+fn env_synth_writes_from_an_openapi_document() {
+    let writer = tally_writer();
+    let dir = tempfile::tempdir().unwrap();
+    let api = dir.path().join("api.json");
+    std::fs::write(&api, TALLY_API).unwrap();
+    let out_dir = dir.path().join("written");
+    let base = writer.base_url();
+    let out = envsim(
+        dir.path(),
+        &[
+            "synth",
+            "--name",
+            "counters",
+            "--openapi",
+            api.to_str().unwrap(),
+            "--writer-model",
+            "writer-m",
+            "--writer-base-url",
+            &base,
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "0",
+            "--walks",
+            "1",
+            "--steps",
+            "8",
+            "--price-input",
+            "1",
+            "--price-output",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let user = writer.bodies()[0]["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        user.starts_with(
+            "Write an environment that implements this OpenAPI document, one tool per operation"
+        ),
+        "{user}"
+    );
+    assert!(
+        user.contains("\"operationId\": \"reset_counter\""),
+        "{user}"
+    );
+    assert!(user.contains("Package name: counters"));
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("counters/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["name"], "counters");
+    // The cost of the writer's tokens at the prices given (the double counts its tokens).
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("; cost $0.0"), "{stdout}");
+    // An OpenAPI file that is not JSON is refused with its place.
+    std::fs::write(&api, "{\n  \"openapi\": 3,,\n}").unwrap();
+    let bad = envsim(
+        dir.path(),
+        &[
+            "synth",
+            "--name",
+            "c2",
+            "--openapi",
+            api.to_str().unwrap(),
+            "--writer-model",
+            "m",
+            "--writer-base-url",
+            &base,
+            "--backend",
+            "faulty",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("api.json: line 2, column"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+/// `env synth --batch`: a dry run, a batch written two at a time with one request skipped as a
+/// duplicate of an earlier one, the cost per accepted package, and a rerun that asks nobody.
+#[test]
+fn env_synth_batch_writes_skips_and_resumes() {
+    let writer = tally_writer();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("api.json"), TALLY_API).unwrap();
+    let batch = dir.path().join("batch.txt");
+    std::fs::write(
+        &batch,
+        "# two requests, and a third that asks for the first again\n\
+         {\"name\": \"counters\", \"description\": \"Named counters that grow up to a limit.\"}\n\
+         {\"name\": \"tallies\", \"openapi\": \"api.json\"}\n\
+         Named counters that grow up to a limit, and reset.\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("written");
+    let store = dir.path().join("store.sqlite");
+    let base = writer.base_url();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "synth",
+            "--batch",
+            batch.to_str().unwrap(),
+            "--writer-model",
+            "writer-m",
+            "--writer-base-url",
+            &base,
+            "--backend",
+            "faulty",
+            "--fault-rate",
+            "0",
+            "--walks",
+            "1",
+            "--steps",
+            "8",
+            "--store",
+            store.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        envsim(dir.path(), &args)
+    };
+    let dry = run(&["--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry.stderr));
+    let shown = text(&dry.stdout);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!(
+        lines[0].starts_with("counters") && lines[0].contains(" write "),
+        "{shown}"
+    );
+    assert!(
+        lines[1].starts_with("tallies") && lines[1].contains(" write "),
+        "{shown}"
+    );
+    assert!(
+        lines[2].starts_with("named_counter_grow")
+            && lines[2].contains(" duplicate  nearest counters ("),
+        "{shown}"
+    );
+    assert_eq!(lines[3], "2 of 3 requests would be written");
+    assert!(writer.bodies().is_empty(), "a dry run asks no writer");
+
+    let out = run(&["--jobs", "2", "--price-input", "1", "--price-output", "2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    // The two written requests got the same package: one is kept, the other is its duplicate.
+    assert!(
+        table.contains("3 requests: 1 accepted, 0 refused, 2 duplicates, 0 existing, 0 failed (0 from the store)"),
+        "{table}"
+    );
+    assert!(table.contains("per accepted package"), "{table}");
+    assert_eq!(writer.bodies().len(), 2);
+    let kept: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(kept[0] == "counters" || kept[0] == "tallies");
+
+    // The rerun reads both from the store and asks nobody.
+    let again = run(&["--json"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(writer.bodies().len(), 2);
+    let report: Value = serde_json::from_str(&text(&again.stdout)).unwrap();
+    assert_eq!(report["report"]["from_store"], 2);
+    assert_eq!(report["report"]["resumed"], true);
+    assert!(report["report"]["entries"][0].get("files").is_none());
+    assert!(
+        report["writer_usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    // A bad batch file is refused with its line, before anything runs.
+    std::fs::write(&batch, "{\"name\": \"x\", \"tools\": []}\n").unwrap();
+    let bad = run(&[]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr)
+            .contains("batch.txt, line 1: \"tools\" must be a non-empty array of tool schemas"),
+        "{}",
+        text(&bad.stderr)
+    );
+    // Batch options need --batch.
+    let lone = envsim(
+        dir.path(),
+        &["synth", "--name", "x", "--jobs", "3", "--out", "o"],
+    );
+    assert_eq!(lone.status.code(), Some(1));
+    assert!(
+        text(&lone.stderr).contains("--jobs is an option of batches: it needs --batch FILE"),
+        "{}",
+        text(&lone.stderr)
     );
 }

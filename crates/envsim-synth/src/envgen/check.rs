@@ -10,13 +10,13 @@ use envsim_bench::collect::{collect, Outcome, WalkPlan, LEARNING_FOCUS_SHARE};
 use envsim_bench::driver::Intent;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Call, ExecError, Executor};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Which check a finding comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     /// The writer's answer is not a set of package files.
@@ -60,7 +60,7 @@ impl CheckKind {
 }
 
 /// One failed check, in words for the writer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// The check.
     pub check: CheckKind,

@@ -172,6 +172,26 @@ impl PackageFiles {
         }
         Ok(())
     }
+
+    /// Writes the package as `out/name`, whole or not at all: into a fresh folder beside its
+    /// place, then moved there (a package already there is replaced). Returns the path.
+    pub fn install(&self, out: &Path, name: &str) -> std::io::Result<std::path::PathBuf> {
+        let target = out.join(name);
+        std::fs::create_dir_all(out)?;
+        let partial = tempfile::Builder::new()
+            .prefix(&format!(".{name}-"))
+            .tempdir_in(out)?;
+        self.write(partial.path())?;
+        if target.exists() {
+            std::fs::remove_dir_all(&target)?;
+        }
+        let written = partial.keep();
+        if let Err(error) = std::fs::rename(&written, &target) {
+            let _ = std::fs::remove_dir_all(&written);
+            return Err(error);
+        }
+        Ok(target)
+    }
 }
 
 /// A file's lines without the Markdown fence around them (```python ... ```), and with one
