@@ -769,3 +769,53 @@ fn entry_of(outcome: SynthOutcome, seconds: f64) -> BatchEntry {
         seconds,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(status: EntryStatus, prompt: u64, completion: u64, gate: u64) -> BatchEntry {
+        BatchEntry {
+            rounds: 1,
+            writer_usage: Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+            },
+            gate_tokens: gate,
+            ..BatchEntry::skipped("p", status, None)
+        }
+    }
+
+    #[test]
+    fn the_cost_prices_the_writer_and_the_gate_apart_and_divides_by_accepted_packages() {
+        let report = BatchReport {
+            run: "r".into(),
+            resumed: false,
+            entries: vec![
+                entry(EntryStatus::Accepted, 1_000_000, 200_000, 500_000),
+                entry(EntryStatus::Refused, 2_000_000, 300_000, 0),
+                entry(EntryStatus::Accepted, 500_000, 100_000, 1_500_000),
+            ],
+            failures: Vec::new(),
+            from_store: 0,
+        };
+        let price = Price {
+            input_per_mtok: 3.0,
+            output_per_mtok: 15.0,
+        };
+        let cost = report.cost(price, 0.5);
+        assert_eq!(
+            cost.writer_usage,
+            Usage {
+                prompt_tokens: 3_500_000,
+                completion_tokens: 600_000
+            }
+        );
+        assert_eq!(cost.gate_tokens, 2_000_000);
+        // 3.5 M × $3 + 0.6 M × $15 = $19.5; 2 M × $0.5 = $1.
+        assert!((cost.writer_usd - 19.5).abs() < 1e-9);
+        assert!((cost.gate_usd - 1.0).abs() < 1e-9);
+        assert!((cost.total_usd - 20.5).abs() < 1e-9);
+        assert_eq!(cost.per_accepted_usd, Some(cost.total_usd / 2.0));
+    }
+}
