@@ -13,7 +13,7 @@
 
 pub mod curve;
 
-use envsim_bench::collect::{collect, TransitionRecord, WalkPlan, LEARNING_FOCUS_SHARE};
+use envsim_bench::collect::{collect, StateText, TransitionRecord, WalkPlan, LEARNING_FOCUS_SHARE};
 use envsim_core::diff::fine_diff;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{ExecError, Executor};
@@ -459,16 +459,29 @@ pub struct ExecutedCall {
     pub tool: String,
     /// Its arguments.
     pub arguments: Map<String, Value>,
-    /// The state before.
-    pub before: Value,
+    /// The state before, as the walk keeps it (a patch of the initial state: a call on a
+    /// multi-megabyte database costs its changes, not the database).
+    pub before: StateText,
     /// The frozen clock it ran under.
     pub clock: f64,
     /// The seed of the call (the simulated step gets the same).
     pub seed: u64,
     /// The observation.
     pub observation: Value,
-    /// The state after.
-    pub state_after: Value,
+    /// What the call changed: the patch from the state before to the state after
+    /// (`envsim_core::state_patch`).
+    pub change: Value,
+}
+
+impl ExecutedCall {
+    /// The state before and the state after, whole.
+    pub fn states(&self) -> (Value, Value) {
+        let before = self.before.value();
+        let mut after = before.clone();
+        // The patch was made from this very state, so it applies.
+        let _ = envsim_core::state_patch::apply_patch(&mut after, &self.change);
+        (before, after)
+    }
 }
 
 /// Executes `package`'s code on every sampled call (once, whatever simulators are compared
@@ -515,15 +528,16 @@ pub async fn execute(
                 tool: tool.clone(),
                 message: format!("the executor: {e}"),
             })?;
+        let change = envsim_core::state_patch::diff_patch(&before, &executed.state_after);
         out.push(ExecutedCall {
             initial_state: call.initial_state.clone(),
             tool,
             arguments,
-            before,
+            before: call.config_before.clone(),
             clock: call.clock,
             seed,
             observation: executed.observation,
-            state_after: executed.state_after,
+            change,
         });
     }
     Ok(out)
@@ -557,6 +571,7 @@ pub async fn compare(
             })
         }));
         let (tool, arguments) = (&call.tool, &call.arguments);
+        let (before, state_after) = call.states();
         let mut session = Session::new(
             free,
             Backends {
@@ -570,7 +585,7 @@ pub async fn compare(
                 verify,
                 seed: call.seed,
             },
-            call.before.clone(),
+            before,
         );
         let rule = &package.outcome;
         let executed_success = rule.classify(&call.observation);
@@ -599,7 +614,7 @@ pub async fn compare(
         tokens += record.provenance.tokens;
         let predicted_success = rule.classify(&record.observation);
         let outcome_agrees = executed_success == predicted_success;
-        let state_agrees = call.state_after == *record.state_after;
+        let state_agrees = state_after == *record.state_after;
         t.observation_differences += usize::from(call.observation != record.observation);
         if outcome_agrees && state_agrees {
             t.agreeing += 1;
@@ -608,7 +623,7 @@ pub async fn compare(
             t.outcome_disagreements += usize::from(!outcome_agrees);
             t.state_disagreements += usize::from(!state_agrees);
             if t.examples.len() < config.examples_per_tool {
-                let differs = fine_diff(&call.state_after, &record.state_after);
+                let differs = fine_diff(&state_after, &record.state_after);
                 t.examples.push(Disagreement {
                     tool: tool.clone(),
                     arguments: arguments.clone(),

@@ -137,7 +137,8 @@ enum EnvCommand {
     /// scripted tests pass, the same call answers the same, clocks are sane, walks reach every
     /// tool, each succeeds and refuses bad input, three states, tasks) and gated by a simulator;
     /// what fails goes back to the writer for repair, --rounds at most. Exits 1 when no draft
-    /// passes.
+    /// passes. With --batch FILE, many packages at once: concurrent, resumable in a store,
+    /// repeats of known packages skipped, tokens and cost per accepted package.
     Synth(Box<synth::SynthEnvArgs>),
     /// Run `env synth`'s checks on packages (written by hand or imported). Exits 1 when a
     /// package has findings.

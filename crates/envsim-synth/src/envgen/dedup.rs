@@ -15,8 +15,8 @@
 //! the default 0.5: 50 of 53), distinct corpus domains at most 0.21 as requests and 0.27 as
 //! packages; but the same domain described in other words (BFCL's trading bot beside the
 //! corpus's brokerage) scores 0.08–0.26, no higher than distinct domains, so no threshold
-//! catches it. The nearest package is still the right one for 10 of 11 foreign packages, which
-//! is why a dry run lists it for every request.
+//! catches it. The nearest package is still the right one for all 7 foreign packages with a
+//! corpus counterpart, which is why a dry run lists it for every request.
 
 use super::{EnvRequest, EnvSource};
 use envsim_exec::package::Manifest;

@@ -128,7 +128,7 @@ pub struct SynthEnvArgs {
     /// 0.5, calibrated in docs/envsynth.md).
     #[arg(long, value_name = "SIMILARITY", conflicts_with = "no_dedup")]
     dedup_threshold: Option<f64>,
-    /// Do not skip requests whose domain is known.
+    /// Do not skip repeats of known packages or of earlier requests.
     #[arg(long)]
     no_dedup: bool,
     /// More folders of known packages for deduplication (the corpus and --out always count).
