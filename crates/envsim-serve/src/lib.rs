@@ -15,6 +15,7 @@
 //! and builds simulators.
 
 pub mod mcp;
+pub mod openenv;
 pub mod request;
 pub mod store;
 
@@ -100,6 +101,8 @@ pub struct ServerConfig {
     /// The host names the MCP endpoint accepts (`None`: any; set for loopback binds, against
     /// DNS rebinding).
     pub mcp_allowed_hosts: Option<Vec<String>>,
+    /// Task sets served as OpenEnv environments at `/openenv/{name}` ([`openenv`]).
+    pub task_sets: Vec<openenv::TaskSet>,
 }
 
 impl Default for ServerConfig {
@@ -110,6 +113,7 @@ impl Default for ServerConfig {
             max_state_bytes: 16 << 20,
             idle_ttl: Duration::from_secs(24 * 3600),
             mcp_allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
+            task_sets: Vec::new(),
         }
     }
 }
@@ -149,6 +153,10 @@ pub struct AppState {
     sessions: RwLock<HashMap<String, Arc<Entry>>>,
     /// The MCP service of each session, made on first use.
     mcp: std::sync::Mutex<HashMap<String, mcp::McpService>>,
+    /// The task sets served over OpenEnv, by name.
+    openenv: HashMap<String, Arc<openenv::SetState>>,
+    /// The bookkeeping of sessions that are OpenEnv episodes (a step holds its lock).
+    episodes: std::sync::Mutex<HashMap<String, Arc<Mutex<openenv::Episode>>>>,
 }
 
 fn now() -> f64 {
@@ -216,12 +224,26 @@ impl AppState {
         store: Store,
         config: ServerConfig,
     ) -> Result<Arc<AppState>, String> {
+        let mut openenv = HashMap::new();
+        for set in &config.task_sets {
+            if openenv
+                .insert(
+                    set.name.clone(),
+                    Arc::new(openenv::SetState::new(set.clone())),
+                )
+                .is_some()
+            {
+                return Err(format!("two task sets are named {:?}", set.name));
+            }
+        }
         let state = Arc::new(AppState {
             host,
             store,
             config,
             sessions: RwLock::new(HashMap::new()),
             mcp: std::sync::Mutex::new(HashMap::new()),
+            openenv,
+            episodes: std::sync::Mutex::new(HashMap::new()),
         });
         let stored = state.store.load_all().map_err(|e| e.to_string())?;
         for s in stored {
@@ -239,6 +261,7 @@ impl AppState {
                 }),
             }
         }
+        state.restore_episodes()?;
         Ok(state)
     }
 
@@ -373,6 +396,10 @@ impl AppState {
         for id in &idle {
             self.sessions.write().await.remove(id);
             self.mcp_services().remove(id);
+            self.episodes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
             if let Err(e) = self.store.delete(id).await {
                 self.host.notice(ServerEvent::ExpiredNotDeleted {
                     id: id.clone(),
@@ -411,6 +438,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}/rollback", post(rollback))
         .route("/sessions/{id}/fork", post(fork))
         .route("/sessions/{id}/mcp", any(mcp::serve))
+        .route("/openenv/{set}/health", get(openenv::health))
+        .route("/openenv/{set}/metadata", get(openenv::metadata))
+        .route("/openenv/{set}/schema", get(openenv::schema))
+        .route("/openenv/{set}/openapi.json", get(openenv::openapi))
+        .route("/openenv/{set}/reset", post(openenv::reset))
+        .route("/openenv/{set}/step", post(openenv::step))
+        .route("/openenv/{set}/state", get(openenv::state_of))
+        .route("/openenv/{set}/mcp", post(openenv::mcp))
+        .route("/openenv/{set}/ws", get(openenv::ws))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             auth,
@@ -467,35 +503,54 @@ async fn create(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let request = body_json(&body)?;
-    let parsed =
-        SessionRequest::parse(&request).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-    let (env, default_state) = state.environment(&parsed).await?;
-    let initial = match &parsed.state {
-        Some(given) => Value::Object(given.clone()),
-        None => default_state,
-    };
-    let size = initial.to_string().len();
-    if size > state.config.max_state_bytes {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the initial state is {size} bytes, over the limit of {}",
-                state.config.max_state_bytes
-            ),
-        ));
-    }
-    let backends = state
-        .host
-        .backends(&parsed, &env)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-    let config = session_config(&parsed);
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    state.store.create(&id, &request, &initial, now()).await?;
-    let session = Session::new(env, backends, config, initial);
-    let body = describe(&id, &session);
-    let entry = Entry::new(session, request);
-    state.sessions.write().await.insert(id, entry);
+    let (_, body) = state.create_session(request, None).await?;
     Ok((StatusCode::CREATED, Json(body)))
+}
+
+impl AppState {
+    /// Creates a session from a creation body (checked), under `id` when given (else a new
+    /// one); returns its id and its description.
+    pub async fn create_session(
+        &self,
+        request: Value,
+        id: Option<String>,
+    ) -> ApiResult<(String, Value)> {
+        let parsed = SessionRequest::parse(&request)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+        let (env, default_state) = self.environment(&parsed).await?;
+        let initial = match &parsed.state {
+            Some(given) => Value::Object(given.clone()),
+            None => default_state,
+        };
+        let size = initial.to_string().len();
+        if size > self.config.max_state_bytes {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the initial state is {size} bytes, over the limit of {}",
+                    self.config.max_state_bytes
+                ),
+            ));
+        }
+        let backends = self
+            .host
+            .backends(&parsed, &env)
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+        let config = session_config(&parsed);
+        let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+        if self.sessions.read().await.contains_key(&id) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("a session {id:?} exists"),
+            ));
+        }
+        self.store.create(&id, &request, &initial, now()).await?;
+        let session = Session::new(env, backends, config, initial);
+        let body = describe(&id, &session);
+        let entry = Entry::new(session, request);
+        self.sessions.write().await.insert(id.clone(), entry);
+        Ok((id, body))
+    }
 }
 
 fn describe(id: &str, session: &Session) -> Value {
@@ -538,6 +593,11 @@ async fn delete(
 ) -> ApiResult<StatusCode> {
     let removed = state.sessions.write().await.remove(&id);
     state.mcp_services().remove(&id);
+    state
+        .episodes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id);
     match removed {
         Some(_) => {
             state.store.delete(&id).await?;
@@ -603,8 +663,9 @@ async fn trajectory(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let session = entry.session.lock().await;
-    Ok(Json(session.trajectory(&id)))
+    let mut trajectory = entry.session.lock().await.trajectory(&id);
+    state.add_rewards(&id, &mut trajectory);
+    Ok(Json(trajectory))
 }
 
 async fn snapshot(

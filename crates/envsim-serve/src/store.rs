@@ -79,6 +79,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
     steps INTEGER NOT NULL,
     PRIMARY KEY (session, name)
 );
+CREATE TABLE IF NOT EXISTS episodes (
+    session TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    info TEXT NOT NULL
+);
 ";
 
 /// Writes committed in one transaction at most.
@@ -162,6 +166,37 @@ impl Store {
         // A panic while holding the lock cannot leave a read half done: the lock stays usable.
         let mut conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut conn)
+    }
+
+    /// Records (replacing) what an RL episode's session is: its task, budget, rewards.
+    pub async fn put_episode(&self, id: &str, info: &Value) -> Result<(), StoreError> {
+        let (id, info) = (id.to_owned(), info.to_string());
+        self.write(Box::new(move |c| {
+            c.execute(
+                "INSERT INTO episodes (session, info) VALUES (?1, ?2)
+                 ON CONFLICT (session) DO UPDATE SET info = excluded.info",
+                params![id, info],
+            )?;
+            Ok(())
+        }))
+        .await
+    }
+
+    /// Every stored episode: session id → what [`Store::put_episode`] recorded.
+    pub fn load_episodes(&self) -> Result<BTreeMap<String, Value>, StoreError> {
+        self.read(|c| {
+            let mut statement = c.prepare("SELECT session, info FROM episodes")?;
+            let rows = statement
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut out = BTreeMap::new();
+            for row in rows {
+                let (id, info) = row?;
+                let value = serde_json::from_str(&info)
+                    .map_err(|e| StoreError::Corrupt(id.clone(), format!("its episode: {e}")))?;
+                out.insert(id, value);
+            }
+            Ok(out)
+        })
     }
 
     /// Records a new session.

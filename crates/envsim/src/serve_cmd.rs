@@ -47,8 +47,80 @@ pub struct ServeArgs {
     /// The primary simulator of sessions that name none.
     #[arg(long, value_enum, default_value_t = DefaultBackend::Executor)]
     default_backend: DefaultBackend,
+    /// Serve an environment over OpenEnv at /openenv/ENV (reset, step, state, /ws, /schema,
+    /// /metadata, /health): `ENV` (episodes from its first state, no reward) or `ENV=TASKS`
+    /// (tasks from a JSON Lines file of RL episodes, `envsim export --format rl`: each reset
+    /// starts one, its checker gives the reward). Repeatable.
+    #[arg(long = "openenv", value_name = "ENV[=TASKS]")]
+    openenv: Vec<String>,
+    /// Tool calls an OpenEnv episode may make before it ends.
+    #[arg(long, default_value_t = 30)]
+    max_tool_calls: usize,
+    /// A tool whose call ends an OpenEnv episode (repeatable).
+    #[arg(long = "terminal-tool", value_name = "TOOL")]
+    terminal_tools: Vec<String>,
+    /// The reward OpenEnv steps report: `binary` (every checked value right) or `partial` (the
+    /// share right); both are in the final observation's `reward_detail`.
+    #[arg(long, value_enum, default_value_t = RewardArg::Binary)]
+    reward: RewardArg,
     #[command(flatten)]
     backends: BackendArgs,
+}
+
+/// The reward of OpenEnv episodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum RewardArg {
+    Binary,
+    Partial,
+}
+
+/// The task sets `--openenv` names.
+fn task_sets(a: &ServeArgs) -> Result<Vec<envsim_serve::openenv::TaskSet>> {
+    if a.max_tool_calls == 0 {
+        bail!("--max-tool-calls must be at least 1");
+    }
+    let mut sets = Vec::new();
+    for spec in &a.openenv {
+        let (env, tasks) = match spec.split_once('=') {
+            Some((env, file)) => {
+                let text = std::fs::read_to_string(file)
+                    .with_context(|| format!("--openenv {spec}: cannot read {file}"))?;
+                let tasks = envsim_serve::openenv::read_tasks(&text, file)
+                    .map_err(|e| anyhow::anyhow!("--openenv {spec}: {e}"))?;
+                if tasks.is_empty() {
+                    bail!("--openenv {spec}: {file} holds no task");
+                }
+                (env, tasks)
+            }
+            None => (spec.as_str(), Vec::new()),
+        };
+        if env.is_empty()
+            || !env
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            bail!("--openenv {spec}: {env:?} is not an environment name");
+        }
+        if sets
+            .iter()
+            .any(|s: &envsim_serve::openenv::TaskSet| s.name == env)
+        {
+            bail!("--openenv {env} is given twice");
+        }
+        sets.push(envsim_serve::openenv::TaskSet {
+            name: env.to_owned(),
+            env: env.to_owned(),
+            session: serde_json::Map::new(),
+            tasks,
+            max_tool_calls: a.max_tool_calls,
+            terminal_tools: a.terminal_tools.clone(),
+            reward: match a.reward {
+                RewardArg::Binary => envsim_serve::openenv::RewardKind::Binary,
+                RewardArg::Partial => envsim_serve::openenv::RewardKind::Partial,
+            },
+        });
+    }
+    Ok(sets)
 }
 
 /// The primary simulator of a session that names none.
@@ -168,6 +240,17 @@ pub fn run(a: ServeArgs) -> Result<()> {
     if a.workers == 0 {
         bail!("--workers must be at least 1");
     }
+    let sets = task_sets(&a)?;
+    let corpus = crate::context::Corpus::choose(a.envs.clone());
+    for set in &sets {
+        if !corpus.has(&set.env)? {
+            bail!(
+                "--openenv {}: no environment of that name in {}",
+                set.env,
+                corpus.display()
+            );
+        }
+    }
     let store = Store::open(&a.db)
         .with_context(|| format!("cannot open the session store {}", a.db.display()))?;
     let runtime = crate::context::exec_runtime()?;
@@ -193,6 +276,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             max_state_bytes: a.max_state_bytes,
             idle_ttl: Duration::from_secs(a.idle_ttl.max(1)),
             mcp_allowed_hosts: loopback.then(|| vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]),
+            task_sets: sets,
         };
         let state = AppState::start(host, store, config).await.map_err(anyhow::Error::msg)?;
         let listener = tokio::net::TcpListener::bind(a.addr)
@@ -204,6 +288,10 @@ pub fn run(a: ServeArgs) -> Result<()> {
             state.len().await,
             a.db.display()
         );
+        for spec in &a.openenv {
+            let name = spec.split_once('=').map_or(spec.as_str(), |(env, _)| env);
+            eprintln!("envsim serve: OpenEnv environment at http://{bound}/openenv/{name}");
+        }
         envsim_serve::serve(listener, state, async {
             let _ = tokio::signal::ctrl_c().await;
         })

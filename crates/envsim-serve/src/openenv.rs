@@ -1,0 +1,990 @@
+//! OpenEnv-compatible endpoints: every task set the server is given is an OpenEnv environment
+//! at `/openenv/{set}`, as the OpenEnv client (`openenv-core`'s `GenericEnvClient`, TRL's
+//! environment loop) and `openenv validate` expect it: a WebSocket at `/ws` (one episode per
+//! `reset`, `type`/`data` messages), `POST /reset`, `POST /step`, `GET /state`, `GET /health`,
+//! `GET /metadata`, `GET /schema`, `GET /openapi.json` and `POST /mcp`.
+//!
+//! An episode is an ordinary session (the same simulators, anchoring, store, trajectory) made
+//! from a task — its initial state and instruction — with a tool-call budget; it ends with a
+//! final answer (`{"answer": …}`), a terminal tool, or the budget spent. Its reward comes from
+//! the task's checker of the final state (built from the executed truth of the task's
+//! reference calls; when a task has reference calls but no checker, they are executed once
+//! to make one): the binary reward (every checked value right) or, per task set, the share of
+//! checked values right; both are reported with the failures. Rewards are recorded with the
+//! session, so its trajectory carries them.
+//!
+//! Unlike the reference server, whose HTTP `reset`/`step`/`state` act on a throwaway
+//! environment, these act on the episode the request names (`episode_id`): an RL trainer
+//! stepping over plain HTTP keeps its episodes.
+
+use crate::{body_json, ApiError, AppState};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// One task of a task set: what an episode starts from and how it is checked (the RL episode
+/// records `envsim export --format rl` writes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Its id (unique in the set).
+    pub id: String,
+    /// What the agent is asked.
+    #[serde(default)]
+    pub instruction: String,
+    /// The initial state (absent: the environment's first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_state: Option<Value>,
+    /// The calls that do the task, in order (`{"name", "arguments"}`).
+    #[serde(default)]
+    pub reference_calls: Vec<Value>,
+    /// The checker of the final state (`{"type": "state_values", "expect", "absent"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checker: Option<Value>,
+}
+
+/// Reads a task file: JSON Lines of [`Task`]s (RL episode records; their other fields are
+/// ignored). An error names the line and the field.
+pub fn read_tasks(text: &str, source: &str) -> Result<Vec<Task>, String> {
+    let mut out: Vec<Task> = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let task: Task =
+            serde_json::from_str(line).map_err(|e| format!("{source}: line {}: {e}", k + 1))?;
+        if task.id.is_empty() {
+            return Err(format!("{source}: line {}: `id` is empty", k + 1));
+        }
+        if out.iter().any(|t| t.id == task.id) {
+            return Err(format!(
+                "{source}: line {}: the task id {:?} is used twice",
+                k + 1,
+                task.id
+            ));
+        }
+        if let Some(checker) = &task.checker {
+            envsim_core::curate::check_state(checker, &json!({}))
+                .map_err(|e| format!("{source}: line {}: `checker`: {}", k + 1, e.0))?;
+        }
+        out.push(task);
+    }
+    Ok(out)
+}
+
+/// What the reward is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewardKind {
+    /// 1 when every checked value is right, else 0.
+    #[default]
+    Binary,
+    /// The share of checked values that are right.
+    Partial,
+}
+
+/// A task set served as one OpenEnv environment.
+#[derive(Clone, Debug)]
+pub struct TaskSet {
+    /// Its route name (`/openenv/{name}`).
+    pub name: String,
+    /// The environment its episodes run in.
+    pub env: String,
+    /// Creation fields of every episode's session beside `env` and `state` (`primary`,
+    /// `anchor`, …; empty: the server's defaults).
+    pub session: Map<String, Value>,
+    /// Its tasks (none: every episode starts from the environment's first state, with no
+    /// instruction and no reward).
+    pub tasks: Vec<Task>,
+    /// Tool calls an episode may make.
+    pub max_tool_calls: usize,
+    /// Tools whose call ends the episode.
+    pub terminal_tools: Vec<String>,
+    /// The reward the steps report.
+    pub reward: RewardKind,
+}
+
+/// The reward of a final state against a checker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reward {
+    /// 1 when every checked value is right, else 0.
+    pub binary: f64,
+    /// The share of checked values that are right (1 when nothing is checked).
+    pub partial: f64,
+    /// Values checked.
+    pub checks: usize,
+    /// What is wrong, one line per value.
+    pub failures: Vec<String>,
+}
+
+/// The reward of `state` against `checker`.
+pub fn reward(checker: &Value, state: &Value) -> Result<Reward, String> {
+    let failures = envsim_core::curate::check_state(checker, state).map_err(|e| e.0)?;
+    let checks = checker["expect"].as_object().map_or(0, Map::len)
+        + checker["absent"].as_array().map_or(0, Vec::len);
+    let right = checks.saturating_sub(failures.len());
+    Ok(Reward {
+        binary: if failures.is_empty() { 1.0 } else { 0.0 },
+        partial: if checks == 0 {
+            1.0
+        } else {
+            right as f64 / checks as f64
+        },
+        checks,
+        failures,
+    })
+}
+
+/// How an episode ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    /// The agent gave its final answer.
+    Answer,
+    /// A terminal tool was called.
+    TerminalTool,
+    /// The tool-call budget is spent.
+    Budget,
+}
+
+/// An episode's bookkeeping beside its session (stored with it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Episode {
+    /// The task set.
+    pub set: String,
+    /// The task (`None`: a set without tasks).
+    pub task_id: Option<String>,
+    /// The instruction.
+    pub instruction: String,
+    /// The checker (`None`: no reward).
+    pub checker: Option<Value>,
+    /// Why there is no checker, when there is none.
+    pub checker_missing_because: Option<String>,
+    /// The seed `reset` was given.
+    pub seed: Option<u64>,
+    /// Tool calls made.
+    pub tool_calls: usize,
+    /// The reward reported with each step (`None` where there is no checker).
+    pub rewards: Vec<Option<f64>>,
+    /// How it ended (`None`: it goes on).
+    pub finish: Option<Finish>,
+    /// The final answer.
+    pub answer: Option<String>,
+    /// The final reward.
+    pub reward: Option<Reward>,
+}
+
+impl Episode {
+    /// Whether it has ended.
+    pub fn done(&self) -> bool {
+        self.finish.is_some()
+    }
+}
+
+/// A task set's live part: the set, checkers made from reference calls, the next task drawn.
+pub struct SetState {
+    /// The set.
+    pub set: TaskSet,
+    checkers: std::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
+    next: AtomicUsize,
+}
+
+impl SetState {
+    /// The live part of `set`.
+    pub fn new(set: TaskSet) -> SetState {
+        SetState {
+            set,
+            checkers: std::sync::Mutex::new(std::collections::HashMap::new()),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The error an OpenEnv client reads: over HTTP a status with `{"detail": …}` (422 for what
+/// the request got wrong, as the reference server's validation does), over the WebSocket
+/// `{"type": "error", "data": {"message", "code"}}`.
+#[derive(Debug)]
+pub struct EnvError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    location: Vec<&'static str>,
+}
+
+impl EnvError {
+    fn invalid(location: &[&'static str], message: impl Into<String>) -> EnvError {
+        EnvError {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code: "VALIDATION_ERROR",
+            message: message.into(),
+            location: location.to_vec(),
+        }
+    }
+
+    fn execution(status: StatusCode, message: impl Into<String>) -> EnvError {
+        EnvError {
+            status,
+            code: "EXECUTION_ERROR",
+            message: message.into(),
+            location: Vec::new(),
+        }
+    }
+
+    /// The WebSocket message.
+    fn message(&self) -> Value {
+        json!({"type": "error", "data": {"message": self.message, "code": self.code}})
+    }
+}
+
+impl From<ApiError> for EnvError {
+    fn from(e: ApiError) -> Self {
+        let code = if e.0.is_client_error() {
+            "VALIDATION_ERROR"
+        } else {
+            "EXECUTION_ERROR"
+        };
+        EnvError {
+            status: e.0,
+            code,
+            message: e.1,
+            location: Vec::new(),
+        }
+    }
+}
+
+impl IntoResponse for EnvError {
+    fn into_response(self) -> Response {
+        let body = if self.status == StatusCode::UNPROCESSABLE_ENTITY {
+            json!({"detail": [{"type": "value_error", "loc": self.location, "msg": self.message}]})
+        } else {
+            json!({"detail": self.message})
+        };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+type EnvResult<T> = Result<T, EnvError>;
+
+/// What `reset` may say.
+#[derive(Debug, Default)]
+struct ResetArgs {
+    seed: Option<u64>,
+    episode_id: Option<String>,
+    task_id: Option<String>,
+}
+
+fn reset_args(data: &Value) -> EnvResult<ResetArgs> {
+    let Value::Object(fields) = data else {
+        return Err(EnvError::invalid(&["body"], "must be a JSON object"));
+    };
+    let mut args = ResetArgs::default();
+    for (key, value) in fields {
+        match (key.as_str(), value) {
+            (_, Value::Null) => {}
+            ("seed", v) => {
+                args.seed = Some(v.as_u64().ok_or_else(|| {
+                    EnvError::invalid(&["body", "seed"], "must be an integer ≥ 0")
+                })?)
+            }
+            ("episode_id", Value::String(id)) if valid_id(id) => args.episode_id = Some(id.clone()),
+            ("episode_id", _) => {
+                return Err(EnvError::invalid(
+                    &["body", "episode_id"],
+                    "must be 1 to 128 letters, digits, '-', '_' or '.'",
+                ))
+            }
+            ("task_id", Value::String(id)) => args.task_id = Some(id.clone()),
+            ("task_id", _) => {
+                return Err(EnvError::invalid(&["body", "task_id"], "must be a string"))
+            }
+            (other, _) => {
+                return Err(EnvError::invalid(
+                    &["body"],
+                    format!("unknown field {other:?} (reset takes seed, episode_id, task_id)"),
+                ))
+            }
+        }
+    }
+    Ok(args)
+}
+
+fn valid_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// An action: a tool call or the final answer.
+#[derive(Debug, PartialEq)]
+enum Action {
+    Call(String, Map<String, Value>),
+    Answer(String),
+}
+
+fn action_of(data: &Value, at: &'static str) -> EnvResult<Action> {
+    let Value::Object(fields) = data else {
+        return Err(EnvError::invalid(&[at], "the action must be a JSON object"));
+    };
+    if let Some(other) = fields
+        .keys()
+        .find(|k| !matches!(k.as_str(), "tool" | "arguments" | "answer" | "metadata"))
+    {
+        return Err(EnvError::invalid(
+            &[at],
+            format!("unknown field {other:?} (an action is {{\"tool\", \"arguments\"}} or {{\"answer\"}})"),
+        ));
+    }
+    match (fields.get("tool"), fields.get("answer")) {
+        (Some(Value::String(tool)), None) => {
+            let arguments = envsim_core::transcript::call_arguments(fields.get("arguments"))
+                .map_err(|e| EnvError::invalid(&[at, "arguments"], e))?;
+            Ok(Action::Call(tool.clone(), arguments))
+        }
+        (None, Some(Value::String(answer))) => Ok(Action::Answer(answer.clone())),
+        (Some(_), Some(_)) => Err(EnvError::invalid(
+            &[at],
+            "give either `tool` (with `arguments`) or `answer`, not both",
+        )),
+        (Some(_), None) => Err(EnvError::invalid(&[at, "tool"], "must be a string")),
+        (None, Some(_)) => Err(EnvError::invalid(&[at, "answer"], "must be a string")),
+        (None, None) => Err(EnvError::invalid(
+            &[at],
+            "give `tool` (with `arguments`) or `answer`",
+        )),
+    }
+}
+
+/// The reply to `reset` and `step`.
+fn step_result(observation: Value, reward: Option<f64>, done: bool) -> Value {
+    json!({"observation": observation, "reward": reward, "done": done})
+}
+
+impl AppState {
+    fn task_set(&self, name: &str) -> EnvResult<Arc<SetState>> {
+        self.openenv.get(name).cloned().ok_or_else(|| EnvError {
+            status: StatusCode::NOT_FOUND,
+            code: "SESSION_ERROR",
+            message: format!(
+                "no task set {name:?} (served: {})",
+                self.openenv.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            location: Vec::new(),
+        })
+    }
+
+    /// The checker of `task`: its own, or one made by executing its reference calls (once).
+    async fn checker(&self, set: &SetState, task: &Task) -> Result<Value, String> {
+        if let Some(checker) = &task.checker {
+            return Ok(checker.clone());
+        }
+        if task.reference_calls.is_empty() {
+            return Err("the task has neither a checker nor reference calls".into());
+        }
+        if let Some(known) = lock(&set.checkers).get(&task.id) {
+            return known.clone();
+        }
+        let made = self.executed_checker(&set.set, task).await;
+        lock(&set.checkers).insert(task.id.clone(), made.clone());
+        made
+    }
+
+    /// Executes `task`'s reference calls with the environment's code (a session of its own,
+    /// not stored) and makes the checker of the final state.
+    async fn executed_checker(&self, set: &TaskSet, task: &Task) -> Result<Value, String> {
+        let request =
+            crate::SessionRequest::parse(&json!({"env": set.env, "primary": "executor"}))?;
+        let (env, default_state) = self.environment(&request).await.map_err(|e| e.1)?;
+        if env.code.is_none() {
+            return Err("the environment has no code to execute the reference calls".into());
+        }
+        let backends = self.host.backends(&request, &env)?;
+        let initial = task.initial_state.clone().unwrap_or(default_state);
+        let mut session = envsim_sim::session::Session::new(
+            env,
+            backends,
+            crate::session_config(&request),
+            initial.clone(),
+        );
+        for (k, call) in task.reference_calls.iter().enumerate() {
+            let name = call["name"].as_str().ok_or_else(|| {
+                format!(
+                    "reference call {}: `name` is missing or not a string",
+                    k + 1
+                )
+            })?;
+            let arguments = envsim_core::transcript::call_arguments(call.get("arguments"))
+                .map_err(|e| format!("reference call {} ({name}): {e}", k + 1))?;
+            session
+                .step(name, &arguments)
+                .await
+                .map_err(|e| format!("reference call {} ({name}): {e}", k + 1))?;
+        }
+        Ok(envsim_core::curate::state_checker(
+            &initial,
+            session.state().as_ref(),
+        ))
+    }
+
+    /// Starts an episode of `set`: a task chosen (by id, by seed, or in turn), its session
+    /// made, its bookkeeping stored.
+    async fn reset_episode(&self, set_name: &str, args: ResetArgs) -> EnvResult<(String, Value)> {
+        let set = self.task_set(set_name)?;
+        let tasks = &set.set.tasks;
+        let task = match (&args.task_id, args.seed) {
+            (Some(id), _) => Some(tasks.iter().find(|t| &t.id == id).ok_or_else(|| {
+                EnvError::invalid(
+                    &["body", "task_id"],
+                    format!("no task {id:?} in {set_name}"),
+                )
+            })?),
+            (None, _) if tasks.is_empty() => None,
+            (None, Some(seed)) => Some(&tasks[(seed % tasks.len() as u64) as usize]),
+            (None, None) => Some(&tasks[set.next.fetch_add(1, Ordering::Relaxed) % tasks.len()]),
+        };
+        let mut request = set.set.session.clone();
+        request.insert("env".into(), Value::String(set.set.env.clone()));
+        if let Some(state) = task.and_then(|t| t.initial_state.clone()) {
+            request.insert("state".into(), state);
+        }
+        if let Some(seed) = args.seed {
+            request.insert("seed".into(), json!(seed));
+        }
+        let (checker, checker_missing_because) = match task {
+            None => (None, Some("the task set has no tasks".to_owned())),
+            Some(task) => match self.checker(&set, task).await {
+                Ok(c) => (Some(c), None),
+                Err(why) => (None, Some(why)),
+            },
+        };
+        let (id, _) = self
+            .create_session(Value::Object(request), args.episode_id)
+            .await?;
+        let episode = Episode {
+            set: set_name.to_owned(),
+            task_id: task.map(|t| t.id.clone()),
+            instruction: task.map(|t| t.instruction.clone()).unwrap_or_default(),
+            checker,
+            checker_missing_because,
+            seed: args.seed,
+            tool_calls: 0,
+            rewards: Vec::new(),
+            finish: None,
+            answer: None,
+            reward: None,
+        };
+        self.store
+            .put_episode(&id, &json!(episode))
+            .await
+            .map_err(ApiError::from)?;
+        let tools = self.entry(&id).await?.env.tools.clone();
+        let observation = json!({
+            "episode_id": id,
+            "task_id": episode.task_id,
+            "instruction": episode.instruction,
+            "tools": tools,
+            "result": null,
+            "success": null,
+            "tool_calls": 0,
+            "max_tool_calls": set.set.max_tool_calls,
+        });
+        lock(&self.episodes).insert(id.clone(), Arc::new(tokio::sync::Mutex::new(episode)));
+        Ok((id, step_result(observation, None, false)))
+    }
+
+    fn episode(&self, id: &str) -> EnvResult<Arc<tokio::sync::Mutex<Episode>>> {
+        lock(&self.episodes).get(id).cloned().ok_or_else(|| {
+            EnvError::invalid(
+                &["body", "episode_id"],
+                format!("no episode {id:?}: reset first"),
+            )
+        })
+    }
+
+    /// One action of episode `id` (of `set_name`).
+    async fn step_episode(&self, set_name: &str, id: &str, action: Action) -> EnvResult<Value> {
+        let set = self.task_set(set_name)?;
+        let episode = self.episode(id)?;
+        let mut episode = episode.lock().await;
+        if episode.set != set_name {
+            return Err(EnvError::invalid(
+                &["body", "episode_id"],
+                format!("episode {id:?} belongs to the task set {:?}", episode.set),
+            ));
+        }
+        if episode.done() {
+            return Err(EnvError::invalid(
+                &["body", "episode_id"],
+                format!("episode {id:?} is over: reset to start another"),
+            ));
+        }
+        let mut observation = json!({"episode_id": id, "result": null, "success": null});
+        match action {
+            Action::Answer(answer) => {
+                episode.finish = Some(Finish::Answer);
+                episode.answer = Some(answer);
+            }
+            Action::Call(tool, arguments) => {
+                let (record, _) = self.step(id, &tool, &arguments).await?;
+                episode.tool_calls += 1;
+                observation["result"] = record.observation.clone();
+                observation["success"] = json!(record.success);
+                if set.set.terminal_tools.contains(&tool) {
+                    episode.finish = Some(Finish::TerminalTool);
+                } else if episode.tool_calls >= set.set.max_tool_calls {
+                    episode.finish = Some(Finish::Budget);
+                }
+            }
+        }
+        observation["tool_calls"] = json!(episode.tool_calls);
+        let done = episode.done();
+        let reward = match (&episode.checker, done) {
+            (None, _) => None,
+            (Some(_), false) => Some(0.0),
+            (Some(checker), true) => {
+                let state = self.entry(id).await?.session.lock().await.state().clone();
+                let r = reward(checker, &state)
+                    .map_err(|e| EnvError::execution(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+                let value = match set.set.reward {
+                    RewardKind::Binary => r.binary,
+                    RewardKind::Partial => r.partial,
+                };
+                observation["reward_detail"] = json!(r);
+                episode.reward = Some(r);
+                Some(value)
+            }
+        };
+        if done {
+            observation["finish"] = json!(episode.finish);
+        }
+        episode.rewards.push(reward);
+        self.store
+            .put_episode(id, &json!(*episode))
+            .await
+            .map_err(ApiError::from)?;
+        Ok(step_result(observation, reward, done))
+    }
+
+    /// The OpenEnv state of episode `id`: its id and step count, the task, the session's state.
+    async fn episode_state(&self, id: &str) -> EnvResult<Value> {
+        let episode = self.episode(id)?.lock().await.clone();
+        let entry = self.entry(id).await?;
+        let session = entry.session.lock().await;
+        Ok(json!({
+            "episode_id": id,
+            "step_count": episode.rewards.len(),
+            "task_id": episode.task_id,
+            "tool_calls": episode.tool_calls,
+            "done": episode.done(),
+            "finish": episode.finish,
+            "reward": episode.reward,
+            "state": session.state().as_ref(),
+        }))
+    }
+
+    /// The rewards of session `id`'s trajectory, when it is an episode: each step's reward
+    /// beside it, the task and the final reward at the top.
+    pub(crate) fn add_rewards(&self, id: &str, trajectory: &mut Value) {
+        let Some(episode) = lock(&self.episodes).get(id).cloned() else {
+            return;
+        };
+        let Ok(episode) = episode.try_lock().map(|e| e.clone()) else {
+            return;
+        };
+        // Answers are steps of the episode but not of the session: rewards of tool calls go
+        // beside their steps, in order.
+        if let Some(steps) = trajectory["steps"].as_array_mut() {
+            for (step, reward) in steps.iter_mut().zip(&episode.rewards) {
+                step["reward"] = json!(reward);
+            }
+        }
+        trajectory["task"] =
+            json!({"id": episode.task_id, "instruction": episode.instruction, "set": episode.set});
+        trajectory["finish"] = json!(episode.finish);
+        trajectory["answer"] = json!(episode.answer);
+        trajectory["reward"] = json!(episode.reward);
+        trajectory["rewards"] = json!(episode.rewards);
+    }
+
+    /// Episodes read back at start (their sessions restored already).
+    pub(crate) fn restore_episodes(&self) -> Result<(), String> {
+        let stored = self.store.load_episodes().map_err(|e| e.to_string())?;
+        let mut episodes = lock(&self.episodes);
+        for (id, info) in stored {
+            let episode: Episode =
+                serde_json::from_value(info).map_err(|e| format!("episode {id}: {e}"))?;
+            episodes.insert(id, Arc::new(tokio::sync::Mutex::new(episode)));
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `GET /openenv/{set}/health`.
+pub async fn health(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+) -> EnvResult<Json<Value>> {
+    state.task_set(&set)?;
+    Ok(Json(json!({"status": "healthy"})))
+}
+
+/// `GET /openenv/{set}/metadata`.
+pub async fn metadata(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+) -> EnvResult<Json<Value>> {
+    let live = state.task_set(&set)?;
+    let s = &live.set;
+    Ok(Json(json!({
+        "name": s.name,
+        "description": format!(
+            "envsim environment {} ({} tasks, at most {} tool calls per episode, {} reward)",
+            s.env,
+            s.tasks.len(),
+            s.max_tool_calls,
+            match s.reward { RewardKind::Binary => "binary", RewardKind::Partial => "partial" }
+        ),
+        "readme_content": null,
+        "version": env!("CARGO_PKG_VERSION"),
+        "author": null,
+        "documentation_url": null,
+    })))
+}
+
+/// The JSON schemas of actions, observations and states of `set`.
+pub fn schemas(tools: &[Value]) -> Value {
+    let names: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    json!({
+        "action": {
+            "title": "EnvsimAction",
+            "description": "A tool call ({\"tool\", \"arguments\"}) or the final answer ({\"answer\"}), which ends the episode.",
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "enum": names, "description": "The tool to call."},
+                "arguments": {"type": "object", "description": "Its arguments, as its schema in the observation's `tools` says."},
+                "answer": {"type": "string", "description": "The final answer: ends the episode."},
+                "metadata": {"type": "object"}
+            },
+            "additionalProperties": false
+        },
+        "observation": {
+            "title": "EnvsimObservation",
+            "type": "object",
+            "properties": {
+                "episode_id": {"type": "string"},
+                "task_id": {"type": ["string", "null"]},
+                "instruction": {"type": "string", "description": "The task (on reset)."},
+                "tools": {"type": "array", "description": "OpenAI tool schemas (on reset)."},
+                "result": {"description": "The tool's answer."},
+                "success": {"type": ["boolean", "null"]},
+                "tool_calls": {"type": "integer"},
+                "max_tool_calls": {"type": "integer"},
+                "finish": {"type": "string", "enum": ["answer", "terminal_tool", "budget"]},
+                "reward_detail": {"type": "object", "description": "binary, partial, checks, failures"}
+            }
+        },
+        "state": {
+            "title": "State",
+            "type": "object",
+            "properties": {
+                "episode_id": {"type": ["string", "null"]},
+                "step_count": {"type": "integer", "minimum": 0}
+            },
+            "additionalProperties": true
+        }
+    })
+}
+
+/// `GET /openenv/{set}/schema`.
+pub async fn schema(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+) -> EnvResult<Json<Value>> {
+    let live = state.task_set(&set)?;
+    let request = crate::SessionRequest::parse(&json!({"env": live.set.env}))
+        .map_err(|e| EnvError::execution(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let (env, _) = state.environment(&request).await?;
+    Ok(Json(schemas(&env.tools)))
+}
+
+/// `GET /openenv/{set}/openapi.json`: the paths `openenv validate` reads.
+pub async fn openapi(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+) -> EnvResult<Json<Value>> {
+    state.task_set(&set)?;
+    let op = |method: &str, id: &str| json!({method: {"operationId": id, "responses": {"200": {"description": "OK"}}}});
+    Ok(Json(json!({
+        "openapi": "3.1.0",
+        "info": {"title": format!("envsim OpenEnv: {set}"), "version": "1.0.0"},
+        "paths": {
+            "/reset": op("post", "reset"),
+            "/step": op("post", "step"),
+            "/state": op("get", "state"),
+            "/health": op("get", "health"),
+            "/metadata": op("get", "metadata"),
+            "/schema": op("get", "schema"),
+            "/mcp": op("post", "mcp"),
+        }
+    })))
+}
+
+/// `POST /openenv/{set}/reset`.
+pub async fn reset(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> EnvResult<Json<Value>> {
+    let data = body_json(&body)?;
+    let args = reset_args(&data)?;
+    let (_, result) = state.reset_episode(&set, args).await?;
+    Ok(Json(result))
+}
+
+/// `POST /openenv/{set}/step`: `{"action": {…}, "episode_id": …}`.
+pub async fn step(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> EnvResult<Json<Value>> {
+    let data = body_json(&body)?;
+    let Value::Object(fields) = &data else {
+        return Err(EnvError::invalid(&["body"], "must be a JSON object"));
+    };
+    let id = match fields.get("episode_id") {
+        Some(Value::String(id)) => id.clone(),
+        _ => {
+            return Err(EnvError::invalid(
+                &["body", "episode_id"],
+                "the episode to step (the `episode_id` of its reset) is required",
+            ))
+        }
+    };
+    let action = action_of(
+        fields
+            .get("action")
+            .ok_or_else(|| EnvError::invalid(&["body", "action"], "Field required"))?,
+        "action",
+    )?;
+    Ok(Json(state.step_episode(&set, &id, action).await?))
+}
+
+/// The query of `GET /openenv/{set}/state`.
+#[derive(Deserialize)]
+pub struct StateQuery {
+    episode_id: Option<String>,
+}
+
+/// `GET /openenv/{set}/state?episode_id=…`.
+pub async fn state_of(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+    Query(query): Query<StateQuery>,
+) -> EnvResult<Json<Value>> {
+    state.task_set(&set)?;
+    match query.episode_id {
+        Some(id) => Ok(Json(state.episode_state(&id).await?)),
+        None => Ok(Json(json!({"episode_id": null, "step_count": 0}))),
+    }
+}
+
+/// `POST /openenv/{set}/mcp`: a JSON-RPC error; tools are served over MCP per session.
+pub async fn mcp(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> EnvResult<Json<Value>> {
+    state.task_set(&set)?;
+    let id = body_json(&body)
+        .ok()
+        .and_then(|b| b.get("id").cloned())
+        .unwrap_or(Value::Null);
+    Ok(Json(json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32603, "message": "this OpenEnv environment takes tool calls as step actions; each episode's tools are also served over MCP at /sessions/{episode_id}/mcp", "data": null}
+    })))
+}
+
+/// `GET /openenv/{set}/ws`: one connection, episode after episode.
+pub async fn ws(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+    upgrade: WebSocketUpgrade,
+) -> EnvResult<Response> {
+    state.task_set(&set)?;
+    Ok(upgrade
+        .max_message_size(state.config.max_body_bytes)
+        .on_upgrade(move |socket| talk(state, set, socket)))
+}
+
+/// The WebSocket conversation: every message answered in turn until `close`.
+async fn talk(state: Arc<AppState>, set: String, mut socket: WebSocket) {
+    let mut current: Option<String> = None;
+    while let Some(Ok(message)) = socket.recv().await {
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Close(_) => break,
+            // Pings are answered by the library; binary frames are not messages of the protocol.
+            _ => continue,
+        };
+        let reply = match serde_json::from_str::<Value>(text.as_str()) {
+            Err(e) => {
+                json!({"type": "error", "data": {"message": format!("Invalid JSON: {e}"), "code": "INVALID_JSON"}})
+            }
+            Ok(message) => match message["type"].as_str() {
+                Some("close") => break,
+                Some(kind) => answer(&state, &set, &mut current, kind, message.get("data"))
+                    .await
+                    .unwrap_or_else(|e| e.message()),
+                None => {
+                    json!({"type": "error", "data": {"message": "the message has no `type`", "code": "VALIDATION_ERROR"}})
+                }
+            },
+        };
+        if socket
+            .send(Message::Text(reply.to_string().into()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+async fn answer(
+    state: &AppState,
+    set: &str,
+    current: &mut Option<String>,
+    kind: &str,
+    data: Option<&Value>,
+) -> EnvResult<Value> {
+    match kind {
+        "reset" => {
+            let args = reset_args(data.unwrap_or(&json!({})))?;
+            let (id, result) = state.reset_episode(set, args).await?;
+            *current = Some(id);
+            Ok(json!({"type": "observation", "data": result}))
+        }
+        "step" => {
+            let id = current
+                .clone()
+                .ok_or_else(|| EnvError::invalid(&["data"], "no episode: send reset first"))?;
+            let action = action_of(
+                data.ok_or_else(|| EnvError::invalid(&["data"], "Field required"))?,
+                "data",
+            )?;
+            let result = state.step_episode(set, &id, action).await?;
+            Ok(json!({"type": "observation", "data": result}))
+        }
+        "state" => {
+            let data = match current {
+                Some(id) => state.episode_state(id).await?,
+                None => json!({"episode_id": null, "step_count": 0}),
+            };
+            Ok(json!({"type": "state", "data": data}))
+        }
+        "mcp" => Ok(json!({"type": "mcp", "data": {
+            "jsonrpc": "2.0",
+            "id": data.and_then(|d| d.get("id")).cloned().unwrap_or(Value::Null),
+            "error": {"code": -32603, "message": "this OpenEnv environment takes tool calls as step actions", "data": null}
+        }})),
+        other => Ok(
+            json!({"type": "error", "data": {"message": format!("Unknown message type: {other}"), "code": "UNKNOWN_TYPE"}}),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reward_counts_checked_values_binary_and_partial() {
+        let checker = json!({"type": "state_values",
+            "expect": {"/tickets/T1/status": "closed", "/tickets/T1/owner": "ana"},
+            "absent": ["/tickets/T2"]});
+        let right = json!({"tickets": {"T1": {"status": "closed", "owner": "ana"}}});
+        let r = reward(&checker, &right).unwrap();
+        assert_eq!((r.binary, r.partial, r.checks), (1.0, 1.0, 3));
+        assert!(r.failures.is_empty());
+        let half = json!({"tickets": {"T1": {"status": "open", "owner": "ana"}, "T2": {}}});
+        let r = reward(&checker, &half).unwrap();
+        assert_eq!((r.binary, r.checks), (0.0, 3));
+        assert!((r.partial - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(r.failures.len(), 2);
+        assert!(reward(&json!({"type": "other"}), &right).is_err());
+    }
+
+    #[test]
+    fn actions_are_a_call_or_an_answer_and_nothing_else() {
+        assert_eq!(
+            action_of(&json!({"tool": "close", "arguments": {"id": "T1"}}), "data").unwrap(),
+            Action::Call(
+                "close".into(),
+                json!({"id": "T1"}).as_object().unwrap().clone()
+            )
+        );
+        assert_eq!(
+            action_of(&json!({"answer": "done"}), "data").unwrap(),
+            Action::Answer("done".into())
+        );
+        for (bad, says) in [
+            (json!({"tool": "a", "answer": "b"}), "not both"),
+            (json!({}), "give `tool`"),
+            (json!({"tool": 3}), "must be a string"),
+            (json!({"tool": "a", "args": {}}), "unknown field \"args\""),
+            (json!([1]), "must be a JSON object"),
+        ] {
+            let e = action_of(&bad, "data").unwrap_err();
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+            assert_eq!(e.code, "VALIDATION_ERROR");
+        }
+    }
+
+    #[test]
+    fn reset_arguments_are_checked_by_field() {
+        let a = reset_args(&json!({"seed": 7, "episode_id": "ep-1", "task_id": "t2"})).unwrap();
+        assert_eq!(
+            (a.seed, a.episode_id.as_deref(), a.task_id.as_deref()),
+            (Some(7), Some("ep-1"), Some("t2"))
+        );
+        for (bad, at) in [
+            (json!({"seed": -1}), "seed"),
+            (json!({"episode_id": "a b"}), "episode_id"),
+            (json!({"start": 2}), "body"),
+        ] {
+            let e = reset_args(&bad).unwrap_err();
+            assert_eq!(e.location.last().copied(), Some(at), "{bad}");
+        }
+    }
+
+    #[test]
+    fn task_files_are_read_with_the_line_of_a_fault() {
+        let text = "{\"id\": \"t1\", \"instruction\": \"Close T1\", \"reference_calls\": [{\"name\": \"close\", \"arguments\": {}}]}\n\n{\"id\": \"t1\"}\n";
+        assert_eq!(
+            read_tasks(text, "tasks.jsonl").unwrap_err(),
+            "tasks.jsonl: line 3: the task id \"t1\" is used twice"
+        );
+        let bad_checker = "{\"id\": \"t1\", \"checker\": {\"type\": \"x\"}}";
+        assert!(read_tasks(bad_checker, "f")
+            .unwrap_err()
+            .starts_with("f: line 1: `checker`:"));
+        let tasks = read_tasks(&text[..text.find('\n').unwrap()], "f").unwrap();
+        assert_eq!(tasks[0].reference_calls.len(), 1);
+    }
+}
