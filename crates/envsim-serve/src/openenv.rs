@@ -42,12 +42,16 @@ pub struct Task {
     /// The initial state (absent: the environment's first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_state: Option<Value>,
-    /// The calls that do the task, in order (`{"name", "arguments"}`).
-    #[serde(default)]
+    /// The calls that do the task, in order (`{"name", "arguments"}`; `null` reads as none).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub reference_calls: Vec<Value>,
     /// The checker of the final state (`{"type": "state_values", "expect", "absent"}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checker: Option<Value>,
+}
+
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Reads a task file: JSON Lines of [`Task`]s (RL episode records; their other fields are
@@ -986,5 +990,14 @@ mod tests {
             .starts_with("f: line 1: `checker`:"));
         let tasks = read_tasks(&text[..text.find('\n').unwrap()], "f").unwrap();
         assert_eq!(tasks[0].reference_calls.len(), 1);
+        // An RL episode record as `envsim curate --formats rl` writes it, without steps.
+        let episode = json!({"id": "t9", "env": "desk", "environment": {"package": "desk", "state": null},
+            "instruction": "Close T1", "turns": [], "initial_state": {"tickets": {}}, "tools": [],
+            "reference_calls": null, "checker": null,
+            "checker_missing_because": "synthesized without the environment's code"});
+        let tasks = read_tasks(&episode.to_string(), "rl_episodes.jsonl").unwrap();
+        assert_eq!(tasks[0].id, "t9");
+        assert!(tasks[0].reference_calls.is_empty() && tasks[0].checker.is_none());
+        assert_eq!(tasks[0].initial_state, Some(json!({"tickets": {}})));
     }
 }

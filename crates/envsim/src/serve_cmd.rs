@@ -49,8 +49,8 @@ pub struct ServeArgs {
     default_backend: DefaultBackend,
     /// Serve an environment over OpenEnv at /openenv/ENV (reset, step, state, /ws, /schema,
     /// /metadata, /health): `ENV` (episodes from its first state, no reward) or `ENV=TASKS`
-    /// (tasks from a JSON Lines file of RL episodes, `envsim export --format rl`: each reset
-    /// starts one, its checker gives the reward). Repeatable.
+    /// (tasks from a JSON Lines file of RL episodes, as `envsim curate --formats rl` writes
+    /// them: each reset starts one, its checker gives the reward). Repeatable.
     #[arg(long = "openenv", value_name = "ENV[=TASKS]")]
     openenv: Vec<String>,
     /// Tool calls an OpenEnv episode may make before it ends.
