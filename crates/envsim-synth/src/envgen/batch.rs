@@ -487,7 +487,7 @@ pub enum Triage {
         /// The most similar known environment or earlier request.
         nearest: Option<Nearest>,
     },
-    /// Skip it: a package of its name is in the output folder, or its domain is known.
+    /// Skip it: a package of its name is in the output folder, or it repeats a known one.
     Skip(Box<BatchEntry>),
 }
 
