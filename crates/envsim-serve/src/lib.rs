@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod openenv;
 pub mod request;
 pub mod store;
+pub mod verifiers;
 
 pub use request::SessionRequest;
 
@@ -445,6 +446,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openenv/{set}/reset", post(openenv::reset))
         .route("/openenv/{set}/step", post(openenv::step))
         .route("/openenv/{set}/state", get(openenv::state_of))
+        .route("/openenv/{set}/tasks", get(openenv::tasks))
         .route("/openenv/{set}/mcp", post(openenv::mcp))
         .route("/openenv/{set}/ws", get(openenv::ws))
         .layer(axum::middleware::from_fn_with_state(
@@ -664,7 +666,7 @@ async fn trajectory(
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
     let mut trajectory = entry.session.lock().await.trajectory(&id);
-    state.add_rewards(&id, &mut trajectory);
+    state.add_rewards(&id, &mut trajectory).await;
     Ok(Json(trajectory))
 }
 

@@ -595,13 +595,13 @@ impl AppState {
 
     /// The rewards of session `id`'s trajectory, when it is an episode: each step's reward
     /// beside it, the task and the final reward at the top.
-    pub(crate) fn add_rewards(&self, id: &str, trajectory: &mut Value) {
+    pub(crate) async fn add_rewards(&self, id: &str, trajectory: &mut Value) {
         let Some(episode) = lock(&self.episodes).get(id).cloned() else {
             return;
         };
-        let Ok(episode) = episode.try_lock().map(|e| e.clone()) else {
-            return;
-        };
+        // A step in flight holds the episode: its trajectory waits for it, as the session's
+        // own does.
+        let episode = episode.lock().await.clone();
         // Answers are steps of the episode but not of the session: rewards of tool calls go
         // beside their steps, in order.
         if let Some(steps) = trajectory["steps"].as_array_mut() {
@@ -743,8 +743,25 @@ pub async fn openapi(
             "/metadata": op("get", "metadata"),
             "/schema": op("get", "schema"),
             "/mcp": op("post", "mcp"),
+            "/tasks": op("get", "tasks"),
         }
     })))
+}
+
+/// `GET /openenv/{set}/tasks`: the set's tasks (`{"tasks": [{"id", "instruction"}]}`), for
+/// clients that choose them (the generated verifiers package, [`crate::verifiers`]).
+pub async fn tasks(
+    State(state): State<Arc<AppState>>,
+    Path(set): Path<String>,
+) -> EnvResult<Json<Value>> {
+    let live = state.task_set(&set)?;
+    let tasks: Vec<Value> = live
+        .set
+        .tasks
+        .iter()
+        .map(|t| json!({"id": t.id, "instruction": t.instruction}))
+        .collect();
+    Ok(Json(json!({ "tasks": tasks })))
 }
 
 /// `POST /openenv/{set}/reset`.

@@ -1,4 +1,5 @@
 //! `envsim export sft`: training data for simulator models, held out from a benchmark.
+//! `envsim export verifiers`: a verifiers environment playing a task set `envsim serve` serves.
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
@@ -22,6 +23,10 @@ pub struct ExportArgs {
 enum ExportCommand {
     /// Supervised fine-tuning data (Alpaca, ShareGPT, OpenAI chat) held out from a benchmark.
     Sft(SftArgs),
+    /// A verifiers environment (a pip-installable Python package) playing a task set that
+    /// `envsim serve --openenv` serves: its tasks, one episode per rollout, the environment's
+    /// tools, the server's reward.
+    Verifiers(VerifiersArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -76,10 +81,69 @@ struct SftArgs {
     out: PathBuf,
 }
 
+#[derive(Debug, Args)]
+struct VerifiersArgs {
+    /// The task set: its name in `envsim serve --openenv NAME=TASKS` (the package is
+    /// `envsim-NAME`).
+    #[arg(long, value_name = "NAME")]
+    set: String,
+    /// The environment whose tools the set's episodes call (default: the set's name, as
+    /// `--openenv` names it).
+    #[arg(long, value_name = "ENV")]
+    env: Option<String>,
+    /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
+    #[arg(long, value_name = "DIR")]
+    envs: Option<PathBuf>,
+    /// The envsim server: the package's default (`--env.taskset.task.base-url` of verifiers
+    /// overrides it).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8700")]
+    url: String,
+    /// Output folder: the package's root.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Write into a folder that is not empty (the package's files are replaced, others kept).
+    #[arg(long)]
+    force: bool,
+}
+
 pub fn run(args: ExportArgs) -> Result<()> {
     match args.command {
         ExportCommand::Sft(sft) => sft_cmd(sft),
+        ExportCommand::Verifiers(verifiers) => verifiers_cmd(verifiers),
     }
+}
+
+fn verifiers_cmd(a: VerifiersArgs) -> Result<()> {
+    let env_name = a.env.as_deref().unwrap_or(&a.set);
+    let env = crate::context::Corpus::choose(a.envs.clone()).load(env_name)?;
+    let package = envsim_serve::verifiers::package(&a.set, &env.manifest.tools, &a.url)
+        .map_err(|e| anyhow!("{e}"))?;
+    if a.out.exists() {
+        let mut entries = std::fs::read_dir(&a.out)
+            .with_context(|| format!("--out {}: cannot read it as a folder", a.out.display()))?;
+        if entries.next().is_some() && !a.force {
+            bail!(
+                "--out {} is not empty: give an empty or new folder, or --force to write the package's files into it",
+                a.out.display()
+            );
+        }
+    }
+    for (path, text) in &package.files {
+        crate::output::write_atomic(&a.out.join(path), text)?;
+    }
+    eprintln!(
+        "{}: the verifiers environment {} ({} tools of {env_name}) for the task set {} at {}/openenv/{}\n  \
+         pip install -e {}\n  vf-eval {} -m MODEL -n 5 --env.agent.runtime.type subprocess",
+        a.out.display(),
+        package.name,
+        env.manifest.tools.len(),
+        a.set,
+        a.url.trim_end_matches('/'),
+        a.set,
+        a.out.display(),
+        package.name,
+    );
+    Ok(())
 }
 
 fn sft_cmd(a: SftArgs) -> Result<()> {
@@ -182,4 +246,44 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         summary["holdout"]["shared_state_call_pairs"],
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verifiers_writes_the_package_and_refuses_a_folder_in_use_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        envsim_testkit::desk::write(dir.path()).unwrap();
+        let out = dir.path().join("out");
+        let args = |force: bool, env: Option<&str>| VerifiersArgs {
+            set: "desk-short".into(),
+            env: env.map(str::to_owned),
+            envs: Some(dir.path().to_owned()),
+            url: "http://127.0.0.1:8700/".into(),
+            out: out.clone(),
+            force,
+        };
+        // The set's name is no environment: `--env` names it.
+        let e = verifiers_cmd(args(false, None)).unwrap_err().to_string();
+        assert!(e.starts_with("no environment \"desk-short\""), "{e}");
+        verifiers_cmd(args(false, Some("desk"))).unwrap();
+        let tools = std::fs::read_to_string(out.join("envsim_desk_short/tools.py")).unwrap();
+        assert!(tools.contains("    async def close_ticket(self, ticket_id: str) -> str:\n"));
+        let taskset = std::fs::read_to_string(out.join("envsim_desk_short/taskset.py")).unwrap();
+        assert!(
+            taskset.contains("DEFAULT_BASE_URL = \"http://127.0.0.1:8700/openenv/desk-short\"\n")
+        );
+        let e = verifiers_cmd(args(false, Some("desk")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not empty"), "{e}");
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        verifiers_cmd(args(true, Some("desk"))).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
 }
