@@ -19,20 +19,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
-fn knob(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
+use common::{knob, percentile};
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {

@@ -363,28 +363,15 @@ async fn the_openenv_client_plays_an_episode() {
         "/../envsim/tests/data/openenv_client.py"
     );
     let python = std::env::var("ENVSIM_OPENENV_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = tokio::process::Command::new(&python)
+    let mut command = tokio::process::Command::new(&python);
+    command
         .arg(script)
-        .arg(format!("{}/openenv/desk", server.url))
-        .output()
-        .await
-        .unwrap();
-    if out.status.code() == Some(3) {
-        assert!(
-            std::env::var_os("ENVSIM_REQUIRE_OPENENV").is_none(),
-            "ENVSIM_REQUIRE_OPENENV is set and the openenv package is missing: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("skipped: the openenv-core package is not installed");
+        .arg(format!("{}/openenv/desk", server.url));
+    let Some(seen) = common::python_client(command, "openenv-core", "ENVSIM_REQUIRE_OPENENV").await
+    else {
         server.stop().await;
         return;
-    }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    };
     assert_eq!(seen["reset"]["instruction"], "Close ticket T1.");
     assert_eq!(seen["steps"], json!([[0.0, false], [1.0, true]]));
     assert_eq!(seen["state"]["step_count"], 2);

@@ -105,7 +105,8 @@ async fn verifiers_plays_an_episode_through_the_generated_package() {
         "/../envsim/tests/data/verifiers_driver.py"
     );
     let python = std::env::var("ENVSIM_VERIFIERS_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = tokio::process::Command::new(&python)
+    let mut command = tokio::process::Command::new(&python);
+    command
         .current_dir(dir.path())
         .arg(script)
         .arg(packages.join("desk"))
@@ -113,27 +114,12 @@ async fn verifiers_plays_an_episode_through_the_generated_package() {
         .arg(packages.join("odd"))
         .arg(format!("{}/openenv/desk", server.url))
         .arg(TOKEN)
-        .env_remove("ENVSIM_TOKEN")
-        .output()
-        .await
-        .unwrap();
-    if out.status.code() == Some(3) {
-        assert!(
-            std::env::var_os("ENVSIM_REQUIRE_VERIFIERS").is_none(),
-            "ENVSIM_REQUIRE_VERIFIERS is set and the verifiers package is missing: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("skipped: the verifiers package is not installed");
+        .env_remove("ENVSIM_TOKEN");
+    let Some(seen) = common::python_client(command, "verifiers", "ENVSIM_REQUIRE_VERIFIERS").await
+    else {
         server.stop().await;
         return;
-    }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    };
 
     // Loading: the default URL fails loudly, the one given on the command line works; the
     // taskset is found by its plugin id, and its agent runs the tool-only harness.

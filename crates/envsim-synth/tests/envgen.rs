@@ -2,14 +2,12 @@
 //! script): a good writer's package is accepted at once, a repairable one after its repair, a
 //! hopeless one never; the gate's simulator is the faulty double reading the good package.
 
-use envsim_exec::package::EnvPackage;
+mod common;
+
+use common::reader;
 use envsim_exec::{Convention, Executor, Limits};
-use envsim_sim::backend::{ExecutorSimulator, Simulator};
-use envsim_sim::faulty::FaultySimulator;
 use envsim_synth::envgen::check::CheckKind;
-use envsim_synth::envgen::files::PackageFiles;
 use envsim_synth::envgen::{synthesize, EnvRequest, EnvSource, ScriptedWriter, SynthPlan};
-use envsim_synth::gate::environments;
 use envsim_testkit::tally::{answer, CODE, TESTS};
 use std::sync::Arc;
 
@@ -18,23 +16,6 @@ fn request() -> EnvRequest {
         name: "tally".into(),
         source: EnvSource::Description("Named counters with a limit.".into()),
         convention: Convention::Class,
-    }
-}
-
-/// The gate's simulator: the good package read perfectly (its code, through the double).
-fn reader(executor: Arc<Executor>) -> impl Fn(&EnvPackage) -> Arc<dyn Simulator> + Sync {
-    let dir = tempfile::tempdir().unwrap();
-    let files = PackageFiles::parse(&answer(CODE, Some(TESTS))).unwrap();
-    files.write(&dir.path().join("tally")).unwrap();
-    let good = EnvPackage::load(&dir.path().join("tally")).unwrap();
-    let (with_code, _) = environments(&good).unwrap();
-    move |_: &EnvPackage| {
-        Arc::new(FaultySimulator::new(
-            ExecutorSimulator::new(Arc::clone(&executor)).knowing(&with_code),
-            0.0,
-            3,
-            "reader",
-        )) as Arc<dyn Simulator>
     }
 }
 

@@ -4,13 +4,14 @@
 //! by package name from a script; the gate's simulator is the faulty double reading the good
 //! package (a perfect reader).
 
+mod common;
+
+use common::reader;
 use envsim_core::prompt::Prompt;
 use envsim_core::sample::{Price, Usage};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Convention, Executor, Limits};
 use envsim_llm::{BoxFuture, LlmError, TextModel};
-use envsim_sim::backend::{ExecutorSimulator, Simulator};
-use envsim_sim::faulty::FaultySimulator;
 use envsim_synth::envgen::batch::{
     derived_name, known_packages, read_requests, synthesize_batch, BatchEvent, BatchPlan,
     EntryStatus,
@@ -18,7 +19,6 @@ use envsim_synth::envgen::batch::{
 use envsim_synth::envgen::dedup::{Known, Profile};
 use envsim_synth::envgen::files::PackageFiles;
 use envsim_synth::envgen::{EnvRequest, EnvSource, SynthPlan};
-use envsim_synth::gate::environments;
 use envsim_synth::store::SynthStore;
 use envsim_testkit::tally::{answer, CODE, MANIFEST, TESTS};
 use serde_json::Value;
@@ -93,23 +93,6 @@ fn describe(name: &str, text: &str) -> EnvRequest {
         name: name.into(),
         source: EnvSource::Description(text.into()),
         convention: Convention::Class,
-    }
-}
-
-/// The gate's simulator: the good tally package read perfectly.
-fn reader(executor: Arc<Executor>) -> impl Fn(&EnvPackage) -> Arc<dyn Simulator> + Sync {
-    let dir = tempfile::tempdir().unwrap();
-    let files = PackageFiles::parse(&answer(CODE, Some(TESTS))).unwrap();
-    files.write(&dir.path().join("tally")).unwrap();
-    let good = EnvPackage::load(&dir.path().join("tally")).unwrap();
-    let (with_code, _) = environments(&good).unwrap();
-    move |_: &EnvPackage| {
-        Arc::new(FaultySimulator::new(
-            ExecutorSimulator::new(Arc::clone(&executor)).knowing(&with_code),
-            0.0,
-            3,
-            "reader",
-        )) as Arc<dyn Simulator>
     }
 }
 

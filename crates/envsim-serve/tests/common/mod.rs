@@ -110,3 +110,50 @@ impl Server {
         let _ = self.task.await;
     }
 }
+
+/// What a Python client script printed (its standard output as JSON), or `None` when the
+/// script exited 3 — its package is not installed — and `require` (an environment variable)
+/// is unset; with `require` set, a missing package fails the test. `command` is the script's
+/// interpreter with its arguments.
+pub async fn python_client(
+    mut command: tokio::process::Command,
+    package: &str,
+    require: &str,
+) -> Option<Value> {
+    let out = command.output().await.expect("the interpreter runs");
+    if out.status.code() == Some(3) {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{require} is set and the {package} package is missing: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("skipped: the {package} package is not installed");
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout))),
+    )
+}
+
+/// A whole-number setting of a benchmark from the environment, else `default`.
+pub fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `p`-th percentile of `sorted` (nearest rank; NaN when empty).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
