@@ -115,6 +115,100 @@ pub struct TaskSet {
     pub reward: RewardKind,
 }
 
+/// One task set as a file of task sets describes it (`envsim serve --openenv-sets FILE`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskSetSpec {
+    name: String,
+    env: String,
+    #[serde(default)]
+    tasks: Option<String>,
+    #[serde(default)]
+    session: Map<String, Value>,
+    #[serde(default = "default_max_tool_calls")]
+    max_tool_calls: usize,
+    #[serde(default)]
+    terminal_tools: Vec<String>,
+    #[serde(default)]
+    reward: RewardKind,
+}
+
+fn default_max_tool_calls() -> usize {
+    30
+}
+
+/// Whether `name` may name a task set (it is a path segment).
+pub fn valid_set_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Reads a file of task sets: a JSON array of `{"name", "env", "tasks" (a task file, relative
+/// to this one), "session" (creation fields of every episode's session: `primary`, `anchor`,
+/// `no_code`, …), "max_tool_calls" (30), "terminal_tools", "reward" ("binary" or
+/// "partial")}`. Every set is checked (its session fields as `POST /sessions` checks them);
+/// an error names the file, the set and the field.
+pub fn read_task_sets(path: &std::path::Path) -> Result<Vec<TaskSet>, String> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let specs: Vec<TaskSetSpec> = serde_json::from_str(&text)
+        .map_err(|e| format!("{shown}: line {}, column {}: {e}", e.line(), e.column()))?;
+    let base = path.parent().unwrap_or(std::path::Path::new("."));
+    let mut sets: Vec<TaskSet> = Vec::new();
+    for spec in specs {
+        let at = |message: String| format!("{shown}: task set {:?}: {message}", spec.name);
+        if !valid_set_name(&spec.name) {
+            return Err(at(
+                "`name` must be 1 to 64 letters, digits, '_' or '-'".into()
+            ));
+        }
+        if sets.iter().any(|s| s.name == spec.name) {
+            return Err(at("the name is used twice".into()));
+        }
+        if spec.max_tool_calls == 0 {
+            return Err(at("`max_tool_calls` must be at least 1".into()));
+        }
+        if let Some(field) = ["env", "state"]
+            .iter()
+            .find(|f| spec.session.contains_key(**f))
+        {
+            return Err(at(format!(
+                "`session` may not set `{field}` (the set's `env` and each task's initial state do)"
+            )));
+        }
+        let mut request = spec.session.clone();
+        request.insert("env".into(), Value::String(spec.env.clone()));
+        crate::SessionRequest::parse(&Value::Object(request))
+            .map_err(|e| at(format!("`session`: {e}")))?;
+        let tasks = match &spec.tasks {
+            None => Vec::new(),
+            Some(file) => {
+                let file = base.join(file);
+                let text = std::fs::read_to_string(&file)
+                    .map_err(|e| at(format!("`tasks`: cannot read {}: {e}", file.display())))?;
+                let tasks = read_tasks(&text, &file.display().to_string()).map_err(at)?;
+                if tasks.is_empty() {
+                    return Err(at(format!("`tasks`: {} holds no task", file.display())));
+                }
+                tasks
+            }
+        };
+        sets.push(TaskSet {
+            name: spec.name,
+            env: spec.env,
+            session: spec.session,
+            tasks,
+            max_tool_calls: spec.max_tool_calls,
+            terminal_tools: spec.terminal_tools,
+            reward: spec.reward,
+        });
+    }
+    Ok(sets)
+}
+
 /// The reward of a final state against a checker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Reward {
@@ -974,6 +1068,72 @@ mod tests {
             let e = action_of(&bad, "data").unwrap_err();
             assert!(e.message.contains(says), "{bad}: {}", e.message);
             assert_eq!(e.code, "VALIDATION_ERROR");
+        }
+    }
+
+    #[test]
+    fn task_set_files_are_read_and_checked_by_set_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.jsonl"),
+            "{\"id\": \"a\", \"instruction\": \"Do a.\"}\n",
+        )
+        .unwrap();
+        let file = dir.path().join("sets.json");
+        std::fs::write(
+            &file,
+            r#"[{"name": "desk-llm", "env": "desk", "tasks": "t.jsonl",
+                 "session": {"primary": "faulty", "anchor": "full"}, "max_tool_calls": 4,
+                 "terminal_tools": ["close_ticket"], "reward": "partial"},
+                {"name": "desk", "env": "desk"}]"#,
+        )
+        .unwrap();
+        let sets = read_task_sets(&file).unwrap();
+        assert_eq!(sets.len(), 2);
+        assert_eq!(sets[0].tasks[0].id, "a");
+        assert_eq!(sets[0].session["primary"], "faulty");
+        assert_eq!(
+            (sets[0].max_tool_calls, sets[0].reward),
+            (4, RewardKind::Partial)
+        );
+        assert_eq!(
+            (sets[1].max_tool_calls, sets[1].reward),
+            (30, RewardKind::Binary)
+        );
+        assert!(sets[1].tasks.is_empty());
+        for (text, says) in [
+            (
+                r#"[{"name": "x", "env": "desk", "rewards": "binary"}]"#,
+                "unknown field `rewards`",
+            ),
+            (
+                r#"[{"name": "x", "env": "desk", "session": {"anchor": "maybe"}}]"#,
+                "task set \"x\": `session`: field `anchor`",
+            ),
+            (
+                r#"[{"name": "x", "env": "desk", "session": {"state": {}}}]"#,
+                "may not set `state`",
+            ),
+            (r#"[{"name": "x y", "env": "desk"}]"#, "`name` must be"),
+            (
+                r#"[{"name": "x", "env": "desk"}, {"name": "x", "env": "desk"}]"#,
+                "used twice",
+            ),
+            (
+                r#"[{"name": "x", "env": "desk", "max_tool_calls": 0}]"#,
+                "at least 1",
+            ),
+            (
+                r#"[{"name": "x", "env": "desk", "tasks": "none.jsonl"}]"#,
+                "`tasks`: cannot read",
+            ),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = read_task_sets(&file).unwrap_err();
+            assert!(
+                e.starts_with(&file.display().to_string()) && e.contains(says),
+                "{text}: {e}"
+            );
         }
     }
 

@@ -53,6 +53,12 @@ pub struct ServeArgs {
     /// them: each reset starts one, its checker gives the reward). Repeatable.
     #[arg(long = "openenv", value_name = "ENV[=TASKS]")]
     openenv: Vec<String>,
+    /// Task sets served over OpenEnv, from a JSON file: an array of {"name", "env", "tasks",
+    /// "session" (the episodes' simulators and anchoring: `primary`, `anchor`, `no_code`, …),
+    /// "max_tool_calls", "terminal_tools", "reward"}, each set at /openenv/NAME. See
+    /// docs/simulation.md.
+    #[arg(long, value_name = "FILE")]
+    openenv_sets: Option<PathBuf>,
     /// Tool calls an OpenEnv episode may make before it ends.
     #[arg(long, default_value_t = 30)]
     max_tool_calls: usize,
@@ -94,11 +100,7 @@ fn task_sets(a: &ServeArgs) -> Result<Vec<envsim_serve::openenv::TaskSet>> {
             }
             None => (spec.as_str(), Vec::new()),
         };
-        if env.is_empty()
-            || !env
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
+        if !envsim_serve::openenv::valid_set_name(env) {
             bail!("--openenv {spec}: {env:?} is not an environment name");
         }
         if sets
@@ -119,6 +121,18 @@ fn task_sets(a: &ServeArgs) -> Result<Vec<envsim_serve::openenv::TaskSet>> {
                 RewardArg::Partial => envsim_serve::openenv::RewardKind::Partial,
             },
         });
+    }
+    if let Some(file) = &a.openenv_sets {
+        for set in envsim_serve::openenv::read_task_sets(file).map_err(anyhow::Error::msg)? {
+            if sets.iter().any(|s| s.name == set.name) {
+                bail!(
+                    "{}: the task set {:?} is also given by --openenv",
+                    file.display(),
+                    set.name
+                );
+            }
+            sets.push(set);
+        }
     }
     Ok(sets)
 }
@@ -241,11 +255,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
         bail!("--workers must be at least 1");
     }
     let sets = task_sets(&a)?;
+    let names: Vec<String> = sets.iter().map(|s| s.name.clone()).collect();
     let corpus = crate::context::Corpus::choose(a.envs.clone());
     for set in &sets {
         if !corpus.has(&set.env)? {
             bail!(
-                "--openenv {}: no environment of that name in {}",
+                "task set {}: no environment {:?} in {}",
+                set.name,
                 set.env,
                 corpus.display()
             );
@@ -288,8 +304,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
             state.len().await,
             a.db.display()
         );
-        for spec in &a.openenv {
-            let name = spec.split_once('=').map_or(spec.as_str(), |(env, _)| env);
+        for name in &names {
             eprintln!("envsim serve: OpenEnv environment at http://{bound}/openenv/{name}");
         }
         envsim_serve::serve(listener, state, async {

@@ -1,0 +1,177 @@
+//! `envsim serve` with OpenEnv task sets from a file, end to end with the binary: a task set
+//! over a corpus package, its episodes' sessions anchored as the file says, a reward from the
+//! checker made by executing the task's reference call; and the file's mistakes refused.
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One HTTP/1.1 request with `Connection: close`: the status and the JSON body.
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> std::io::Result<(u16, Value)> {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let text = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    Ok((
+        status,
+        serde_json::from_str(text).unwrap_or(Value::String(text.into())),
+    ))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Served(Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(dir: &std::path::Path, port: u16, sets: &std::path::Path) -> Served {
+    Served(
+        Command::new(env!("CARGO_BIN_EXE_envsim"))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--db"])
+            .arg(dir.join("sessions.sqlite"))
+            .arg("--openenv-sets")
+            .arg(sets)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("runs"),
+    )
+}
+
+#[test]
+fn task_sets_from_a_file_serve_rewarded_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tasks.jsonl"),
+        r#"{"id": "assign", "instruction": "Assign TCK-5002 to AG-05.", "reference_calls": [{"name": "assign_ticket", "arguments": {"ticket_id": "TCK-5002", "agent_id": "AG-05"}}]}"#,
+    )
+    .unwrap();
+    let sets = dir.path().join("sets.json");
+    std::fs::write(
+        &sets,
+        json!([{"name": "desk", "env": "helpdesk_tickets", "tasks": "tasks.jsonl",
+                "session": {"anchor": "full"}, "max_tool_calls": 3, "reward": "partial"}])
+        .to_string(),
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = serve(dir.path(), port, &sets);
+    let started = Instant::now();
+    loop {
+        match http(port, "GET", "/openenv/desk/health", None) {
+            Ok((200, body)) => {
+                assert_eq!(body, json!({"status": "healthy"}));
+                break;
+            }
+            _ if started.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            other => panic!("the server did not come up: {other:?}"),
+        }
+    }
+    let (status, reset) = http(
+        port,
+        "POST",
+        "/openenv/desk/reset",
+        Some(&json!({"task_id": "assign", "episode_id": "e1"})),
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{reset}");
+    assert_eq!(
+        reset["observation"]["instruction"],
+        "Assign TCK-5002 to AG-05."
+    );
+    assert_eq!(reset["observation"]["max_tool_calls"], 3);
+    let step = |action: Value| {
+        http(
+            port,
+            "POST",
+            "/openenv/desk/step",
+            Some(&json!({"episode_id": "e1", "action": action})),
+        )
+        .unwrap()
+    };
+    let (_, r) = step(
+        json!({"tool": "assign_ticket", "arguments": {"ticket_id": "TCK-5002", "agent_id": "AG-05"}}),
+    );
+    assert_eq!(
+        (r["reward"].clone(), r["done"].clone()),
+        (json!(0.0), json!(false)),
+        "{r}"
+    );
+    assert_eq!(r["observation"]["success"], true);
+    let (_, r) = step(json!({"answer": "Assigned."}));
+    assert_eq!(
+        (r["reward"].clone(), r["done"].clone()),
+        (json!(1.0), json!(true)),
+        "{r}"
+    );
+    let detail = &r["observation"]["reward_detail"];
+    assert_eq!(detail["checks"], 3, "{detail}");
+    assert_eq!(detail["failures"], json!([]));
+    // The episode's session is anchored as the file says.
+    let (_, session) = http(port, "GET", "/sessions/e1", None).unwrap();
+    assert_eq!(session["anchoring"]["mode"], "full", "{session}");
+}
+
+#[test]
+fn a_bad_task_set_file_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = dir.path().join("sets.json");
+    for (text, says) in [
+        (
+            r#"[{"name": "x", "env": "nowhere"}]"#.to_owned(),
+            "task set x: no environment \"nowhere\"".to_owned(),
+        ),
+        (
+            "[{\"name\": \"x\",\n \"env\": 3}]".to_owned(),
+            format!("{}: line 2, column", sets.display()),
+        ),
+        (
+            r#"[{"name": "x", "env": "helpdesk_tickets", "session": {"primery": "local"}}]"#
+                .to_owned(),
+            "unknown field `primery`".to_owned(),
+        ),
+    ] {
+        std::fs::write(&sets, &text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_envsim"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--db"])
+            .arg(dir.path().join("s.sqlite"))
+            .arg("--openenv-sets")
+            .arg(&sets)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&says), "{text}: {stderr}");
+    }
+}
