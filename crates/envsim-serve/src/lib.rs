@@ -246,7 +246,7 @@ impl AppState {
             openenv,
             episodes: std::sync::Mutex::new(HashMap::new()),
         });
-        let stored = state.store.load_all().map_err(|e| e.to_string())?;
+        let stored = state.store.load_all().await.map_err(|e| e.to_string())?;
         for s in stored {
             match state
                 .rebuild(&s.request, s.initial, s.steps, s.snapshots)
@@ -262,7 +262,7 @@ impl AppState {
                 }),
             }
         }
-        state.restore_episodes()?;
+        state.restore_episodes().await?;
         Ok(state)
     }
 

@@ -712,8 +712,12 @@ impl AppState {
     }
 
     /// Episodes read back at start (their sessions restored already).
-    pub(crate) fn restore_episodes(&self) -> Result<(), String> {
-        let stored = self.store.load_episodes().map_err(|e| e.to_string())?;
+    pub(crate) async fn restore_episodes(&self) -> Result<(), String> {
+        let stored = self
+            .store
+            .load_episodes()
+            .await
+            .map_err(|e| e.to_string())?;
         let mut episodes = lock(&self.episodes);
         for (id, info) in stored {
             let episode: Episode =

@@ -1,4 +1,5 @@
-//! Sessions persisted in SQLite: a restart loses nothing committed. Each session row holds
+//! Sessions persisted in SQLite (or PostgreSQL: [`postgres`]): a restart loses nothing
+//! committed. Each session row holds
 //! how it was created and its initial state; each step row its record and, when the step
 //! changed the state, the state after it (an unchanged state is the one before). Snapshots are
 //! rows of (session, name, step count).
@@ -8,6 +9,8 @@
 //! does not undo the others), and answers each only once its group is committed — concurrent
 //! sessions share commits instead of queueing for one each. Reads use a connection of their
 //! own (WAL mode lets them run beside the writer).
+
+pub mod postgres;
 
 use envsim_sim::session::StepRecord;
 use rusqlite::{params, Connection};
@@ -44,6 +47,112 @@ pub enum StoreError {
     /// The writer thread is gone, or its group's commit failed.
     #[error("session store: {0}")]
     Writer(String),
+    /// PostgreSQL.
+    #[error("session store (PostgreSQL): {0}")]
+    Postgres(String),
+}
+
+/// The session store: a SQLite file, or a PostgreSQL database.
+#[derive(Clone)]
+pub struct Store(Backend);
+
+#[derive(Clone)]
+enum Backend {
+    Sqlite(SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+/// Runs `$call` on whichever store it is.
+macro_rules! on_backend {
+    ($store:expr, $s:ident => $call:expr) => {
+        match &$store.0 {
+            Backend::Sqlite($s) => $call,
+            Backend::Postgres($s) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Opens (creating when absent) the SQLite store at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Ok(Store(Backend::Sqlite(SqliteStore::open(path)?)))
+    }
+
+    /// Opens the store `db` names: a `postgres://` or `postgresql://` URL, else a SQLite file.
+    pub async fn open_any(db: &str) -> Result<Store, StoreError> {
+        if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            Ok(Store(Backend::Postgres(
+                postgres::PgStore::connect(db).await?,
+            )))
+        } else {
+            Store::open(Path::new(db))
+        }
+    }
+
+    /// Records a new session.
+    pub async fn create(
+        &self,
+        id: &str,
+        request: &Value,
+        initial: &Value,
+        now: f64,
+    ) -> Result<(), StoreError> {
+        on_backend!(self, s => s.create(id, request, initial, now).await)
+    }
+
+    /// Records step `idx` (dropping any stored step from `idx` on, as after a rollback), and
+    /// the state after it when it changed.
+    pub async fn append(
+        &self,
+        id: &str,
+        idx: usize,
+        record: &StepRecord,
+        changed: bool,
+        now: f64,
+    ) -> Result<(), StoreError> {
+        on_backend!(self, s => s.append(id, idx, record, changed, now).await)
+    }
+
+    /// Keeps the first `steps` steps and the marks at or before them.
+    pub async fn truncate(&self, id: &str, steps: usize) -> Result<(), StoreError> {
+        on_backend!(self, s => s.truncate(id, steps).await)
+    }
+
+    /// Records a mark.
+    pub async fn snapshot(&self, id: &str, name: &str, steps: usize) -> Result<(), StoreError> {
+        on_backend!(self, s => s.snapshot(id, name, steps).await)
+    }
+
+    /// Removes a session and everything of it.
+    pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        on_backend!(self, s => s.delete(id).await)
+    }
+
+    /// Copies a session under a new id (a fork).
+    pub async fn fork(&self, from: &str, to: &str, now: f64) -> Result<(), StoreError> {
+        on_backend!(self, s => s.fork(from, to, now).await)
+    }
+
+    /// Records (replacing) what an RL episode's session is: its task, budget, rewards.
+    pub async fn put_episode(&self, id: &str, info: &Value) -> Result<(), StoreError> {
+        on_backend!(self, s => s.put_episode(id, info).await)
+    }
+
+    /// Every stored episode: session id → what [`Store::put_episode`] recorded.
+    pub async fn load_episodes(&self) -> Result<BTreeMap<String, Value>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.load_episodes(),
+            Backend::Postgres(s) => s.load_episodes().await,
+        }
+    }
+
+    /// Every stored session, steps and states resolved.
+    pub async fn load_all(&self) -> Result<Vec<StoredSession>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.load_all(),
+            Backend::Postgres(s) => s.load_all().await,
+        }
+    }
 }
 
 /// A write: a statement group run in a savepoint of the writer's transaction.
@@ -51,7 +160,7 @@ type Job = Box<dyn FnOnce(&Connection) -> Result<(), StoreError> + Send>;
 
 /// The SQLite store, shared.
 #[derive(Clone)]
-pub struct Store {
+pub struct SqliteStore {
     writer: std::sync::mpsc::Sender<(Job, tokio::sync::oneshot::Sender<Result<(), StoreError>>)>,
     reader: Arc<Mutex<Connection>>,
 }
@@ -127,22 +236,22 @@ fn write_loop(
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Opens (creating when absent) the store at `path`.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         let writer = Connection::open(path)?;
         writer.execute_batch(SCHEMA)?;
         let reader = Connection::open(path)?;
-        Store::with(writer, reader)
+        SqliteStore::with(writer, reader)
     }
 
-    fn with(writer: Connection, reader: Connection) -> Result<Store, StoreError> {
+    fn with(writer: Connection, reader: Connection) -> Result<SqliteStore, StoreError> {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("envsim-store".into())
             .spawn(move || write_loop(writer, rx))
             .map_err(|e| StoreError::Writer(format!("the writer thread did not start: {e}")))?;
-        Ok(Store {
+        Ok(SqliteStore {
             writer: tx,
             reader: Arc::new(Mutex::new(reader)),
         })
@@ -182,7 +291,7 @@ impl Store {
         .await
     }
 
-    /// Every stored episode: session id → what [`Store::put_episode`] recorded.
+    /// Every stored episode: session id → what [`SqliteStore::put_episode`] recorded.
     pub fn load_episodes(&self) -> Result<BTreeMap<String, Value>, StoreError> {
         self.read(|c| {
             let mut statement = c.prepare("SELECT session, info FROM episodes")?;
@@ -321,48 +430,60 @@ impl Store {
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
                 .collect::<Result<_, _>>()?;
             for (id, request, initial, touched) in rows {
-                let corrupt = |what: &str, e: serde_json::Error| {
-                    StoreError::Corrupt(id.clone(), format!("{what}: {e}"))
-                };
-                let request: Value =
-                    serde_json::from_str(&request).map_err(|e| corrupt("request", e))?;
-                let initial: Value =
-                    serde_json::from_str(&initial).map_err(|e| corrupt("initial state", e))?;
                 let mut stmt =
                     c.prepare("SELECT record, state FROM steps WHERE session = ?1 ORDER BY idx")?;
                 let steps: Vec<(String, Option<String>)> = stmt
                     .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<Result<_, _>>()?;
-                let mut state = Arc::new(initial.clone());
-                let mut records = Vec::new();
-                for (k, (record, after)) in steps.into_iter().enumerate() {
-                    let mut record: StepRecord = serde_json::from_str(&record)
-                        .map_err(|e| corrupt(&format!("step {k}"), e))?;
-                    if let Some(after) = after {
-                        state = Arc::new(
-                            serde_json::from_str(&after)
-                                .map_err(|e| corrupt(&format!("state after step {k}"), e))?,
-                        );
-                    }
-                    record.state_after = Arc::clone(&state);
-                    records.push(record);
-                }
                 let mut stmt = c.prepare("SELECT name, steps FROM snapshots WHERE session = ?1")?;
                 let snapshots: BTreeMap<String, usize> = stmt
                     .query_map(params![id], |r| {
                         Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize))
                     })?
                     .collect::<Result<_, _>>()?;
-                out.push(StoredSession {
-                    id: id.clone(),
-                    request,
-                    initial,
-                    steps: records,
-                    snapshots,
-                    touched,
-                });
+                out.push(stored_session(
+                    id, &request, &initial, touched, steps, snapshots,
+                )?);
             }
             Ok(out)
         })
     }
+}
+
+/// A stored session from its rows: the steps' states resolved (a step without a state left
+/// the one before it).
+pub(crate) fn stored_session(
+    id: String,
+    request: &str,
+    initial: &str,
+    touched: f64,
+    steps: Vec<(String, Option<String>)>,
+    snapshots: BTreeMap<String, usize>,
+) -> Result<StoredSession, StoreError> {
+    let corrupt =
+        |what: &str, e: serde_json::Error| StoreError::Corrupt(id.clone(), format!("{what}: {e}"));
+    let request: Value = serde_json::from_str(request).map_err(|e| corrupt("request", e))?;
+    let initial: Value = serde_json::from_str(initial).map_err(|e| corrupt("initial state", e))?;
+    let mut state = Arc::new(initial.clone());
+    let mut records = Vec::new();
+    for (k, (record, after)) in steps.into_iter().enumerate() {
+        let mut record: StepRecord =
+            serde_json::from_str(&record).map_err(|e| corrupt(&format!("step {k}"), e))?;
+        if let Some(after) = after {
+            state = Arc::new(
+                serde_json::from_str(&after)
+                    .map_err(|e| corrupt(&format!("state after step {k}"), e))?,
+            );
+        }
+        record.state_after = Arc::clone(&state);
+        records.push(record);
+    }
+    Ok(StoredSession {
+        id,
+        request,
+        initial,
+        steps: records,
+        snapshots,
+        touched,
+    })
 }

@@ -271,7 +271,7 @@ async fn sessions_over_http_survive_a_restart() {
         format!("session {id}: not restored: the desk is gone")
     );
     let store = envsim_serve::store::Store::open(&dir.path().join("sessions.sqlite")).unwrap();
-    assert_eq!(store.load_all().unwrap().len(), 1);
+    assert_eq!(store.load_all().await.unwrap().len(), 1);
 }
 
 /// A host whose environments are all gone, keeping what the server tells it.

@@ -26,9 +26,15 @@ pub struct ServeArgs {
     /// Folder of environment packages (default: the bundled corpus, or $ENVSIM_ENVS).
     #[arg(long, value_name = "DIR")]
     envs: Option<PathBuf>,
-    /// The SQLite file sessions persist in (created when absent).
-    #[arg(long, value_name = "FILE", default_value = "envsim-sessions.sqlite")]
-    db: PathBuf,
+    /// Where sessions persist: a SQLite file (created when absent), or a PostgreSQL database
+    /// (`postgres://user:password@host:port/database`; the tables are made when missing). One
+    /// server per database for now: replicas sharing one are not yet coordinated.
+    #[arg(
+        long,
+        value_name = "FILE|URL",
+        default_value = "envsim-sessions.sqlite"
+    )]
+    db: String,
     /// Bearer token every request must carry (Authorization: Bearer TOKEN).
     #[arg(long, env = "ENVSIM_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -267,10 +273,12 @@ pub fn run(a: ServeArgs) -> Result<()> {
             );
         }
     }
-    let store = Store::open(&a.db)
-        .with_context(|| format!("cannot open the session store {}", a.db.display()))?;
+    let shown_db = envsim_serve::store::postgres::shown(&a.db);
     let runtime = crate::context::exec_runtime()?;
     runtime.block_on(async move {
+        let store = Store::open_any(&a.db)
+            .await
+            .with_context(|| format!("cannot open the session store {shown_db}"))?;
         let executor = ExecutorSimulator::new(Arc::new(
             envsim_exec::Executor::new(a.workers, crate::context::exec_limits()?).await?,
         ));
@@ -302,7 +310,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         eprintln!(
             "envsim serve: listening on http://{bound} ({} sessions restored from {}); the API is described at /openapi.json",
             state.len().await,
-            a.db.display()
+            shown_db
         );
         for name in &names {
             eprintln!("envsim serve: OpenEnv environment at http://{bound}/openenv/{name}");

@@ -67,6 +67,18 @@ pub struct Server {
 impl Server {
     /// Starts a server on a free loopback port, its store in `dir`, `workers` executor workers.
     pub async fn start_with(dir: &Path, config: ServerConfig, workers: usize) -> Server {
+        let store = Store::open(&dir.join("sessions.sqlite")).unwrap();
+        Server::start_on(dir, store, config, workers).await
+    }
+
+    /// Starts a server on a free loopback port over `store` (the desk package written to
+    /// `dir`), `workers` executor workers.
+    pub async fn start_on(
+        dir: &Path,
+        store: Store,
+        config: ServerConfig,
+        workers: usize,
+    ) -> Server {
         let executor = ExecutorSimulator::new(Arc::new(
             Executor::new(workers, Limits::default())
                 .await
@@ -76,7 +88,6 @@ impl Server {
             package: desk(dir),
             executor,
         });
-        let store = Store::open(&dir.join("sessions.sqlite")).unwrap();
         let state = AppState::start(host, store, config).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -156,4 +167,29 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[rank.min(sorted.len() - 1)]
+}
+
+/// A database of its own on the PostgreSQL server `ENVSIM_POSTGRES_URL` names (`.ci/postgres`
+/// starts one), as a URL; `None` when the variable is unset, unless ENVSIM_REQUIRE_POSTGRES is
+/// set (then the test fails).
+pub async fn fresh_postgres() -> Option<String> {
+    let Ok(url) = std::env::var("ENVSIM_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("ENVSIM_REQUIRE_POSTGRES").is_none(),
+            "ENVSIM_REQUIRE_POSTGRES is set and ENVSIM_POSTGRES_URL is not (.ci/postgres starts a server)"
+        );
+        eprintln!("skipped: no PostgreSQL (set ENVSIM_POSTGRES_URL; .ci/postgres starts one)");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    tokio::spawn(connection);
+    let name = format!("envsim_test_{}", uuid::Uuid::new_v4().simple());
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(base, _)| base);
+    Some(format!("{base}/{name}"))
 }
