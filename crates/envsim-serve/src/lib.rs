@@ -129,6 +129,9 @@ pub struct Entry {
     pub env: Arc<Environment>,
     /// Seconds since the epoch of its last use.
     touched: AtomicU64,
+    /// The version of the session in a shared store this copy is at (changed under the
+    /// session's lock).
+    version: AtomicU64,
 }
 
 impl Entry {
@@ -138,6 +141,7 @@ impl Entry {
             session: Mutex::new(session),
             request,
             touched: AtomicU64::new(now() as u64),
+            version: AtomicU64::new(0),
         })
     }
 
@@ -302,6 +306,18 @@ impl AppState {
         steps: Vec<StepRecord>,
         snapshots: std::collections::BTreeMap<String, usize>,
     ) -> ApiResult<Arc<Entry>> {
+        let session = self.restore(request, initial, steps, snapshots).await?;
+        Ok(Entry::new(session, request.clone()))
+    }
+
+    /// A session made again from its creation request, stored steps and marks.
+    async fn restore(
+        &self,
+        request: &Value,
+        initial: Value,
+        steps: Vec<StepRecord>,
+        snapshots: std::collections::BTreeMap<String, usize>,
+    ) -> ApiResult<Session> {
         let parsed = SessionRequest::parse(request).map_err(|e| {
             ApiError::new(StatusCode::BAD_REQUEST, format!("the stored request: {e}"))
         })?;
@@ -311,17 +327,89 @@ impl AppState {
             .backends(&parsed, &env)
             .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
         let config = session_config(&parsed);
-        let session = Session::restore(env, backends, config, initial, steps, snapshots);
-        Ok(Entry::new(session, request.clone()))
+        Ok(Session::restore(
+            env, backends, config, initial, steps, snapshots,
+        ))
     }
 
     async fn entry(&self, id: &str) -> ApiResult<Arc<Entry>> {
-        let entry =
-            self.sessions.read().await.get(id).cloned().ok_or_else(|| {
+        let held = self.sessions.read().await.get(id).cloned();
+        let entry = match held {
+            Some(entry) => entry,
+            // A session another server made: loaded from the shared store.
+            None => self.load_shared(id).await?.ok_or_else(|| {
                 ApiError::new(StatusCode::NOT_FOUND, format!("no session {id:?}"))
-            })?;
+            })?,
+        };
         entry.touch();
         Ok(entry)
+    }
+
+    /// Session `id` from a shared store, held from now on (`None`: there is none).
+    async fn load_shared(&self, id: &str) -> ApiResult<Option<Arc<Entry>>> {
+        let Some((stored, version)) = self.store.load(id).await? else {
+            return Ok(None);
+        };
+        let entry = self
+            .rebuild(
+                &stored.request,
+                stored.initial,
+                stored.steps,
+                stored.snapshots,
+            )
+            .await?;
+        entry.version.store(version, Ordering::SeqCst);
+        if let Some(info) = self.store.load_episode(id).await? {
+            self.hold_episode(id, info)?;
+        }
+        // Two requests may load it at once: the first one held wins.
+        let mut sessions = self.sessions.write().await;
+        Ok(Some(Arc::clone(
+            sessions.entry(id.to_owned()).or_insert(entry),
+        )))
+    }
+
+    /// Makes `session` (of `entry`, locked) the shared store's version of session `id` when
+    /// another server changed it; a session deleted there is dropped here (404).
+    async fn refresh(&self, id: &str, entry: &Entry, session: &mut Session) -> ApiResult<()> {
+        if !self.store.is_shared() {
+            return Ok(());
+        }
+        match self.store.version(id).await? {
+            None => {
+                self.sessions.write().await.remove(id);
+                Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    format!("no session {id:?} (deleted by another server)"),
+                ))
+            }
+            Some(v) if v == entry.version.load(Ordering::SeqCst) => Ok(()),
+            Some(_) => self.reload(id, entry, session).await,
+        }
+    }
+
+    /// Reads session `id` again from the shared store into `session`.
+    async fn reload(&self, id: &str, entry: &Entry, session: &mut Session) -> ApiResult<()> {
+        let Some((stored, version)) = self.store.load(id).await? else {
+            self.sessions.write().await.remove(id);
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no session {id:?} (deleted by another server)"),
+            ));
+        };
+        *session = self
+            .restore(
+                &stored.request,
+                stored.initial,
+                stored.steps,
+                stored.snapshots,
+            )
+            .await?;
+        entry.version.store(version, Ordering::SeqCst);
+        if let Some(info) = self.store.load_episode(id).await? {
+            self.hold_episode(id, info)?;
+        }
+        Ok(())
     }
 
     /// One step of session `id`: the tool must be one of the session's; the resulting state
@@ -354,6 +442,7 @@ impl AppState {
             ));
         }
         let mut session = entry.session.lock().await;
+        self.refresh(id, &entry, &mut session).await?;
         let before = Arc::clone(session.state());
         let record = session
             .step(tool, arguments)
@@ -376,10 +465,23 @@ impl AppState {
         }
         let index = session.steps().len() - 1;
         // The session stays locked until its step is committed, so its steps are stored in
-        // order.
-        self.store
-            .append(id, index, &record, changed, now())
-            .await?;
+        // order; in a shared store, only if no other server stepped it meanwhile.
+        let expected = Some(entry.version.load(Ordering::SeqCst));
+        match self
+            .store
+            .append(id, index, &record, changed, now(), expected)
+            .await
+        {
+            Ok(version) => entry.version.store(version, Ordering::SeqCst),
+            Err(store::StoreError::Conflict(_)) => {
+                self.reload(id, &entry, &mut session).await?;
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("session {id:?} was stepped by another request meanwhile: this step was not taken; the session is as that request left it, step again"),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
         Ok((record, index + 1))
     }
 
@@ -401,7 +503,9 @@ impl AppState {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(id);
-            if let Err(e) = self.store.delete(id).await {
+            // In a shared store another server may have used it since: it is deleted only if
+            // it has been idle there too.
+            if let Err(e) = self.store.delete_if_idle(id, limit as f64).await {
                 self.host.notice(ServerEvent::ExpiredNotDeleted {
                     id: id.clone(),
                     error: e.to_string(),
@@ -583,7 +687,8 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let session = entry.session.lock().await;
+    let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
     let mut body = describe(&id, &session);
     body["state"] = session.state().as_ref().clone();
     Ok(Json(body))
@@ -648,7 +753,8 @@ async fn state_of(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let session = entry.session.lock().await;
+    let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
     Ok(Json(session.state().as_ref().clone()))
 }
 
@@ -665,7 +771,10 @@ async fn trajectory(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let mut trajectory = entry.session.lock().await.trajectory(&id);
+    let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
+    let mut trajectory = session.trajectory(&id);
+    drop(session);
     state.add_rewards(&id, &mut trajectory).await;
     Ok(Json(trajectory))
 }
@@ -687,8 +796,10 @@ async fn snapshot(
         })?;
     let entry = state.entry(&id).await?;
     let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
     let steps = session.snapshot(name);
-    state.store.snapshot(&id, name, steps).await?;
+    let version = state.store.snapshot(&id, name, steps, now()).await?;
+    entry.version.store(version, Ordering::SeqCst);
     Ok(Json(json!({"snapshot": name, "steps": steps})))
 }
 
@@ -700,6 +811,7 @@ async fn rollback(
     let request = body_json(&body)?;
     let entry = state.entry(&id).await?;
     let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
     let result = match (&request["name"], &request["steps"]) {
         (Value::String(name), Value::Null) => session.rollback(name),
         (Value::Null, Value::Number(n)) => match n.as_u64() {
@@ -719,7 +831,8 @@ async fn rollback(
         }
     };
     let steps = result.map_err(|e| ApiError::new(StatusCode::NOT_FOUND, e.to_string()))?;
-    state.store.truncate(&id, steps).await?;
+    let version = state.store.truncate(&id, steps, now()).await?;
+    entry.version.store(version, Ordering::SeqCst);
     Ok(Json(
         json!({"steps": steps, "state": session.state().as_ref()}),
     ))
@@ -730,7 +843,10 @@ async fn fork(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let entry = state.entry(&id).await?;
-    let copy = entry.session.lock().await.fork();
+    let mut session = entry.session.lock().await;
+    state.refresh(&id, &entry, &mut session).await?;
+    let copy = session.fork();
+    drop(session);
     let new_id = uuid::Uuid::new_v4().simple().to_string();
     state.store.fork(&id, &new_id, now()).await?;
     let body = describe(&new_id, &copy);

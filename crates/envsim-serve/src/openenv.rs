@@ -597,20 +597,67 @@ impl AppState {
         Ok((id, step_result(observation, None, false)))
     }
 
-    fn episode(&self, id: &str) -> EnvResult<Arc<tokio::sync::Mutex<Episode>>> {
-        lock(&self.episodes).get(id).cloned().ok_or_else(|| {
-            EnvError::invalid(
-                &["body", "episode_id"],
-                format!("no episode {id:?}: reset first"),
+    async fn episode(&self, id: &str) -> EnvResult<Arc<tokio::sync::Mutex<Episode>>> {
+        if let Some(held) = lock(&self.episodes).get(id).cloned() {
+            return Ok(held);
+        }
+        // An episode another server started: its session and bookkeeping from the shared
+        // store.
+        if self.store.is_shared() && self.entry(id).await.is_ok() {
+            if let Some(held) = lock(&self.episodes).get(id).cloned() {
+                return Ok(held);
+            }
+        }
+        Err(EnvError::invalid(
+            &["body", "episode_id"],
+            format!("no episode {id:?}: reset first"),
+        ))
+    }
+
+    /// Episode `id`'s bookkeeping, as the shared store has it when it is shared (another
+    /// server may have stepped it), else as held.
+    async fn current_episode(&self, id: &str) -> EnvResult<Episode> {
+        let held = self.episode(id).await?;
+        let mut episode = held.lock().await;
+        if let Some(info) = self.store.load_episode(id).await.map_err(ApiError::from)? {
+            *episode = serde_json::from_value(info).map_err(|e| {
+                EnvError::execution(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the stored episode {id}: {e}"),
+                )
+            })?;
+        }
+        Ok(episode.clone())
+    }
+
+    /// Holds the stored bookkeeping `info` of episode `id` unless one is held already.
+    pub(crate) fn hold_episode(&self, id: &str, info: Value) -> Result<(), ApiError> {
+        let episode: Episode = serde_json::from_value(info).map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the stored episode {id}: {e}"),
             )
-        })
+        })?;
+        lock(&self.episodes)
+            .entry(id.to_owned())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(episode)));
+        Ok(())
     }
 
     /// One action of episode `id` (of `set_name`).
     async fn step_episode(&self, set_name: &str, id: &str, action: Action) -> EnvResult<Value> {
         let set = self.task_set(set_name)?;
-        let episode = self.episode(id)?;
+        let episode = self.episode(id).await?;
         let mut episode = episode.lock().await;
+        // Another server may have stepped it: its bookkeeping as stored.
+        if let Some(info) = self.store.load_episode(id).await.map_err(ApiError::from)? {
+            *episode = serde_json::from_value(info).map_err(|e| {
+                EnvError::execution(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the stored episode {id}: {e}"),
+                )
+            })?;
+        }
         if episode.set != set_name {
             return Err(EnvError::invalid(
                 &["body", "episode_id"],
@@ -647,7 +694,12 @@ impl AppState {
             (None, _) => None,
             (Some(_), false) => Some(0.0),
             (Some(checker), true) => {
-                let state = self.entry(id).await?.session.lock().await.state().clone();
+                let entry = self.entry(id).await?;
+                let mut session = entry.session.lock().await;
+                // Another server may have stepped the session last: the state as stored.
+                self.refresh(id, &entry, &mut session).await?;
+                let state = session.state().clone();
+                drop(session);
                 let r = reward(checker, &state)
                     .map_err(|e| EnvError::execution(StatusCode::INTERNAL_SERVER_ERROR, e))?;
                 let value = match set.set.reward {
@@ -672,9 +724,10 @@ impl AppState {
 
     /// The OpenEnv state of episode `id`: its id and step count, the task, the session's state.
     async fn episode_state(&self, id: &str) -> EnvResult<Value> {
-        let episode = self.episode(id)?.lock().await.clone();
+        let episode = self.current_episode(id).await?;
         let entry = self.entry(id).await?;
-        let session = entry.session.lock().await;
+        let mut session = entry.session.lock().await;
+        self.refresh(id, &entry, &mut session).await?;
         Ok(json!({
             "episode_id": id,
             "step_count": episode.rewards.len(),
@@ -690,12 +743,14 @@ impl AppState {
     /// The rewards of session `id`'s trajectory, when it is an episode: each step's reward
     /// beside it, the task and the final reward at the top.
     pub(crate) async fn add_rewards(&self, id: &str, trajectory: &mut Value) {
-        let Some(episode) = lock(&self.episodes).get(id).cloned() else {
+        if !lock(&self.episodes).contains_key(id) {
             return;
-        };
+        }
         // A step in flight holds the episode: its trajectory waits for it, as the session's
         // own does.
-        let episode = episode.lock().await.clone();
+        let Ok(episode) = self.current_episode(id).await else {
+            return;
+        };
         // Answers are steps of the episode but not of the session: rewards of tool calls go
         // beside their steps, in order.
         if let Some(steps) = trajectory["steps"].as_array_mut() {

@@ -50,6 +50,9 @@ pub enum StoreError {
     /// PostgreSQL.
     #[error("session store (PostgreSQL): {0}")]
     Postgres(String),
+    /// Another server changed the session since this one read it.
+    #[error("session {0} was changed by another request meanwhile")]
+    Conflict(String),
 }
 
 /// The session store: a SQLite file, or a PostgreSQL database.
@@ -100,8 +103,32 @@ impl Store {
         on_backend!(self, s => s.create(id, request, initial, now).await)
     }
 
+    /// Whether other servers may share it (then sessions carry versions: [`postgres`]).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.0, Backend::Postgres(_))
+    }
+
+    /// The session's version in a shared store (`None`: not shared, or no such session).
+    pub async fn version(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(s) => s.version(id).await,
+        }
+    }
+
+    /// One session and its version, from a shared store (`None` from SQLite, whose sessions
+    /// are all loaded at start, or when there is no such session).
+    pub async fn load(&self, id: &str) -> Result<Option<(StoredSession, u64)>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(s) => s.load(id).await,
+        }
+    }
+
     /// Records step `idx` (dropping any stored step from `idx` on, as after a rollback), and
-    /// the state after it when it changed.
+    /// the state after it when it changed; in a shared store only if the session is still at
+    /// version `expected` ([`StoreError::Conflict`] otherwise). Returns its new version (0 in
+    /// SQLite).
     pub async fn append(
         &self,
         id: &str,
@@ -109,18 +136,44 @@ impl Store {
         record: &StepRecord,
         changed: bool,
         now: f64,
-    ) -> Result<(), StoreError> {
-        on_backend!(self, s => s.append(id, idx, record, changed, now).await)
+        expected: Option<u64>,
+    ) -> Result<u64, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.append(id, idx, record, changed, now).await.map(|()| 0),
+            Backend::Postgres(s) => s.append(id, idx, record, changed, now, expected).await,
+        }
     }
 
-    /// Keeps the first `steps` steps and the marks at or before them.
-    pub async fn truncate(&self, id: &str, steps: usize) -> Result<(), StoreError> {
-        on_backend!(self, s => s.truncate(id, steps).await)
+    /// Keeps the first `steps` steps and the marks at or before them; returns the session's
+    /// new version (0 in SQLite).
+    pub async fn truncate(&self, id: &str, steps: usize, now: f64) -> Result<u64, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.truncate(id, steps).await.map(|()| 0),
+            Backend::Postgres(s) => s.truncate(id, steps, now).await,
+        }
     }
 
-    /// Records a mark.
-    pub async fn snapshot(&self, id: &str, name: &str, steps: usize) -> Result<(), StoreError> {
-        on_backend!(self, s => s.snapshot(id, name, steps).await)
+    /// Records a mark; returns the session's new version (0 in SQLite).
+    pub async fn snapshot(
+        &self,
+        id: &str,
+        name: &str,
+        steps: usize,
+        now: f64,
+    ) -> Result<u64, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.snapshot(id, name, steps).await.map(|()| 0),
+            Backend::Postgres(s) => s.snapshot(id, name, steps, now).await,
+        }
+    }
+
+    /// What [`Store::put_episode`] recorded of session `id`, from a shared store (`None` from
+    /// SQLite, whose episodes are all loaded at start).
+    pub async fn load_episode(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(s) => s.load_episode(id).await,
+        }
     }
 
     /// Removes a session and everything of it.
@@ -131,6 +184,15 @@ impl Store {
     /// Copies a session under a new id (a fork).
     pub async fn fork(&self, from: &str, to: &str, now: f64) -> Result<(), StoreError> {
         on_backend!(self, s => s.fork(from, to, now).await)
+    }
+
+    /// Removes a session unused since `before` (seconds since the epoch) as the store knows
+    /// it: in a shared store another server may have used it since this one did.
+    pub async fn delete_if_idle(&self, id: &str, before: f64) -> Result<(), StoreError> {
+        match &self.0 {
+            Backend::Sqlite(s) => s.delete(id).await,
+            Backend::Postgres(s) => s.delete_if_idle(id, before).await,
+        }
     }
 
     /// Records (replacing) what an RL episode's session is: its task, budget, rewards.

@@ -165,3 +165,166 @@ async fn servers_started_together_make_the_tables_once() {
     );
     assert!(!error.contains("secret"), "{error}");
 }
+
+/// Two servers on one database serve any session: a session made on one is stepped on the
+/// other, each sees the other's steps, marks and rollbacks, concurrent steps of one session
+/// from both are each taken once or refused (409) — none lost, none twice — and an OpenEnv
+/// episode moves between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_database_serve_any_session() {
+    let Some(url) = fresh_postgres().await else {
+        return;
+    };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start_on(da.path(), Store::open_any(&url).await.unwrap(), config(), 2).await;
+    let b = Server::start_on(db.path(), Store::open_any(&url).await.unwrap(), config(), 2).await;
+    let c = reqwest::Client::new();
+    let (status, created) = post(&c, &format!("{}/sessions", a.url), json!({"env": "desk"})).await;
+    assert_eq!(status, 201);
+    let id = created["id"].as_str().unwrap().to_owned();
+    let on = |server: &Server, path: &str| format!("{}/sessions/{id}{path}", server.url);
+    let create = |title: String| json!({"name": "create_ticket", "arguments": {"title": title}});
+    // Made on A, stepped on B, then on A again (which must read B's step first).
+    let (status, r) = post(&c, &on(&b, "/steps"), create("from-b".into())).await;
+    assert_eq!((status, r["step"].clone()), (200, json!(1)), "{r}");
+    let (status, r) = post(&c, &on(&a, "/steps"), create("from-a".into())).await;
+    assert_eq!((status, r["step"].clone()), (200, json!(2)), "{r}");
+    let (_, ta) = get(&c, &on(&a, "/trajectory")).await;
+    let (_, tb) = get(&c, &on(&b, "/trajectory")).await;
+    assert_eq!(ta, tb);
+    assert_eq!(ta["steps"].as_array().unwrap().len(), 2);
+    // A mark made on B, a rollback to it on A, seen on B.
+    let (status, _) = post(&c, &on(&b, "/snapshots"), json!({"name": "one"})).await;
+    assert_eq!(status, 200);
+    let (_, _) = post(&c, &on(&a, "/steps"), create("gone".into())).await;
+    let (status, r) = post(&c, &on(&a, "/rollback"), json!({"name": "one"})).await;
+    assert_eq!((status, r["steps"].clone()), (200, json!(2)), "{r}");
+    let (_, state) = get(&c, &on(&b, "/state")).await;
+    assert!(
+        state["tickets"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|t| t["title"] != "gone"),
+        "{state}"
+    );
+
+    // Concurrent steps from both servers: each taken once or refused.
+    let calls: Vec<_> = (0..24)
+        .map(|k| {
+            let url = on(if k % 2 == 0 { &a } else { &b }, "/steps");
+            let c = c.clone();
+            tokio::spawn(async move {
+                let title = format!("c{k}");
+                let r = c
+                    .post(url)
+                    .body(
+                        json!({"name": "create_ticket", "arguments": {"title": title}}).to_string(),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                (title, r.status().as_u16())
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for call in calls {
+        let (title, status) = call.await.unwrap();
+        assert!(status == 200 || status == 409, "{title}: {status}");
+        if status == 200 {
+            taken.push(title);
+        }
+    }
+    assert!(!taken.is_empty());
+    let (_, ta) = get(&c, &on(&a, "/trajectory")).await;
+    let (_, tb) = get(&c, &on(&b, "/trajectory")).await;
+    assert_eq!(ta, tb);
+    let mut stepped: Vec<String> = ta["steps"].as_array().unwrap()[2..]
+        .iter()
+        .map(|s| {
+            s["action"]["arguments"]["title"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    stepped.sort();
+    taken.sort();
+    assert_eq!(
+        stepped, taken,
+        "every step answered 200 is stored once, and no other"
+    );
+
+    // An OpenEnv episode reset on A, stepped on B, answered on A.
+    let (_, _) = post(
+        &c,
+        &format!("{}/openenv/desk/reset", a.url),
+        json!({"task_id": "close", "episode_id": "shared"}),
+    )
+    .await;
+    let (status, r) = post(&c, &format!("{}/openenv/desk/step", b.url), json!({"episode_id": "shared", "action": {"tool": "close_ticket", "arguments": {"ticket_id": "T1"}}})).await;
+    assert_eq!(status, 200, "{r}");
+    let (_, r) = post(
+        &c,
+        &format!("{}/openenv/desk/step", a.url),
+        json!({"episode_id": "shared", "action": {"answer": "done"}}),
+    )
+    .await;
+    assert_eq!(
+        (r["reward"].clone(), r["observation"]["tool_calls"].clone()),
+        (json!(1.0), json!(1)),
+        "{r}"
+    );
+    let (_, s) = get(
+        &c,
+        &format!("{}/openenv/desk/state?episode_id=shared", b.url),
+    )
+    .await;
+    assert_eq!(
+        (s["done"].clone(), s["step_count"].clone()),
+        (json!(true), json!(2)),
+        "{s}"
+    );
+
+    // Deleted on B: gone on A too.
+    let r = c.delete(on(&b, "")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 204);
+    let (status, _) = get(&c, &on(&a, "/state")).await;
+    assert_eq!(status, 404);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A server's idle sweep drops a session it has not used, but leaves it in the database when
+/// another server used it meanwhile; the first serves it again from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_idle_on_one_server_but_used_on_another_is_kept() {
+    let Some(url) = fresh_postgres().await else {
+        return;
+    };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let short = ServerConfig {
+        idle_ttl: std::time::Duration::from_secs(1),
+        ..config()
+    };
+    let a = Server::start_on(da.path(), Store::open_any(&url).await.unwrap(), short, 2).await;
+    let b = Server::start_on(db.path(), Store::open_any(&url).await.unwrap(), config(), 2).await;
+    let c = reqwest::Client::new();
+    let (_, created) = post(&c, &format!("{}/sessions", a.url), json!({"env": "desk"})).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    // B uses the session every 300 ms for 2.4 s while A (idle time 1 s, swept every second)
+    // does not.
+    let step = json!({"name": "get_ticket", "arguments": {"ticket_id": "T1"}});
+    for _ in 0..8 {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let (status, _) = post(&c, &format!("{}/sessions/{id}/steps", b.url), step.clone()).await;
+        assert_eq!(status, 200);
+    }
+    a.state.expire().await;
+    assert!(a.state.is_empty().await, "A dropped it");
+    let (status, r) = post(&c, &format!("{}/sessions/{id}/steps", a.url), step).await;
+    assert_eq!((status, r["step"].clone()), (200, json!(9)), "{r}");
+    a.stop().await;
+    b.stop().await;
+}

@@ -27,8 +27,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     envs: Option<PathBuf>,
     /// Where sessions persist: a SQLite file (created when absent), or a PostgreSQL database
-    /// (`postgres://user:password@host:port/database`; the tables are made when missing). One
-    /// server per database for now: replicas sharing one are not yet coordinated.
+    /// (`postgres://user:password@host:port/database`; the tables are made when missing), which
+    /// any number of servers may share: each serves any session, steps of one session are
+    /// serialised across them.
     #[arg(
         long,
         value_name = "FILE|URL",

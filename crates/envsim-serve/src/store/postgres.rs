@@ -3,6 +3,12 @@
 //! several statements (a step replacing the ones after it, a fork) is one transaction. The
 //! tables are made at connection under an advisory lock, so servers started together against
 //! one database do not race to make them.
+//!
+//! Several servers may share the database: every change of a session (a step, a rollback, a
+//! mark) raises its `version`, and a step is committed only if the version is still the one
+//! its server stepped from — otherwise another server changed the session first, and the step
+//! is refused ([`StoreError::Conflict`]) instead of overwriting it. A server that finds the
+//! version moved reloads the session before it steps ([`PgStore::load`]).
 
 use super::{stored_session, StoreError, StoredSession};
 use deadpool_postgres::{Pool, Runtime};
@@ -34,6 +40,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     session TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     info TEXT NOT NULL
 );
+ALTER TABLE sessions ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 0;
 ";
 
 /// The key of the advisory lock the schema is made under (any constant of this program's).
@@ -104,8 +111,84 @@ impl PgStore {
         Ok(())
     }
 
+    /// The session's version (`None`: no such session).
+    pub async fn version(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt("SELECT version FROM sessions WHERE id = $1", &[&id])
+            .await?;
+        Ok(row.map(|r| r.get::<_, i64>(0) as u64))
+    }
+
+    /// One session and its version (`None`: no such session).
+    pub async fn load(&self, id: &str) -> Result<Option<(StoredSession, u64)>, StoreError> {
+        let mut client = self.client().await?;
+        // One snapshot of the session: its row, steps and marks read in one transaction.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let Some(row) = tx
+            .query_opt(
+                "SELECT request, initial, touched, version FROM sessions WHERE id = $1",
+                &[&id],
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let steps = tx
+            .query(
+                "SELECT record, state FROM steps WHERE session = $1 ORDER BY idx",
+                &[&id],
+            )
+            .await?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let marks = tx
+            .query(
+                "SELECT name, steps FROM snapshots WHERE session = $1",
+                &[&id],
+            )
+            .await?
+            .into_iter()
+            .map(|r| (r.get(0), r.get::<_, i64>(1) as usize))
+            .collect();
+        tx.commit().await?;
+        let (request, initial): (String, String) = (row.get(0), row.get(1));
+        let session = stored_session(id.to_owned(), &request, &initial, row.get(2), steps, marks)?;
+        Ok(Some((session, row.get::<_, i64>(3) as u64)))
+    }
+
+    /// Raises the session's version if it is still `expected` (any version when `None`), in
+    /// `tx`; returns the new one, or [`StoreError::Conflict`].
+    async fn bump(
+        tx: &deadpool_postgres::Transaction<'_>,
+        id: &str,
+        expected: Option<u64>,
+        now: f64,
+    ) -> Result<u64, StoreError> {
+        let row = tx
+            .query_opt(
+                "UPDATE sessions SET version = version + 1, touched = $3
+                 WHERE id = $1 AND ($2::BIGINT IS NULL OR version = $2)
+                 RETURNING version",
+                &[&id, &expected.map(|v| v as i64), &now],
+            )
+            .await?;
+        match row {
+            Some(row) => Ok(row.get::<_, i64>(0) as u64),
+            None => Err(StoreError::Conflict(id.to_owned())),
+        }
+    }
+
     /// Records step `idx` (dropping any stored step from `idx` on), and the state after it
-    /// when it changed.
+    /// when it changed, if the session is still at version `expected`; returns its new
+    /// version.
     pub async fn append(
         &self,
         id: &str,
@@ -113,13 +196,17 @@ impl PgStore {
         record: &StepRecord,
         changed: bool,
         now: f64,
-    ) -> Result<(), StoreError> {
+        expected: Option<u64>,
+    ) -> Result<u64, StoreError> {
         let text = serde_json::to_string(record)
             .map_err(|e| StoreError::Corrupt(id.to_owned(), e.to_string()))?;
         let state = changed.then(|| record.state_after.to_string());
         let idx = idx as i64;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        // The version first: a step of a session another server changed meanwhile writes
+        // nothing.
+        let version = PgStore::bump(&tx, id, expected, now).await?;
         tx.execute(
             "DELETE FROM steps WHERE session = $1 AND idx >= $2",
             &[&id, &idx],
@@ -130,20 +217,17 @@ impl PgStore {
             &[&id, &idx, &text, &state],
         )
         .await?;
-        tx.execute(
-            "UPDATE sessions SET touched = $2 WHERE id = $1",
-            &[&id, &now],
-        )
-        .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(version)
     }
 
-    /// Keeps the first `steps` steps and the marks at or before them.
-    pub async fn truncate(&self, id: &str, steps: usize) -> Result<(), StoreError> {
+    /// Keeps the first `steps` steps and the marks at or before them; returns the session's
+    /// new version.
+    pub async fn truncate(&self, id: &str, steps: usize, now: f64) -> Result<u64, StoreError> {
         let steps = steps as i64;
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
+        let version = PgStore::bump(&tx, id, None, now).await?;
         tx.execute(
             "DELETE FROM steps WHERE session = $1 AND idx >= $2",
             &[&id, &steps],
@@ -155,20 +239,28 @@ impl PgStore {
         )
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(version)
     }
 
-    /// Records a mark.
-    pub async fn snapshot(&self, id: &str, name: &str, steps: usize) -> Result<(), StoreError> {
-        self.client()
-            .await?
-            .execute(
-                "INSERT INTO snapshots (session, name, steps) VALUES ($1, $2, $3)
-                 ON CONFLICT (session, name) DO UPDATE SET steps = excluded.steps",
-                &[&id, &name, &(steps as i64)],
-            )
-            .await?;
-        Ok(())
+    /// Records a mark; returns the session's new version.
+    pub async fn snapshot(
+        &self,
+        id: &str,
+        name: &str,
+        steps: usize,
+        now: f64,
+    ) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let version = PgStore::bump(&tx, id, None, now).await?;
+        tx.execute(
+            "INSERT INTO snapshots (session, name, steps) VALUES ($1, $2, $3)
+             ON CONFLICT (session, name) DO UPDATE SET steps = excluded.steps",
+            &[&id, &name, &(steps as i64)],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(version)
     }
 
     /// Removes a session and everything of it.
@@ -176,6 +268,18 @@ impl PgStore {
         self.client()
             .await?
             .execute("DELETE FROM sessions WHERE id = $1", &[&id])
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a session unused since `before` (seconds since the epoch).
+    pub async fn delete_if_idle(&self, id: &str, before: f64) -> Result<(), StoreError> {
+        self.client()
+            .await?
+            .execute(
+                "DELETE FROM sessions WHERE id = $1 AND touched < $2",
+                &[&id, &before],
+            )
             .await?;
         Ok(())
     }
@@ -214,6 +318,20 @@ impl PgStore {
             )
             .await?;
         Ok(())
+    }
+
+    /// What [`PgStore::put_episode`] recorded of session `id`, when anything.
+    pub async fn load_episode(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt("SELECT info FROM episodes WHERE session = $1", &[&id])
+            .await?;
+        row.map(|r| {
+            serde_json::from_str(&r.get::<_, String>(0))
+                .map_err(|e| StoreError::Corrupt(id.to_owned(), format!("its episode: {e}")))
+        })
+        .transpose()
     }
 
     /// Every stored episode: session id → what [`PgStore::put_episode`] recorded.
