@@ -1,13 +1,14 @@
 //! Replicas of `envsim serve` sharing one PostgreSQL database (ENVSIM_POSTGRES_URL; `.ci/postgres`
 //! starts one), as behind a load balancer: ENVSIM_LOAD_REPLICAS servers (3) in this process,
-//! ENVSIM_LOAD_SESSIONS sessions (1000) all in flight, each made on one replica and stepped
-//! ENVSIM_LOAD_STEPS times (5), every request sent to the next replica in turn (a request a
-//! request that cannot reach its replica goes to the next one, as a balancer retries). With ENVSIM_LOAD_KILL=1
-//! one replica is killed (its server task aborted, requests in flight dropped) when half the
-//! steps are answered. Each step writes a ticket titled after the session and step, so the
-//! check at the end is exact: for every session, the steps the database holds are exactly the
-//! steps answered 200 (none lost), each once (none twice), plus at most the steps whose
-//! answer was lost with the killed replica. Prints a Markdown row for docs/benchmarks.md.
+//! each on a runtime of its own, ENVSIM_LOAD_SESSIONS sessions (1000) all in flight, each made
+//! on one replica and stepped ENVSIM_LOAD_STEPS times (5), every request sent to the next
+//! replica in turn (a request that cannot reach its replica goes to the next one, as a
+//! balancer retries). With ENVSIM_LOAD_KILL=1 one replica is killed (its runtime shut down:
+//! everything in flight dropped where it stands) when half the steps are answered. Each step
+//! writes a ticket titled after the session and step, so the check at the end is exact: for
+//! every session, the steps the database holds are exactly the steps answered 200 (none
+//! lost), each once (none twice), plus at most the steps whose answer was lost with the killed
+//! replica. Prints a Markdown row for docs/benchmarks.md; exits 1 when the check fails.
 //!
 //! `ENVSIM_POSTGRES_URL=$(.ci/postgres) cargo bench -p envsim-serve --bench replicas`
 
