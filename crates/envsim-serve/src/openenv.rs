@@ -240,16 +240,17 @@ pub fn reward(checker: &Value, state: &Value) -> Result<Reward, String> {
     })
 }
 
-/// How an episode ended.
+/// How an episode ended, in the words of envsim's trajectories (`envsim synth`'s `finish`),
+/// so that `curate` reads RL rollouts as it reads synthesized conversations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
     /// The agent gave its final answer.
-    Answer,
+    FinalAnswer,
     /// A terminal tool was called.
     TerminalTool,
     /// The tool-call budget is spent.
-    Budget,
+    StepBudget,
 }
 
 /// An episode's bookkeeping beside its session (stored with it).
@@ -673,7 +674,7 @@ impl AppState {
         let mut observation = json!({"episode_id": id, "result": null, "success": null});
         match action {
             Action::Answer(answer) => {
-                episode.finish = Some(Finish::Answer);
+                episode.finish = Some(Finish::FinalAnswer);
                 episode.answer = Some(answer);
             }
             Action::Call(tool, arguments) => {
@@ -684,7 +685,7 @@ impl AppState {
                 if set.set.terminal_tools.contains(&tool) {
                     episode.finish = Some(Finish::TerminalTool);
                 } else if episode.tool_calls >= set.set.max_tool_calls {
-                    episode.finish = Some(Finish::Budget);
+                    episode.finish = Some(Finish::StepBudget);
                 }
             }
         }
@@ -850,7 +851,7 @@ pub fn schemas(tools: &[Value]) -> Value {
                 "success": {"type": ["boolean", "null"]},
                 "tool_calls": {"type": "integer"},
                 "max_tool_calls": {"type": "integer"},
-                "finish": {"type": "string", "enum": ["answer", "terminal_tool", "budget"]},
+                "finish": {"type": "string", "enum": ["final_answer", "terminal_tool", "step_budget"]},
                 "reward_detail": {"type": "object", "description": "binary, partial, checks, failures"}
             }
         },

@@ -125,7 +125,7 @@ async fn episodes_over_http_are_rewarded_by_their_checkers_and_kept_across_a_res
         (r["reward"].clone(), r["done"].clone()),
         (json!(1.0), json!(true))
     );
-    assert_eq!(r["observation"]["finish"], "answer");
+    assert_eq!(r["observation"]["finish"], "final_answer");
     assert_eq!(
         r["observation"]["reward_detail"],
         json!({"binary": 1.0, "partial": 1.0, "checks": 1, "failures": []})
@@ -140,7 +140,7 @@ async fn episodes_over_http_are_rewarded_by_their_checkers_and_kept_across_a_res
     assert_eq!(state["episode_id"], "ep1");
     assert_eq!(state["step_count"], 3);
     assert_eq!(state["tool_calls"], 2);
-    assert_eq!(state["finish"], "answer");
+    assert_eq!(state["finish"], "final_answer");
     assert_eq!(state["state"]["tickets"]["T1"]["status"], "closed");
     // The session's trajectory carries the rewards, for audit and curate.
     let (_, t) = get(&c, &format!("{}/sessions/ep1/trajectory", server.url)).await;
@@ -262,7 +262,7 @@ async fn budgets_and_terminal_tools_end_episodes_with_partial_rewards() {
     let (_, r) = post(&c, &u("/step"), call.clone()).await;
     assert_eq!(
         (r["done"].clone(), r["observation"]["finish"].clone()),
-        (json!(true), json!("budget"))
+        (json!(true), json!("step_budget"))
     );
     assert_eq!(r["reward"], 0.0);
     // Seeds choose tasks: the same seed, the same task.

@@ -183,7 +183,7 @@ async fn verifiers_plays_an_episode_through_the_generated_package() {
     assert_eq!(episode.len(), 32, "a uuid4 in hex");
     assert_eq!(
         seen["info"],
-        json!({"episode_id": episode, "task_id": "close", "finish": "answer", "reward": 1.0,
+        json!({"episode_id": episode, "task_id": "close", "finish": "final_answer", "reward": 1.0,
                "reward_detail": {"binary": 1.0, "partial": 1.0, "checks": 1, "failures": []}})
     );
     assert_eq!(seen["rewards"], json!({"envsim_reward": 1.0}));
@@ -249,7 +249,7 @@ async fn verifiers_plays_an_episode_through_the_generated_package() {
         (
             &json!("close"),
             &json!("T1 is closed."),
-            &json!("answer"),
+            &json!("final_answer"),
             &json!(1.0)
         )
     );

@@ -362,9 +362,12 @@ pub fn curate(records: &Records, settings: &Settings) -> Result<Curated, Curatio
         return Err(CurationError::NoRecords);
     }
     let weights = &settings.weights;
-    // Records without a `finish` are not synthesized conversations: they count as finished.
-    let finished =
-        |it: &Item| settings.keep_unfinished || it.finish == "final_answer" || it.finish.is_empty();
+    // Records without a `finish` are not synthesized conversations: they count as finished; an
+    // RL episode ended by its terminal tool (`envsim serve --openenv`) is finished too.
+    let finished = |it: &Item| {
+        settings.keep_unfinished
+            || matches!(it.finish.as_str(), "final_answer" | "terminal_tool" | "")
+    };
     let dropping_errors = settings.error_paths == ErrorPaths::Drop;
     let reasons: Vec<Vec<String>> = items
         .iter()
@@ -691,6 +694,31 @@ mod tests {
             .join("\n");
         r.add("in.jsonl", &text).unwrap();
         r
+    }
+
+    #[test]
+    fn episodes_ended_by_an_answer_or_a_terminal_tool_are_finished_and_budgets_are_not() {
+        let mut r = Records::default();
+        let text = [
+            ("a", "final_answer"),
+            ("b", "terminal_tool"),
+            ("c", "step_budget"),
+        ]
+        .iter()
+        .map(|(id, finish)| {
+            let mut rec = record(id, false);
+            rec["finish"] = json!(finish);
+            rec.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+        r.add("in.jsonl", &text).unwrap();
+        let curated = curate(&r, &settings(ErrorPaths::Keep)).unwrap();
+        assert_eq!(curated.datasheet.counts.selected, 2);
+        assert_eq!(
+            curated.datasheet.dropped.gate_reasons,
+            BTreeMap::from([("ended with step_budget".to_owned(), 1)])
+        );
     }
 
     #[test]

@@ -141,6 +141,42 @@ fn task_sets_from_a_file_serve_rewarded_episodes() {
     // The episode's session is anchored as the file says.
     let (_, session) = http(port, "GET", "/sessions/e1", None).unwrap();
     assert_eq!(session["anchoring"]["mode"], "full", "{session}");
+    // Its trajectory is an RL rollout that `audit` and `curate` read like any trajectory.
+    let (_, trajectory) = http(port, "GET", "/sessions/e1/trajectory", None).unwrap();
+    assert_eq!(trajectory["finish"], "final_answer");
+    assert_eq!(trajectory["rewards"], json!([0.0, 1.0]));
+    let rollouts = dir.path().join("rollouts.jsonl");
+    std::fs::write(&rollouts, format!("{trajectory}\n")).unwrap();
+    let audit = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("audit")
+        .arg(&rollouts)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        audit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    assert!(
+        shown.contains("0 of 1 calls break their tool's schema"),
+        "{shown}"
+    );
+    let curated = dir.path().join("curated");
+    let curate = Command::new(env!("CARGO_BIN_EXE_envsim"))
+        .arg("curate")
+        .arg(&rollouts)
+        .arg("--out")
+        .arg(&curated)
+        .output()
+        .unwrap();
+    assert!(
+        curate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&curate.stderr)
+    );
+    let lines = std::fs::read_to_string(curated.join("openai.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
 }
 
 #[test]
