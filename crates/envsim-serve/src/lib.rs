@@ -164,6 +164,12 @@ pub struct AppState {
     episodes: std::sync::Mutex<HashMap<String, Arc<Mutex<openenv::Episode>>>>,
 }
 
+/// A standard mutex's guard, also after a panic elsewhere poisoned it (what it guards, maps of
+/// held things, stays consistent: every change is one call).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -345,28 +351,49 @@ impl AppState {
         Ok(entry)
     }
 
-    /// Session `id` from a shared store, held from now on (`None`: there is none).
-    async fn load_shared(&self, id: &str) -> ApiResult<Option<Arc<Entry>>> {
+    /// Session `id` as a shared store holds it — the session made again, its creation request
+    /// and its version — with its episode's bookkeeping held (`None`: no such session).
+    async fn read_shared(&self, id: &str) -> ApiResult<Option<(Session, Value, u64)>> {
         let Some((stored, version)) = self.store.load(id).await? else {
             return Ok(None);
         };
-        let entry = self
-            .rebuild(
+        let session = self
+            .restore(
                 &stored.request,
                 stored.initial,
                 stored.steps,
                 stored.snapshots,
             )
             .await?;
-        entry.version.store(version, Ordering::SeqCst);
         if let Some(info) = self.store.load_episode(id).await? {
             self.hold_episode(id, info)?;
         }
+        Ok(Some((session, stored.request, version)))
+    }
+
+    /// Session `id` from a shared store, held from now on (`None`: there is none).
+    async fn load_shared(&self, id: &str) -> ApiResult<Option<Arc<Entry>>> {
+        let Some((session, request, version)) = self.read_shared(id).await? else {
+            return Ok(None);
+        };
+        let entry = Entry::new(session, request);
+        entry.version.store(version, Ordering::SeqCst);
         // Two requests may load it at once: the first one held wins.
         let mut sessions = self.sessions.write().await;
         Ok(Some(Arc::clone(
             sessions.entry(id.to_owned()).or_insert(entry),
         )))
+    }
+
+    /// Session `id`'s entry locked, as the shared store has it now ([`AppState::refresh`]).
+    async fn fresh<'a>(
+        &self,
+        id: &str,
+        entry: &'a Entry,
+    ) -> ApiResult<tokio::sync::MutexGuard<'a, Session>> {
+        let mut session = entry.session.lock().await;
+        self.refresh(id, entry, &mut session).await?;
+        Ok(session)
     }
 
     /// Makes `session` (of `entry`, locked) the shared store's version of session `id` when
@@ -376,40 +403,32 @@ impl AppState {
             return Ok(());
         }
         match self.store.version(id).await? {
-            None => {
-                self.sessions.write().await.remove(id);
-                Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    format!("no session {id:?} (deleted by another server)"),
-                ))
-            }
             Some(v) if v == entry.version.load(Ordering::SeqCst) => Ok(()),
-            Some(_) => self.reload(id, entry, session).await,
+            _ => self.reload(id, entry, session).await,
         }
     }
 
     /// Reads session `id` again from the shared store into `session`.
     async fn reload(&self, id: &str, entry: &Entry, session: &mut Session) -> ApiResult<()> {
-        let Some((stored, version)) = self.store.load(id).await? else {
-            self.sessions.write().await.remove(id);
+        let Some((read, _, version)) = self.read_shared(id).await? else {
+            self.forget(id).await;
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 format!("no session {id:?} (deleted by another server)"),
             ));
         };
-        *session = self
-            .restore(
-                &stored.request,
-                stored.initial,
-                stored.steps,
-                stored.snapshots,
-            )
-            .await?;
+        *session = read;
         entry.version.store(version, Ordering::SeqCst);
-        if let Some(info) = self.store.load_episode(id).await? {
-            self.hold_episode(id, info)?;
-        }
         Ok(())
+    }
+
+    /// Drops session `id` from what this server holds (the session, its MCP service, its
+    /// episode); returns its entry when it was held.
+    async fn forget(&self, id: &str) -> Option<Arc<Entry>> {
+        let removed = self.sessions.write().await.remove(id);
+        self.mcp_services().remove(id);
+        lock(&self.episodes).remove(id);
+        removed
     }
 
     /// One step of session `id`: the tool must be one of the session's; the resulting state
@@ -441,8 +460,7 @@ impl AppState {
                 ),
             ));
         }
-        let mut session = entry.session.lock().await;
-        self.refresh(id, &entry, &mut session).await?;
+        let mut session = self.fresh(id, &entry).await?;
         let before = Arc::clone(session.state());
         let record = session
             .step(tool, arguments)
@@ -497,12 +515,7 @@ impl AppState {
             .map(|(id, _)| id.clone())
             .collect();
         for id in &idle {
-            self.sessions.write().await.remove(id);
-            self.mcp_services().remove(id);
-            self.episodes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(id);
+            self.forget(id).await;
             // In a shared store another server may have used it since: it is deleted only if
             // it has been idle there too.
             if let Err(e) = self.store.delete_if_idle(id, limit as f64).await {
@@ -516,7 +529,7 @@ impl AppState {
     }
 
     fn mcp_services(&self) -> std::sync::MutexGuard<'_, HashMap<String, mcp::McpService>> {
-        self.mcp.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.mcp)
     }
 }
 
@@ -687,8 +700,7 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let session = state.fresh(&id, &entry).await?;
     let mut body = describe(&id, &session);
     body["state"] = session.state().as_ref().clone();
     Ok(Json(body))
@@ -698,14 +710,7 @@ async fn delete(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let removed = state.sessions.write().await.remove(&id);
-    state.mcp_services().remove(&id);
-    state
-        .episodes
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&id);
-    match removed {
+    match state.forget(&id).await {
         Some(_) => {
             state.store.delete(&id).await?;
             Ok(StatusCode::NO_CONTENT)
@@ -753,8 +758,7 @@ async fn state_of(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let session = state.fresh(&id, &entry).await?;
     Ok(Json(session.state().as_ref().clone()))
 }
 
@@ -771,8 +775,7 @@ async fn trajectory(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let session = state.fresh(&id, &entry).await?;
     let mut trajectory = session.trajectory(&id);
     drop(session);
     state.add_rewards(&id, &mut trajectory).await;
@@ -795,8 +798,7 @@ async fn snapshot(
             )
         })?;
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let mut session = state.fresh(&id, &entry).await?;
     let steps = session.snapshot(name);
     let version = state.store.snapshot(&id, name, steps, now()).await?;
     entry.version.store(version, Ordering::SeqCst);
@@ -810,8 +812,7 @@ async fn rollback(
 ) -> ApiResult<Json<Value>> {
     let request = body_json(&body)?;
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let mut session = state.fresh(&id, &entry).await?;
     let result = match (&request["name"], &request["steps"]) {
         (Value::String(name), Value::Null) => session.rollback(name),
         (Value::Null, Value::Number(n)) => match n.as_u64() {
@@ -843,8 +844,7 @@ async fn fork(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let entry = state.entry(&id).await?;
-    let mut session = entry.session.lock().await;
-    state.refresh(&id, &entry, &mut session).await?;
+    let session = state.fresh(&id, &entry).await?;
     let copy = session.fork();
     drop(session);
     let new_id = uuid::Uuid::new_v4().simple().to_string();

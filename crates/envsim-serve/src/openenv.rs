@@ -17,7 +17,7 @@
 //! environment, these act on the episode the request names (`episode_id`): an RL trainer
 //! stepping over plain HTTP keeps its episodes.
 
-use crate::{body_json, ApiError, AppState};
+use crate::{body_json, lock, ApiError, AppState};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -620,25 +620,21 @@ impl AppState {
     async fn current_episode(&self, id: &str) -> EnvResult<Episode> {
         let held = self.episode(id).await?;
         let mut episode = held.lock().await;
-        if let Some(info) = self.store.load_episode(id).await.map_err(ApiError::from)? {
-            *episode = serde_json::from_value(info).map_err(|e| {
-                EnvError::execution(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the stored episode {id}: {e}"),
-                )
-            })?;
-        }
+        self.refresh_episode(id, &mut episode).await?;
         Ok(episode.clone())
+    }
+
+    /// `episode` (held, locked) as a shared store has it: another server may have stepped it.
+    async fn refresh_episode(&self, id: &str, episode: &mut Episode) -> Result<(), ApiError> {
+        if let Some(info) = self.store.load_episode(id).await? {
+            *episode = parse_episode(id, info)?;
+        }
+        Ok(())
     }
 
     /// Holds the stored bookkeeping `info` of episode `id` unless one is held already.
     pub(crate) fn hold_episode(&self, id: &str, info: Value) -> Result<(), ApiError> {
-        let episode: Episode = serde_json::from_value(info).map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the stored episode {id}: {e}"),
-            )
-        })?;
+        let episode = parse_episode(id, info)?;
         lock(&self.episodes)
             .entry(id.to_owned())
             .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(episode)));
@@ -650,15 +646,7 @@ impl AppState {
         let set = self.task_set(set_name)?;
         let episode = self.episode(id).await?;
         let mut episode = episode.lock().await;
-        // Another server may have stepped it: its bookkeeping as stored.
-        if let Some(info) = self.store.load_episode(id).await.map_err(ApiError::from)? {
-            *episode = serde_json::from_value(info).map_err(|e| {
-                EnvError::execution(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the stored episode {id}: {e}"),
-                )
-            })?;
-        }
+        self.refresh_episode(id, &mut episode).await?;
         if episode.set != set_name {
             return Err(EnvError::invalid(
                 &["body", "episode_id"],
@@ -696,9 +684,8 @@ impl AppState {
             (Some(_), false) => Some(0.0),
             (Some(checker), true) => {
                 let entry = self.entry(id).await?;
-                let mut session = entry.session.lock().await;
                 // Another server may have stepped the session last: the state as stored.
-                self.refresh(id, &entry, &mut session).await?;
+                let session = self.fresh(id, &entry).await?;
                 let state = session.state().clone();
                 drop(session);
                 let r = reward(checker, &state)
@@ -727,8 +714,7 @@ impl AppState {
     async fn episode_state(&self, id: &str) -> EnvResult<Value> {
         let episode = self.current_episode(id).await?;
         let entry = self.entry(id).await?;
-        let mut session = entry.session.lock().await;
-        self.refresh(id, &entry, &mut session).await?;
+        let session = self.fresh(id, &entry).await?;
         Ok(json!({
             "episode_id": id,
             "step_count": episode.rewards.len(),
@@ -776,16 +762,21 @@ impl AppState {
             .map_err(|e| e.to_string())?;
         let mut episodes = lock(&self.episodes);
         for (id, info) in stored {
-            let episode: Episode =
-                serde_json::from_value(info).map_err(|e| format!("episode {id}: {e}"))?;
+            let episode = parse_episode(&id, info).map_err(|e| e.1)?;
             episodes.insert(id, Arc::new(tokio::sync::Mutex::new(episode)));
         }
         Ok(())
     }
 }
 
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+/// An episode's stored bookkeeping read back.
+fn parse_episode(id: &str, info: Value) -> Result<Episode, ApiError> {
+    serde_json::from_value(info).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the stored episode {id}: {e}"),
+        )
+    })
 }
 
 /// `GET /openenv/{set}/health`.

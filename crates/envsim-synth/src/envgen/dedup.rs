@@ -21,7 +21,7 @@
 use super::{EnvRequest, EnvSource};
 use envsim_exec::package::Manifest;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The similarity from which two environments count as the same domain.
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
@@ -263,14 +263,15 @@ fn fold_plural(word: &str) -> String {
     word.to_owned()
 }
 
-/// The distinct words of a profile (for tests and reports).
-pub fn vocabulary(profile: &Profile) -> BTreeSet<&str> {
-    profile.words.keys().map(String::as_str).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    /// The distinct words of a profile.
+    fn vocabulary(profile: &Profile) -> BTreeSet<&str> {
+        profile.words.keys().map(String::as_str).collect()
+    }
     use envsim_exec::Convention;
 
     fn request(name: &str, text: &str) -> EnvRequest {
