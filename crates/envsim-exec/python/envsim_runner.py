@@ -13,9 +13,12 @@ Requests (one JSON object per line, answered by one line with the same "id"):
                                                    -> {"state": the constructed instance's state}
   {"op": "load", "env": K, "code": S, "class_name": C, "convention": "class" | "database"}
   {"op": "describe", "env": K}                     -> the tools and their signatures
+  {"op": "code_map", "env": K}                     -> the environment's executable lines and
+                                                      branch arcs (see "Coverage" below)
   {"op": "call", "env": K, "tool": T, "args": {...},
-   "seed": int, "clock": float, "alias_init_config": bool, "trace": bool}
-  followed by one line holding the state JSON
+   "seed": int, "clock": float, "alias_init_config": bool, "trace": bool, "coverage": bool}
+  followed by one line holding the state JSON; with "coverage" the reply (a success or not)
+  carries "coverage": {"lines": [...], "arcs": [[from, to], ...]}
 
 Conventions (the manifest's "convention"; "class" when absent):
   class     the code defines a class; a call constructs it from the state EnvScaler-style and
@@ -31,6 +34,7 @@ Error kinds: load_error, invalid_call, exception, memory, output_too_large, bad_
 
 import builtins
 import datetime as _datetime
+import dis
 import inspect
 import io
 import json
@@ -700,6 +704,171 @@ def _unwrap(value):
 
 
 # --------------------------------------------------------------------------------------------
+# Coverage: which lines and line arcs of the environment's own code a call ran.
+#
+# A branch is measured as coverage.py measures branches: by line arcs. Every conditional jump
+# of the environment's functions (an `if`, a loop's test, a short-circuit, a comprehension's
+# filter) leaves its line for one line when taken and another when not; those two arcs are the
+# branch's outcomes, kept only when they reach two different lines (a conditional expression on
+# one line has no outcome a line trace can tell apart). A call is traced with sys.settrace on
+# every Python version, so that one definition of a branch holds everywhere; only the tool call
+# itself is traced, never the construction of the instance (which a chained call skips), so the
+# same call always reports the same coverage.
+
+_SOURCES = {}  # env key -> (compiled module code, the class whose __init__ is the constructor)
+_CODE_MAPS = {}  # env key -> _CodeMap
+_COVERAGE = []  # the coverage of the call being answered, attached to its reply by main()
+
+_UNCONDITIONAL_JUMPS = frozenset(("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_ABSOLUTE", "JUMP",
+                                  "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT"))
+_LEAVING = frozenset(("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"))
+_PROLOGUE = frozenset(("RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "CACHE",
+                       "EXTENDED_ARG", "NOP", "GEN_START"))
+
+
+def _instruction_lines(instructions):
+    """The source line of every instruction (None where it has none)."""
+    lines, current = [], None
+    for ins in instructions:
+        number = getattr(ins, "line_number", None)  # 3.13+
+        if number is None and getattr(ins, "positions", None) is not None:  # 3.11, 3.12
+            number = ins.positions.lineno
+        elif number is None and isinstance(ins.starts_line, int) and not isinstance(ins.starts_line, bool):
+            current = ins.starts_line  # before 3.11: the line an instruction starts, else the last
+            number = current
+        elif number is None and not hasattr(ins, "positions"):
+            number = current
+        lines.append(number)
+    return lines
+
+
+class _CodeMap:
+    """The environment's functions (code objects of its own source that are functions, not the
+    module body or class bodies, and not the class's constructor), their executable lines and
+    their branch arcs."""
+
+    def __init__(self, module_code, class_name):
+        self.codes = set()
+        self.lines = set()
+        self.branches = set()
+        pending = [(c, module_code) for c in module_code.co_consts]
+        while pending:
+            code, parent = pending.pop()
+            if not isinstance(code, types.CodeType):
+                continue
+            pending.extend((c, code) for c in code.co_consts)
+            if not code.co_flags & inspect.CO_OPTIMIZED:
+                continue  # a class body
+            constructor = (code.co_name == "__init__" and parent.co_name == class_name
+                           and not parent.co_flags & inspect.CO_OPTIMIZED)
+            if constructor:
+                continue  # runs before the call, outside the trace
+            self.codes.add(code)
+            self._read(code)
+
+    def _read(self, code):
+        instructions = list(dis.get_instructions(code))
+        lines = _instruction_lines(instructions)
+        at = {ins.offset: k for k, ins in enumerate(instructions)}
+        for ins, line in zip(instructions, lines):
+            if line is not None and ins.opname not in _PROLOGUE:
+                self.lines.add(line)
+
+        def reach(k, source):
+            """The next line a trace shows after leaving `source` for instruction k."""
+            for _ in range(64):
+                if k is None or k >= len(instructions):
+                    return None
+                line = lines[k]
+                if line is not None and line != source:
+                    return line
+                name = instructions[k].opname
+                if name in _LEAVING:
+                    return None
+                k = at.get(instructions[k].argval) if name in _UNCONDITIONAL_JUMPS else k + 1
+            return None
+
+        for k, ins in enumerate(instructions):
+            if lines[k] is None or not ("_IF_" in ins.opname or ins.opname.startswith("JUMP_IF")
+                                        or ins.opname.startswith("POP_JUMP_IF") or ins.opname == "FOR_ITER"):
+                continue
+            taken = reach(at.get(ins.argval), lines[k])
+            fallen = reach(k + 1, lines[k])
+            if taken is not None and fallen is not None and taken != fallen:
+                self.branches.add((lines[k], taken))
+                self.branches.add((lines[k], fallen))
+
+
+def _code_map(key):
+    found = _CODE_MAPS.get(key)
+    if found is None and key in _SOURCES:
+        found = _CODE_MAPS[key] = _CodeMap(*_SOURCES[key])
+    return found
+
+
+def _code_map_op(req):
+    code_map = _code_map(req.get("env"))
+    if code_map is None or req.get("env") not in _ENVS:
+        return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
+    return {"ok": True, "lines": sorted(code_map.lines), "branches": sorted(code_map.branches)}
+
+
+class _Coverage:
+    """The lines and line arcs one call runs in the environment's functions."""
+
+    def __init__(self, codes):
+        self.codes = codes
+        self.lines = set()
+        self.arcs = set()
+
+    def tracer(self, frame, event, arg):
+        if frame.f_code not in self.codes:
+            return None
+        last = [None]
+        lines, arcs = self.lines, self.arcs
+
+        def local(frame, event, arg):
+            if event == "line":
+                line = frame.f_lineno
+                lines.add(line)
+                if last[0] is not None:
+                    arcs.add((last[0], line))
+                last[0] = line
+            return local
+        return local
+
+    def reply(self):
+        return {"lines": sorted(self.lines), "arcs": sorted(self.arcs)}
+
+
+def _start_coverage(req):
+    """A coverage record for the call when it asks for one (installed until `_stop_coverage`)."""
+    del _COVERAGE[:]
+    if not req.get("coverage"):
+        return None
+    code_map = _code_map(req.get("env"))
+    if code_map is None:
+        return None
+    record = _Coverage(code_map.codes)
+    _COVERAGE.append(record)
+    sys.settrace(record.tracer)
+    return record
+
+
+def _stop_coverage(record):
+    if record is not None:
+        sys.settrace(None)
+
+
+def _with_coverage(reply, coverage):
+    """The reply (a success or a failure, assembled or not) with the call's coverage."""
+    if isinstance(reply, _Raw):
+        return _Raw(reply.body + ', "coverage": ' + json.dumps(coverage))
+    reply["coverage"] = coverage
+    return reply
+
+
+# --------------------------------------------------------------------------------------------
 # Environments and calls.
 
 _ENVS = {}
@@ -728,11 +897,13 @@ def _load(req):
     module.__dict__["__builtins__"] = builtins
     label = class_name if convention == "class" else "database"
     try:
-        exec(compile(code, "<env %s>" % label, "exec"), module.__dict__)
+        compiled = compile(code, "<env %s>" % label, "exec")
+        exec(compiled, module.__dict__)
     except MemoryError:
         return _fail("memory", "out of memory while loading the environment")
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: env code is untrusted
         return _fail("load_error", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
+    _SOURCES[key] = (compiled, class_name if convention == "class" else None)
     if convention == "database":
         return _load_database(key, module)
     cls = module.__dict__.get(class_name)
@@ -979,12 +1150,16 @@ def _call(req, state_text):
             _check_arguments(cls, tool, method, args)
         except TypeError as exc:
             return _fail("invalid_call", "%s(): %s" % (tool, exc))
+        record = _start_coverage(req)
         try:
             result = method(**args)
         except MemoryError:
             raise
         except BaseException as exc:  # env code is untrusted: SystemExit etc. are its failures too
+            _stop_coverage(record)
             return _raised(exc, instance, cls, reads)
+        finally:
+            _stop_coverage(record)
     except MemoryError:
         return _fail("memory", "out of memory in %s()" % tool)
     except BaseException as exc:
@@ -1052,12 +1227,16 @@ def _call_database(env, req, state_text):
             return _fail("invalid_call", "%s(): %s" % (tool, exc))
         if reads is not None:
             data = _wrap(data, "", reads)
+        record = _start_coverage(req)
         try:
             result = function(data, **args)
         except MemoryError:
             raise
         except BaseException as exc:  # env code is untrusted: SystemExit etc. are its failures too
+            _stop_coverage(record)
             return _raised_database(exc, data, reads)
+        finally:
+            _stop_coverage(record)
     except MemoryError:
         return _fail("memory", "out of memory in %s()" % tool)
     except BaseException as exc:
@@ -1234,13 +1413,18 @@ def main():
         else:
             if op == "call":
                 # The state travels on its own line so it can be decoded twice without a copy.
+                del _COVERAGE[:]
                 reply = _call(req, lines.readline())
+                if _COVERAGE:
+                    reply = _with_coverage(reply, _COVERAGE.pop().reply())
             elif op == "construct":
                 reply = _construct_op(req, lines.readline())
             elif op == "load":
                 reply = _load(req)
             elif op == "describe":
                 reply = _describe(req)
+            elif op == "code_map":
+                reply = _code_map_op(req)
             elif op == "hello":
                 reply = _hello(req, sandbox)
             else:

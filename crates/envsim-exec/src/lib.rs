@@ -36,6 +36,7 @@ mod worker;
 
 pub mod appworld;
 pub mod bfcl;
+pub mod coverage;
 pub mod envscaler;
 pub mod package;
 pub mod rendering;
@@ -220,6 +221,9 @@ pub struct Call<'a> {
     pub alias_init_config: bool,
     /// Record the paths the call reads.
     pub trace: bool,
+    /// Report the lines and arcs of the environment's code the call ran
+    /// ([`Executor::call_covered`]).
+    pub coverage: bool,
 }
 
 impl<'a> Call<'a> {
@@ -239,6 +243,7 @@ impl<'a> Call<'a> {
             clock: DEFAULT_CLOCK,
             alias_init_config: false,
             trace: false,
+            coverage: false,
         }
     }
 }
@@ -359,6 +364,15 @@ impl CallOutcome {
         }
         out
     }
+}
+
+/// A call's result with the coverage of the environment's code it ran.
+#[derive(Clone, Debug)]
+pub struct Covered {
+    /// What the call produced, as [`Executor::call`] gives it.
+    pub result: Result<CallOutcome, ExecError>,
+    /// The lines and arcs it ran (`None` when the tool never ran).
+    pub coverage: Option<coverage::CallCoverage>,
 }
 
 /// Which output fields depend on the clock or on the random seed.
@@ -559,6 +573,52 @@ impl Executor {
         call: &Call<'_>,
         hash_seed: u32,
     ) -> Result<CallOutcome, ExecError> {
+        self.call_reporting(call, hash_seed).await.result
+    }
+
+    /// Executes one call and reports the lines and arcs of the environment's code it ran,
+    /// whether it succeeded or not (an exception's path is coverage too). The coverage is
+    /// `None` when the call never reached the tool (an invalid call, a crash).
+    pub async fn call_covered(&self, call: &Call<'_>) -> Covered {
+        self.call_reporting(
+            &Call {
+                coverage: true,
+                ..call.clone()
+            },
+            HASH_SEED,
+        )
+        .await
+    }
+
+    /// The environment's executable lines and branch outcomes ([`coverage::CodeMap`]).
+    pub async fn code_map(&self, env: &EnvCode) -> Result<coverage::CodeMap, ExecError> {
+        let limits = self.limits.clone();
+        self.with_worker(None, async |w| {
+            Self::ensure_loaded(w, env, &limits).await?;
+            let mut header = op("code_map");
+            header.insert("env".into(), env.key.to_string().into());
+            let reply = w.request(header, None, limits.wall, &limits).await?;
+            coverage::CodeMap::from_reply(&reply)
+                .ok_or_else(|| ExecError::Protocol("the code map reply does not read".into()))
+        })
+        .await
+    }
+
+    async fn call_reporting(&self, call: &Call<'_>, hash_seed: u32) -> Covered {
+        let mut covered = None;
+        let result = self.call_hashing_into(call, hash_seed, &mut covered).await;
+        Covered {
+            result,
+            coverage: covered,
+        }
+    }
+
+    async fn call_hashing_into(
+        &self,
+        call: &Call<'_>,
+        hash_seed: u32,
+        covered: &mut Option<coverage::CallCoverage>,
+    ) -> Result<CallOutcome, ExecError> {
         let limits = self.limits.clone();
         let state_line = serde_json::to_string(call.state)
             .map_err(|e| ExecError::InvalidCall(format!("cannot encode the state: {e}")))?;
@@ -575,12 +635,20 @@ impl Executor {
                 header.insert("clock".into(), call.clock.into());
                 header.insert("alias_init_config".into(), call.alias_init_config.into());
                 header.insert("trace".into(), call.trace.into());
+                if call.coverage {
+                    header.insert("coverage".into(), true.into());
+                }
                 let started = Instant::now();
                 w.live_state = None;
+                w.last_coverage = None;
                 let reply = w
                     .request(header, Some(&state_line), limits.wall, &limits)
-                    .await?;
-                let outcome = outcome(reply, started)?;
+                    .await;
+                *covered = w
+                    .last_coverage
+                    .take()
+                    .and_then(|c| coverage::CallCoverage::from_reply(&c));
+                let outcome = outcome(reply?, started)?;
                 if !call.alias_init_config && !call.trace {
                     // What the next step of a chain will send; the worker keeps that instance live.
                     w.live_state = serde_json::to_string(&outcome.state_after)

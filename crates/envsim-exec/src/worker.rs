@@ -41,6 +41,8 @@ pub(crate) struct Worker {
     /// The process's string hash seed (`PYTHONHASHSEED`): the order of a set of strings, and so
     /// any text built from one, depends on it.
     pub(crate) hash_seed: u32,
+    /// The `coverage` object of the last reply, success or failure (a call asked for it).
+    pub(crate) last_coverage: Option<Value>,
     _workdir: tempfile::TempDir,
 }
 
@@ -155,6 +157,7 @@ impl Worker {
             loaded: HashSet::new(),
             live_state: None,
             hash_seed,
+            last_coverage: None,
             _workdir: workdir,
         })
     }
@@ -214,6 +217,7 @@ impl Worker {
                 "the worker answered another request".into(),
             ));
         }
+        self.last_coverage = reply.get_mut("coverage").map(Value::take);
         match reply.get("ok") {
             Some(Value::Bool(true)) => Ok(reply),
             _ => {

@@ -1,0 +1,132 @@
+//! Coverage of environment code: which lines and branches of an environment's own functions a
+//! call ran.
+//!
+//! A branch is measured as coverage.py measures branches, by line arcs: every conditional jump
+//! of the environment's functions leaves its line for one line when taken and another when not,
+//! and those two arcs are the branch's outcomes ([`CodeMap::branches`]). A call asked for
+//! coverage ([`crate::Call::coverage`]) reports the arcs it ran ([`CallCoverage`]); the branch
+//! outcomes it reached are the arcs that are also branch outcomes. Only the tool call is traced,
+//! never the construction of the instance, so a call always reports the same coverage.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// A move of execution from one source line to another within one function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LineArc {
+    /// The line left.
+    pub from: u32,
+    /// The line reached next.
+    pub to: u32,
+}
+
+impl std::fmt::Display for LineArc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}→{}", self.from, self.to)
+    }
+}
+
+/// What an environment's code offers to cover: the executable lines of its functions and the
+/// outcomes of their branches (the class convention's constructor left out: it runs before the
+/// call, outside the trace).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodeMap {
+    /// Lines that hold code of a function.
+    pub lines: BTreeSet<u32>,
+    /// Branch outcomes: for each conditional jump, the arc taken and the arc fallen through.
+    pub branches: BTreeSet<LineArc>,
+}
+
+/// The lines and line arcs one call ran in the environment's functions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCoverage {
+    /// Lines run.
+    pub lines: Vec<u32>,
+    /// Arcs between consecutive lines of one function's execution.
+    pub arcs: Vec<LineArc>,
+}
+
+impl CallCoverage {
+    /// The branch outcomes of `map` that this call reached.
+    pub fn branches<'a>(&'a self, map: &'a CodeMap) -> impl Iterator<Item = LineArc> + 'a {
+        self.arcs
+            .iter()
+            .copied()
+            .filter(|arc| map.branches.contains(arc))
+    }
+}
+
+/// Reads `[[from, to], ...]` as arcs.
+fn arcs_of(value: Option<&Value>) -> Option<Vec<LineArc>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|pair| {
+            let pair = pair.as_array()?;
+            match pair.as_slice() {
+                [from, to] => Some(LineArc {
+                    from: u32::try_from(from.as_u64()?).ok()?,
+                    to: u32::try_from(to.as_u64()?).ok()?,
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Reads `[n, ...]` as lines.
+fn lines_of(value: Option<&Value>) -> Option<Vec<u32>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|n| u32::try_from(n.as_u64()?).ok())
+        .collect()
+}
+
+impl CodeMap {
+    /// The worker's `code_map` reply; `None` when it does not read.
+    pub(crate) fn from_reply(reply: &Value) -> Option<CodeMap> {
+        Some(CodeMap {
+            lines: lines_of(reply.get("lines"))?.into_iter().collect(),
+            branches: arcs_of(reply.get("branches"))?.into_iter().collect(),
+        })
+    }
+}
+
+impl CallCoverage {
+    /// A call reply's `coverage` object; `None` when it does not read.
+    pub(crate) fn from_reply(value: &Value) -> Option<CallCoverage> {
+        Some(CallCoverage {
+            lines: lines_of(value.get("lines"))?,
+            arcs: arcs_of(value.get("arcs"))?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn replies_read_and_bad_ones_do_not() {
+        let map =
+            CodeMap::from_reply(&json!({"lines": [3, 4], "branches": [[3, 4], [3, 6]]})).unwrap();
+        assert_eq!(map.lines.len(), 2);
+        let covered =
+            CallCoverage::from_reply(&json!({"lines": [3, 4], "arcs": [[3, 4], [4, 5]]})).unwrap();
+        assert_eq!(
+            covered.branches(&map).collect::<Vec<_>>(),
+            [LineArc { from: 3, to: 4 }]
+        );
+        for bad in [
+            json!({"lines": [3], "branches": [[3]]}),
+            json!({"lines": [-1], "branches": []}),
+            json!({"lines": [1]}),
+            json!({"lines": [1], "branches": [[1, "2"]]}),
+        ] {
+            assert_eq!(CodeMap::from_reply(&bad), None, "{bad}");
+        }
+    }
+}
