@@ -4,13 +4,13 @@
 //! the labels: recall per fault kind, precision per violation kind, and the share of clean
 //! trajectories each violation kind flags (the false-positive rate).
 
-use crate::collect::{Outcome, TransitionRecord};
 use envsim_core::audit::observed::{audit_calls, guess_outcome, CallTrajectory};
 use envsim_core::audit::{
     audit, AuditStep, AuditTrajectory, Effects, FaultKind, FaultLabel, FaultPlan, ViolationKind,
 };
 use envsim_core::outcome::OutcomeRule;
 use envsim_core::rng::Rng;
+use envsim_explore::record::{Outcome, TransitionRecord};
 use envsim_spec::checks::SpecChecks;
 use serde::Serialize;
 use serde_json::Value;

@@ -8,8 +8,8 @@
 //! seed-dependent output are left out unless allowed. A bucket that cannot be filled is an
 //! error naming every short bucket, unless under-filling is accepted.
 
-use crate::collect::{action_key, Outcome, TransitionRecord};
 use envsim_core::rng::Rng;
+use envsim_explore::record::{action_key, Outcome, TransitionRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -359,8 +359,8 @@ pub fn sample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::StateText;
-    use crate::driver::Intent;
+    use envsim_explore::driver::Intent;
+    use envsim_explore::record::StateText;
     use serde_json::json;
 
     fn record(

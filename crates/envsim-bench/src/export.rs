@@ -1,10 +1,10 @@
 //! Training data for simulator models: hold-out against a benchmark, mixtures, and the
 //! LLaMA-Factory (Alpaca, ShareGPT) and OpenAI chat formats.
 
-use crate::collect::{action_key, Outcome, TransitionRecord};
 use crate::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions, Sampled};
 use envsim_core::prompt::{target, Template};
 use envsim_core::sample::Action;
+use envsim_explore::record::{action_key, Outcome, TransitionRecord};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -106,7 +106,7 @@ impl BenchmarkIndex {
             // The state's identity as `StateText::identity` gives it: the compact JSON of a
             // whole state, or the stored base's id and the patch from it.
             let before = match record.get("config_before_ref") {
-                Some(r) => crate::collect::patched_identity(
+                Some(r) => envsim_explore::record::patched_identity(
                     r.get("state").and_then(Value::as_str).unwrap_or_default(),
                     &r.get("patch").unwrap_or(&Value::Null).to_string(),
                 ),
@@ -313,8 +313,8 @@ pub fn dataset_info(formats: &[SftFormat], template: Template) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::StateText;
-    use crate::driver::Intent;
+    use envsim_explore::driver::Intent;
+    use envsim_explore::record::StateText;
 
     fn record(
         env: &str,

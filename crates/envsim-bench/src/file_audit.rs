@@ -533,11 +533,10 @@ impl<'h> FileAudit<'h> {
                 let t = &step.transition;
                 let observation = observation_value(&t.observation_json, &t.observation);
                 let success = match t.outcome {
-                    crate::collect::Outcome::Success => Some(true),
-                    crate::collect::Outcome::Failure | crate::collect::Outcome::Exception => {
-                        Some(false)
-                    }
-                    crate::collect::Outcome::Undetermined => None,
+                    envsim_explore::record::Outcome::Success => Some(true),
+                    envsim_explore::record::Outcome::Failure
+                    | envsim_explore::record::Outcome::Exception => Some(false),
+                    envsim_explore::record::Outcome::Undetermined => None,
                 };
                 let tool = t.action["name"].as_str().unwrap_or_default();
                 counts.add(tool, outcome_class(&observation, success));

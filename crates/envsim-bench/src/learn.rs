@@ -1,18 +1,20 @@
 //! Learning what an environment's tools do, in one place (the audit, `sim`, `serve`, `synth`
-//! and `env openapi` all learn this way): seeded walks of the package through the executor,
-//! most calls drawn coherently from one record and what it references so that tools with
-//! tied preconditions succeed, enough of them for [`LEARNING_CALLS_PER_TOOL`] calls per tool;
-//! then [`Effects::learn`] from the walks, the manifest's declared effects for what the walks
-//! never showed, and the code's reach as the bound.
+//! and `env openapi` all learn this way): the package explored through the executor
+//! ([`envsim_explore`], guided: preconditions met, new branches of its code sought, its
+//! scripted tests as the first sequences), with a budget of at least
+//! [`LEARNING_CALLS_PER_TOOL`] calls per tool; then [`Effects::learn`] from the walks, the
+//! manifest's declared effects for what the walks never showed, and the code's reach as the
+//! bound.
 //!
-//! Nothing is printed here: [`LearningPlan`] says what will be walked (to announce it), and
-//! [`Learned`] which tools never succeeded.
+//! Nothing is printed here: [`LearningPlan`] says what will be explored (to announce it), and
+//! [`Learned`] which tools never succeeded and what the exploration reached.
 
 use crate::audit_check::trajectories_from_walks;
-use crate::collect::{collect, learning_walks, WalkPlan, LEARNING_FOCUS_SHARE};
 use envsim_core::audit::{AuditTrajectory, Effects};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{ExecError, Executor};
+use envsim_explore::plan::{learning_walks, ExplorePlan, Strategy, LEARNING_FOCUS_SHARE};
+use envsim_explore::report::CoverageReport;
 use std::sync::Arc;
 
 /// How a package is walked to learn from it.
@@ -49,15 +51,17 @@ impl LearningPlan {
         }
     }
 
-    /// The walks as the collector takes them.
-    fn walk_plan(&self) -> WalkPlan {
-        WalkPlan {
+    /// The exploration: guided, a budget of `walks` walks of `steps` calls per state.
+    pub fn explore_plan(&self) -> ExplorePlan {
+        ExplorePlan {
+            strategy: Strategy::Guided,
             walks: self.walks,
             steps: self.steps,
             seed: self.seed,
             clock_step: self.clock_step,
             focus_share: LEARNING_FOCUS_SHARE,
-            ..WalkPlan::default()
+            twin: false,
+            ..ExplorePlan::default()
         }
     }
 }
@@ -72,34 +76,41 @@ pub struct Learned {
     /// Tools that never succeeded in the walks (what they do is bounded by their code and
     /// names only, and their answers' shapes are not known), in manifest order.
     pub unproven: Vec<String>,
+    /// What the exploration reached (`None` when nothing was explored).
+    pub coverage: Option<CoverageReport>,
 }
 
-/// Learns what `package`'s tools do by walking it as `plan` says on `executor` with `workers`
-/// concurrent walks; `progress(done, total)` hears of each initial state walked.
+/// Learns what `package`'s tools do by exploring it as `plan` says on `executor`;
+/// `progress(done, total)` hears of the calls spent.
 pub async fn learn(
     executor: Arc<Executor>,
     package: &EnvPackage,
     plan: &LearningPlan,
-    workers: usize,
     progress: impl Fn(usize, usize) + Send + Sync + 'static,
 ) -> Result<Learned, ExecError> {
-    let records = if plan.walks == 0 {
-        Vec::new()
-    } else {
-        collect(
-            executor,
-            Arc::new(vec![package.clone()]),
-            plan.walk_plan(),
-            workers,
-            progress,
-        )
-        .await?
+    if plan.walks == 0 {
+        return Ok(learned_from(package, Vec::new()));
+    }
+    let explored = envsim_explore::explore(
+        executor,
+        Arc::new(vec![package.clone()]),
+        plan.explore_plan(),
+        1,
+        progress,
+    )
+    .await?;
+    let Some(explored) = explored.packages.into_iter().next() else {
+        return Ok(learned_from(package, Vec::new()));
     };
+    let records: Vec<_> = explored.records().cloned().collect();
     let runs = trajectories_from_walks(&records)
         .into_values()
         .next()
         .unwrap_or_default();
-    Ok(learned_from(package, runs))
+    Ok(Learned {
+        coverage: Some(explored.report),
+        ..learned_from(package, runs)
+    })
 }
 
 /// What `runs` (walks of `package`) show its tools do, with the manifest's declarations and
@@ -122,13 +133,14 @@ pub fn learned_from(package: &EnvPackage, runs: Vec<AuditTrajectory>) -> Learned
         runs,
         effects,
         unproven,
+        coverage: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::LEARNING_CALLS_PER_TOOL;
+    use envsim_explore::plan::LEARNING_CALLS_PER_TOOL;
 
     #[test]
     fn the_plan_makes_enough_calls_per_tool() {

@@ -11,9 +11,7 @@
 //! record by record (`envsim audit FILE`), reading them with [`records`].
 
 pub mod audit_check;
-pub mod collect;
 pub mod composition;
-pub mod driver;
 pub mod export;
 pub mod file_audit;
 pub mod learn;

@@ -1,8 +1,8 @@
 //! Writing a sampled benchmark: the reference JSON format, envsim's JSONL, and a datasheet.
 
-use crate::collect::{StateCache, StateText, TransitionRecord};
 use crate::composition::{Composition, Sampled};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
+use envsim_explore::record::{StateCache, StateText, TransitionRecord};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -400,7 +400,7 @@ fn intents(transitions: &[TransitionRecord], sampled: &Sampled) -> Value {
                     &t.tool_schema,
                 ))
             });
-        let intent = usize::from(t.intent == crate::driver::Intent::Invalid);
+        let intent = usize::from(t.intent == envsim_explore::driver::Intent::Invalid);
         let mismatch = usize::from(!schema.check(tool, &args).is_empty());
         counts[intent][mismatch] += 1;
     }
@@ -463,8 +463,8 @@ fn datasheet_markdown(sheet: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::Outcome;
-    use crate::driver::Intent;
+    use envsim_explore::driver::Intent;
+    use envsim_explore::record::Outcome;
 
     fn call(intent: Intent, args: Value) -> TransitionRecord {
         let state = StateText::from_value(&json!({"reports": {}}));

@@ -10,8 +10,6 @@
 mod runs;
 pub use runs::{package_for, package_state, replay_runs, ReplayChoice, ReplayError};
 
-use crate::collect::{execute, StateForm, TransitionRecord};
-use crate::driver::Intent;
 use crate::trajectories::RecordedRun;
 use envsim_core::diff::ReferenceEquality;
 use envsim_core::diff::{fine_diff, reference_change_json, reference_diff, ChangeKind};
@@ -20,6 +18,8 @@ use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{step_seed, Call, ExecError, Executor};
+use envsim_explore::driver::Intent;
+use envsim_explore::record::{execute, Position, Probes, StateForm, TransitionRecord};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -264,19 +264,27 @@ pub async fn replay_run(
             clock: recorded.clock.unwrap_or_else(|| defaults.clock(index)),
             ..Call::new(&package.code, &recorded.tool, &recorded.arguments, &state)
         };
-        let (transition, after) = execute(
+        let executed = execute(
             executor,
             package,
             &call,
             &state_text,
             &form,
-            schema,
-            start_name,
-            walk,
-            index,
-            Intent::Valid,
+            Position {
+                tool_schema: schema,
+                state_name: start_name,
+                walk,
+                step: index,
+                intent: Intent::Valid,
+            },
+            // Replayed runs become benchmark samples too: their unpredictable fields flagged.
+            Probes {
+                twin: true,
+                coverage: false,
+            },
         )
         .await?;
+        let (transition, after) = (executed.record, executed.after);
         let comparison = compare(
             recorded.observation.as_ref(),
             recorded.state_after.as_ref(),
@@ -456,7 +464,7 @@ fn describe(changes: &[envsim_core::diff::Change<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::{Outcome, StateText};
+    use envsim_explore::record::{Outcome, StateText};
 
     fn replayed(
         observation: &str,
@@ -515,7 +523,9 @@ mod tests {
         // Two walks (or runs) from the same large state hold one base text; a different
         // state gets its own.
         let large = |tag: &str| {
-            Arc::new(json!({"blob": "x".repeat(crate::collect::LARGE_STATE_BYTES), "tag": tag}))
+            Arc::new(
+                json!({"blob": "x".repeat(envsim_explore::record::LARGE_STATE_BYTES), "tag": tag}),
+            )
         };
         let (a, b, c) = (large("a"), large("a"), large("c"));
         let base = |form: &StateForm| match form {

@@ -18,13 +18,13 @@
 //! Recorded transitions cannot be re-run under another clock, so their `unpredictable` list is
 //! empty; environment code and tool schemas come from the package of the same name when given.
 
-use crate::collect::{Outcome, StateText, TransitionRecord};
-use crate::driver::Intent;
 use envsim_core::diff::{fine_diff, reference_change_count};
 use envsim_core::python::PyValue;
 use envsim_core::reference::extract::parse_to_obj;
 use envsim_core::score::observation_success;
 use envsim_exec::package::{Convention, EnvPackage};
+use envsim_explore::driver::Intent;
+use envsim_explore::record::{Outcome, StateText, TransitionRecord};
 use serde_json::{json, Map, Value};
 
 /// Which trajectory format.

@@ -1,13 +1,14 @@
-//! End to end over three corpus environments: collect, sample, render — twice, byte-identical —
+//! End to end over three corpus environments: explore, sample, render — twice, byte-identical —
 //! and the oracle scores 100% on the strict metrics of the result.
 
-use envsim_bench::collect::{collect, Outcome, WalkPlan};
 use envsim_bench::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_bench::output::{render, write_reference_json};
 use envsim_core::formats::parse_benchmark;
 use envsim_core::prelude::*;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
+use envsim_explore::plan::ExplorePlan;
+use envsim_explore::record::Outcome;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -45,15 +46,17 @@ async fn build(seed: u64) -> (envsim_bench::output::BenchmarkFiles, String, usiz
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
     let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
-    let plan = WalkPlan {
+    let plan = ExplorePlan {
         walks: 2,
         steps: 10,
         seed,
-        ..WalkPlan::default()
+        twin: true,
+        ..ExplorePlan::default()
     };
-    let transitions = collect(executor, Arc::new(packages), plan, 2, |_, _| {})
+    let transitions = envsim_explore::explore(executor, Arc::new(packages), plan, 2, |_, _| {})
         .await
-        .expect("collects");
+        .expect("explores")
+        .into_records();
     assert_eq!(transitions.len(), 3 * 3 * 2 * 10);
     assert!(transitions.iter().any(|t| t.outcome == Outcome::Failure));
     assert!(transitions
@@ -129,16 +132,17 @@ async fn builds_are_reproducible_and_the_oracle_is_exact() {
 async fn traced_walks_record_footprints() {
     let packages: Vec<EnvPackage> = packages().into_iter().take(1).collect();
     let executor = Arc::new(Executor::new(1, Limits::default()).await.expect("python3"));
-    let plan = WalkPlan {
+    let plan = ExplorePlan {
         walks: 1,
         steps: 6,
         seed: 3,
         trace: true,
-        ..WalkPlan::default()
+        ..ExplorePlan::default()
     };
-    let transitions = collect(executor, Arc::new(packages), plan, 1, |_, _| {})
+    let transitions = envsim_explore::explore(executor, Arc::new(packages), plan, 1, |_, _| {})
         .await
-        .expect("collects");
+        .expect("explores")
+        .into_records();
     let traced: Vec<&Vec<String>> = transitions
         .iter()
         .filter_map(|t| t.reads.as_ref())

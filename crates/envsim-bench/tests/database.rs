@@ -2,7 +2,6 @@
 //! by the package's outcome rule (default: an `Error` prefix is a failure), so their
 //! transitions are sampled, and the benchmark replays from its own file.
 
-use envsim_bench::collect::{collect, WalkPlan};
 use envsim_bench::composition::{sample, Bucket, BucketOutcome, Composition, SampleOptions};
 use envsim_bench::output::{render, write_reference_json};
 use envsim_bench::slice_check::SliceCheckError;
@@ -10,6 +9,7 @@ use envsim_bench::verify::{verify_records, verify_stream, VerifyError};
 use envsim_core::formats::{records, Record};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
+use envsim_explore::plan::{ExplorePlan, Strategy};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -72,15 +72,19 @@ async fn database_packages_are_classified_sampled_and_replayable() {
     let dir = tempfile::tempdir().unwrap();
     let packages = write_packages(dir.path());
     let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
-    let plan = WalkPlan {
+    let plan = ExplorePlan {
+        // Walks along each state, as the expectations below count them.
+        strategy: Strategy::Random,
+        focus_share: 0.0,
+        twin: true,
         walks: 2,
         steps: 3,
         valid_share: 1.0,
         seed: 5,
         trace: false,
-        ..WalkPlan::default()
+        ..ExplorePlan::default()
     };
-    let transitions = collect(
+    let transitions = envsim_explore::explore(
         Arc::clone(&executor),
         Arc::new(packages.clone()),
         plan,
@@ -88,7 +92,8 @@ async fn database_packages_are_classified_sampled_and_replayable() {
         |_, _| {},
     )
     .await
-    .expect("collects");
+    .expect("explores")
+    .into_records();
     assert_eq!(transitions.len(), 5 * 2 * 3);
     let mut counts: BTreeMap<(&str, String), usize> = BTreeMap::new();
     for t in &transitions {
@@ -272,18 +277,22 @@ async fn a_text_built_from_a_set_of_strings_is_marked_unpredictable() {
     std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
     let packages = vec![EnvPackage::load(&pkg).unwrap()];
     let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
-    let plan = WalkPlan {
+    let plan = ExplorePlan {
+        // Walks along each state, as the expectations below count them.
+        strategy: Strategy::Random,
+        focus_share: 0.0,
+        twin: true,
         walks: 3,
         steps: 4,
         valid_share: 1.0,
         seed: 11,
         trace: false,
-        ..WalkPlan::default()
+        ..ExplorePlan::default()
     };
     let mut runs = Vec::new();
     for _ in 0..2 {
         runs.push(
-            collect(
+            envsim_explore::explore(
                 Arc::clone(&executor),
                 Arc::new(packages.clone()),
                 plan.clone(),
@@ -291,10 +300,11 @@ async fn a_text_built_from_a_set_of_strings_is_marked_unpredictable() {
                 |_, _| {},
             )
             .await
-            .expect("collects"),
+            .expect("explores")
+            .into_records(),
         );
     }
-    let texts = |run: &[envsim_bench::collect::TransitionRecord]| -> Vec<String> {
+    let texts = |run: &[envsim_explore::record::TransitionRecord]| -> Vec<String> {
         run.iter().map(|t| t.observation.clone()).collect()
     };
     assert_eq!(texts(&runs[0]), texts(&runs[1]));

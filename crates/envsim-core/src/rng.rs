@@ -58,6 +58,31 @@ impl Rng {
         ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
 
+    /// An index drawn with probability proportional to its weight (negative, NaN and infinite
+    /// weights count as 0); `None` when no weight is positive.
+    pub fn weighted(&mut self, weights: &[f64]) -> Option<usize> {
+        let usable = |w: f64| if w.is_finite() && w > 0.0 { w } else { 0.0 };
+        let total: f64 = weights.iter().map(|&w| usable(w)).sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let mut target = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let mut last = None;
+        for (i, &w) in weights.iter().enumerate() {
+            let w = usable(w);
+            if w == 0.0 {
+                continue;
+            }
+            if target < w {
+                return Some(i);
+            }
+            target -= w;
+            last = Some(i);
+        }
+        // Rounding left a sliver past the last weight.
+        last
+    }
+
     /// A random element, or `None` for an empty slice.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
         items.get(self.below(items.len()))
@@ -115,6 +140,20 @@ mod tests {
 
     /// `Rng::derive(42, "step 1").next_u64()`, pinned.
     const PINNED: u64 = 11_345_451_641_821_257_175;
+
+    #[test]
+    fn weighted_draws_follow_the_weights() {
+        let mut rng = Rng::new(9);
+        let mut counts = [0usize; 4];
+        for _ in 0..10_000 {
+            counts[rng.weighted(&[1.0, 0.0, 3.0, f64::NAN]).unwrap()] += 1;
+        }
+        assert_eq!((counts[1], counts[3]), (0, 0));
+        assert!((2_300..2_700).contains(&counts[0]), "{counts:?}");
+        assert_eq!(rng.weighted(&[0.0, -1.0]), None);
+        assert_eq!(rng.weighted(&[]), None);
+        assert_eq!(rng.weighted(&[0.0, 2.0]), Some(1));
+    }
 
     #[test]
     fn derived_streams_of_different_labels_differ() {

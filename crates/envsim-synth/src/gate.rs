@@ -13,10 +13,11 @@
 
 pub mod curve;
 
-use envsim_bench::collect::{collect, StateText, TransitionRecord, WalkPlan, LEARNING_FOCUS_SHARE};
 use envsim_core::diff::fine_diff;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{ExecError, Executor};
+use envsim_explore::plan::ExplorePlan;
+use envsim_explore::record::{StateText, TransitionRecord};
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
 use envsim_sim::environment::Environment;
 use envsim_sim::session::{AnchorMode, Backends, Session, SessionConfig};
@@ -387,21 +388,21 @@ pub fn environments(package: &EnvPackage) -> Result<(Environment, Environment), 
     Ok((with_code, described))
 }
 
-/// The calls the gate judges: seeded walks of `package` on every initial state.
+/// The calls the gate judges: `package` explored (guided, its scripted tests and tasks'
+/// planned calls first) with a budget of `walks` walks of `steps` calls per initial state.
 pub async fn sample_calls(
     executor: Arc<Executor>,
     package: &EnvPackage,
     config: &GateConfig,
 ) -> Result<Vec<TransitionRecord>, GateError> {
-    let plan = WalkPlan {
+    let plan = ExplorePlan {
         walks: config.walks,
         steps: config.steps,
         valid_share: config.valid_share,
         seed: config.seed,
-        focus_share: LEARNING_FOCUS_SHARE,
-        ..WalkPlan::default()
+        ..ExplorePlan::default()
     };
-    let records = collect(
+    let explored = envsim_explore::explore(
         executor,
         Arc::new(vec![package.clone()]),
         plan,
@@ -409,6 +410,7 @@ pub async fn sample_calls(
         |_, _| {},
     )
     .await?;
+    let records = explored.into_records();
     if records.is_empty() {
         return Err(GateError::NothingSampled(package.manifest.name.clone()));
     }

@@ -463,7 +463,7 @@ fn replay_workflows(
                     .iter()
                     .filter(|run| !run.steps.is_empty())
                     .map(|run| {
-                        let steps: Vec<&envsim_bench::collect::TransitionRecord> =
+                        let steps: Vec<&envsim_explore::record::TransitionRecord> =
                             run.steps.iter().map(|s| &s.transition).collect();
                         envsim_bench::audit_check::trajectory_from(
                             format!("{}/{}", run.env, run.task_id),
@@ -533,7 +533,7 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
             .map(|(_, s)| s.to_string().len())
             .max()
             .unwrap_or(0);
-        if largest >= envsim_bench::collect::LARGE_STATE_BYTES && workflows.is_none() {
+        if largest >= envsim_explore::record::LARGE_STATE_BYTES && workflows.is_none() {
             eprintln!(
                 "{name}: left out (a state of {largest} bytes; trajectories hold states whole)"
             );
@@ -579,11 +579,14 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
                 })?;
             }
             None => {
-                let walked = trajectories_from_walks(&crate::context::walk_transitions(
-                    vec![package],
-                    &walk(a.walks),
-                    a.seed,
-                )?);
+                let walked = trajectories_from_walks(
+                    &crate::context::explore(
+                        vec![package],
+                        walk(a.walks).plan(a.seed, false),
+                        a.workers,
+                    )?
+                    .into_paths(),
+                );
                 for (env, runs) in walked {
                     add(&env, &runs);
                 }

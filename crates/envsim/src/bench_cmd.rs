@@ -260,7 +260,7 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
             }
             transitions
         }
-        None => crate::context::walk_transitions(packages.clone(), &a.walk, a.seed)?,
+        None => crate::context::walk_transitions(packages.clone(), &a.walk, a.seed)?.into_records(),
     };
     // Walk builds keep collecting — more walks, each round longer — while some bucket is short
     // and the budget allows: round r (1, 2, ...) adds `--walks` walks of `--steps × (r + 1)`
@@ -327,15 +327,13 @@ fn build_cmd(a: BuildArgs) -> Result<()> {
         );
         let walk = crate::context::WalkArgs {
             steps: next_steps,
-            walks: a.walk.walks,
-            workers: a.walk.workers,
-            trace: a.walk.trace,
-            clock_step: a.walk.clock_step,
-            focus_share: a.walk.focus_share,
+            ..a.walk.clone()
         };
         let seed = envsim_core::rng::Rng::derive(a.seed, &format!("round {round}")).next_u64();
-        let offset = round * a.walk.walks;
-        let mut more = crate::context::walk_transitions(packages.clone(), &walk, seed)?;
+        // A round's walks are numbered after every walk before it.
+        let offset = transitions.iter().map(|t| t.walk + 1).max().unwrap_or(0);
+        let mut more =
+            crate::context::walk_transitions(packages.clone(), &walk, seed)?.into_records();
         for t in &mut more {
             t.walk += offset;
         }

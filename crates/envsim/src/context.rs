@@ -6,12 +6,13 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, ValueEnum};
-use envsim_bench::collect::{collect, TransitionRecord, WalkPlan};
 use envsim_bench::learn::{Learned, LearningPlan};
 use envsim_bench::replay::{Comparison, ReplayChoice, ReplayCounts, ReplayedRun};
 use envsim_bench::trajectories::{RecordedRun, TrajectoryFormat};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
+use envsim_explore::plan::{ExplorePlan, Strategy};
+use envsim_explore::Exploration;
 use envsim_sim::environment::Environment;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -134,13 +135,36 @@ pub fn parse_clock_step(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// How transitions are collected (shared by `bench build` and `export sft`).
-#[derive(Debug, Args)]
+/// How an exploration chooses its calls (`--strategy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// State-aware and coverage-guided (arguments from the state and earlier answers,
+    /// refusals read, sequences that reach new branches extended, scripted tests first).
+    #[default]
+    Guided,
+    /// Seeded random walks, each tool drawn uniformly: the baseline the explorer is measured
+    /// against, and the walks earlier benchmarks were built from.
+    Random,
+}
+
+impl StrategyArg {
+    /// The library's strategy.
+    pub fn strategy(self) -> Strategy {
+        match self {
+            StrategyArg::Guided => Strategy::Guided,
+            StrategyArg::Random => Strategy::Random,
+        }
+    }
+}
+
+/// How environments are explored (shared by `bench build`, `export sft`, `env explore` and the
+/// verbs that walk packages).
+#[derive(Clone, Debug, Args)]
 pub struct WalkArgs {
-    /// Random walks per initial state.
+    /// Walks per initial state: the budget is this many walks of --steps calls per state.
     #[arg(long, default_value_t = 10)]
     pub walks: usize,
-    /// Steps per walk.
+    /// Calls per walk (the guided strategy's longest extension of a kept sequence).
     #[arg(long, default_value_t = 16)]
     pub steps: usize,
     /// Worker processes.
@@ -149,44 +173,67 @@ pub struct WalkArgs {
     /// Record the state paths each call reads (footprints) in benchmark.jsonl.
     #[arg(long)]
     pub trace: bool,
-    /// Seconds the clock advances between the steps of a walk; every walk starts at its initial
+    /// Seconds the clock advances between the calls of a walk; every walk starts at its initial
     /// state's own clock (the manifest's `clocks`, else derived from the state).
     #[arg(long, value_name = "SECONDS", default_value_t = envsim_core::clock::DEFAULT_CLOCK_STEP, value_parser = parse_clock_step)]
     pub clock_step: f64,
-    /// Share of calls drawn coherently from one record (`WalkPlan::focus_share`): not an option
-    /// of `bench build`, whose walks stay as published; learning walks set it.
-    #[arg(skip)]
-    pub focus_share: f64,
+    /// How calls are chosen.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Guided)]
+    pub strategy: StrategyArg,
 }
 
-/// Collects transitions by seeded random walks over the packages, with a progress bar.
+impl WalkArgs {
+    /// The exploration these options ask for, seeded with `seed`; `twin` runs every call again
+    /// to flag unpredictable fields (benchmarks and training data).
+    pub fn plan(&self, seed: u64, twin: bool) -> ExplorePlan {
+        let strategy = self.strategy.strategy();
+        ExplorePlan {
+            strategy,
+            walks: self.walks,
+            steps: self.steps,
+            seed,
+            trace: self.trace,
+            clock_step: self.clock_step,
+            // Random walks stay as `bench build` published them; the explorer draws most calls
+            // around one record.
+            focus_share: match strategy {
+                Strategy::Random => 0.0,
+                Strategy::Guided => envsim_explore::plan::LEARNING_FOCUS_SHARE,
+            },
+            twin,
+            ..ExplorePlan::default()
+        }
+    }
+}
+
+/// Explores the packages as `plan` says with `workers` workers, under a progress bar of calls.
+pub fn explore(
+    packages: Vec<EnvPackage>,
+    plan: ExplorePlan,
+    workers: usize,
+) -> Result<Exploration> {
+    let runtime = exec_runtime()?;
+    let limits = exec_limits()?;
+    let (progress, advance) = progress_bar(CALLS_BAR);
+    let explored = runtime.block_on(async {
+        let executor = Arc::new(Executor::new(workers, limits).await?);
+        envsim_explore::explore(executor, Arc::new(packages), plan, workers, advance).await
+    })?;
+    progress.finish_and_clear();
+    Ok(explored)
+}
+
+/// Explores the packages as `walk` says with `seed` (every call run twice to flag
+/// unpredictable fields), under a progress bar.
 pub fn walk_transitions(
     packages: Vec<EnvPackage>,
     walk: &WalkArgs,
     seed: u64,
-) -> Result<Vec<TransitionRecord>> {
-    let (walks, steps, workers, trace) = (walk.walks, walk.steps, walk.workers, walk.trace);
-    let runtime = exec_runtime()?;
-    let plan = WalkPlan {
-        walks,
-        steps,
-        seed,
-        trace,
-        clock_step: walk.clock_step,
-        focus_share: walk.focus_share,
-        ..WalkPlan::default()
-    };
-    let limits = exec_limits()?;
-    let (progress, advance) = progress_bar(STATES_BAR);
-    let transitions = runtime.block_on(async {
-        let executor = Arc::new(Executor::new(workers, limits).await?);
-        collect(executor, Arc::new(packages), plan, workers, advance).await
-    })?;
-    progress.finish_and_clear();
-    Ok(transitions)
+) -> Result<Exploration> {
+    explore(packages, walk.plan(seed, true), walk.workers)
 }
 
-/// Walks of `steps` steps per initial state, as `bench build` walks.
+/// Walks of `steps` calls per initial state, as `bench build` explores.
 pub fn walk_args(walks: usize, steps: usize, workers: usize) -> WalkArgs {
     WalkArgs {
         walks,
@@ -194,7 +241,7 @@ pub fn walk_args(walks: usize, steps: usize, workers: usize) -> WalkArgs {
         workers,
         trace: false,
         clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
-        focus_share: 0.0,
+        strategy: StrategyArg::Guided,
     }
 }
 
@@ -221,22 +268,24 @@ pub fn learn_planned(package: &EnvPackage, plan: &LearningPlan, workers: usize) 
     let name = &package.manifest.name;
     if plan.walks > 0 {
         eprintln!(
-            "{name}: learning what its tools do from {} walks of {} steps per state ({} tools, {} state{})",
-            plan.walks,
-            plan.steps,
+            "{name}: learning what its tools do by exploring it: {} calls ({} tools, {} state{})",
+            plan.explore_plan().budget(plan.states),
             plan.tools,
             plan.states,
             if plan.states == 1 { "" } else { "s" }
         );
     }
-    let (progress, advance) = progress_bar(STATES_BAR);
+    let (progress, advance) = progress_bar(CALLS_BAR);
     let learned = exec_runtime()?.block_on(async {
         let executor = Arc::new(Executor::new(workers, exec_limits()?).await?);
-        envsim_bench::learn::learn(executor, package, plan, workers, advance)
+        envsim_bench::learn::learn(executor, package, plan, advance)
             .await
             .map_err(anyhow::Error::from)
     })?;
     progress.finish_and_clear();
+    if let Some(coverage) = &learned.coverage {
+        eprintln!("{name}: {}", coverage_line(coverage));
+    }
     if !learned.unproven.is_empty() {
         eprintln!(
             "{name}: {} of {} tools never succeeded in the learning walks ({}): what they do is bounded by their code and names only, and their answers' shapes are not known",
@@ -246,6 +295,26 @@ pub fn learn_planned(package: &EnvPackage, plan: &LearningPlan, workers: usize) 
         );
     }
     Ok(learned)
+}
+
+/// One line of what an exploration reached: tools that succeeded, branch outcomes of the
+/// environment's code, calls spent.
+pub fn coverage_line(report: &envsim_explore::report::CoverageReport) -> String {
+    let branches = match report.branch_share() {
+        Some(share) => format!(
+            "{} of {} branch outcomes ({:.0}%)",
+            report.branches_reached,
+            report.branches,
+            100.0 * share
+        ),
+        None => "no branches mapped".to_owned(),
+    };
+    format!(
+        "{} of {} tools succeeded, {branches}, {} calls",
+        report.tools_succeeding(),
+        report.tools.len(),
+        report.calls
+    )
 }
 
 /// An environment for simulation, its effects and description learned from 6 walks of 16
@@ -262,8 +331,8 @@ pub fn learn_environment(package: &EnvPackage) -> Result<Environment> {
     })
 }
 
-/// The bar of walks, over initial states.
-const STATES_BAR: &str = "collecting {bar:30} {pos}/{len} initial states ({elapsed}, eta {eta})";
+/// The bar of an exploration, over the calls of its budget.
+const CALLS_BAR: &str = "exploring {bar:30} {pos}/{len} calls ({elapsed}, eta {eta})";
 
 /// A progress bar drawn with `template`, and the `(done, total)` callback the libraries'
 /// workflows call to move it (from any thread).
@@ -360,7 +429,7 @@ impl ReplaySummary {
                     run.location,
                     run.task_id,
                     k + 1,
-                    envsim_bench::collect::action_key(&s.transition.action),
+                    envsim_explore::record::action_key(&s.transition.action),
                     s.comparison.why().unwrap_or_default()
                 ));
             }

@@ -1,5 +1,6 @@
 //! `envsim env ...`: list, inspect, call, probe, test and import environments.
 
+mod explore;
 mod gate;
 mod replay;
 mod synth;
@@ -7,10 +8,10 @@ mod synth;
 use crate::context::{exec_runtime, Corpus};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
-use envsim_bench::collect::{collect, WalkPlan};
 use envsim_core::diff::{reference_change_json, reference_diff, ReferenceEquality};
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Call, ExecError, Executor};
+use envsim_explore::plan::ExplorePlan;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,8 +48,8 @@ enum EnvCommand {
     /// (or, with --walk, for the steps of seeded random walks).
     Probe {
         name: String,
-        /// Probe a seeded random walk of N calls from each initial state instead of the
-        /// scripted tests (as `bench build` walks: valid and invalid calls from the schemas).
+        /// Probe the calls of an exploration of N calls per initial state instead of the
+        /// scripted tests (as `bench build` explores: valid and invalid calls).
         #[arg(long, value_name = "N")]
         walk: Option<usize>,
         /// Seed of the walk.
@@ -77,6 +78,10 @@ enum EnvCommand {
     /// normalisation, or differs and why). Exits 1 when a step differs, unless
     /// --allow-differences.
     Replay(replay::ReplayArgs),
+    /// Explore packages (state-aware, coverage-guided) and report what was reached: tools
+    /// that succeed and refuse, branch outcomes of the environment's code, calls and seconds;
+    /// --compare adds the random walks of the same budget.
+    Explore(explore::ExploreArgs),
     /// Import EnvScaler environment metadata (and task items) as packages.
     ImportEnvscaler {
         /// The metadata JSON (object keyed by env id).
@@ -293,6 +298,13 @@ pub fn run(args: EnvArgs) -> Result<()> {
             EnvCommand::ImportBfcl(bfcl) => import_bfcl(bfcl).await,
             EnvCommand::ImportTau2(tau2) => import_tau2(tau2).await,
             EnvCommand::ImportAppworld(appworld) => import_appworld(appworld).await,
+            // It starts a runtime of its own, so it runs on a thread outside this one.
+            EnvCommand::Explore(a) => std::thread::scope(|scope| {
+                scope
+                    .spawn(|| explore::run(&root, a))
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow!("the exploration failed")))
+            }),
             // Its walks start a runtime of their own, so they run on a thread outside this one.
             EnvCommand::Openapi(a) => std::thread::scope(|scope| {
                 scope
@@ -657,20 +669,21 @@ async fn probe(package: EnvPackage, walk: Option<usize>, seed: u64) -> Result<()
     let mut calls: Vec<ProbeCall> = Vec::new();
     match walk {
         Some(steps) => {
-            let plan = WalkPlan {
+            let plan = ExplorePlan {
                 walks: 1,
                 steps,
                 seed,
-                ..WalkPlan::default()
+                ..ExplorePlan::default()
             };
-            let records = collect(
+            let records = envsim_explore::explore(
                 Arc::clone(&executor),
                 Arc::new(vec![package.clone()]),
                 plan,
                 2,
                 |_, _| {},
             )
-            .await?;
+            .await?
+            .into_records();
             for r in records {
                 let args = r.action["arguments"]
                     .as_object()

@@ -3,12 +3,12 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use envsim_bench::collect::TransitionRecord;
 use envsim_bench::composition::Composition;
 use envsim_bench::export::{
     dataset_info, hold_out, mix, reference_best_mix, render, BenchmarkIndex, Holdout, SftFormat,
 };
 use envsim_core::prompt::Template;
+use envsim_explore::record::TransitionRecord;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -180,7 +180,8 @@ fn sft_cmd(a: SftArgs) -> Result<()> {
         .iter()
         .map(|p| (p.manifest.name.clone(), p.code.code.to_string()))
         .collect();
-    let pool: Vec<TransitionRecord> = crate::context::walk_transitions(packages, &a.walk, a.seed)?;
+    let pool: Vec<TransitionRecord> =
+        crate::context::walk_transitions(packages, &a.walk, a.seed)?.into_records();
     let (kept, leakage) = hold_out(&pool, &bench, holdout);
     let (chosen, sampled) = mix(&pool, &kept, &mixture, a.seed);
     if chosen.is_empty() {

@@ -244,11 +244,21 @@ pub fn run(a: SynthArgs) -> Result<()> {
             for (name, p) in &prepared {
                 // A pool several times the count, so the mix has families to choose from.
                 let walk = crate::context::walk_args(a.count * 4, a.max_tool_calls.min(10), 2);
-                let records =
-                    crate::context::walk_transitions(vec![p.package.clone()], &walk, a.seed)?;
+                // Whole paths: a task's session starts at the walk's named initial state.
+                let records = crate::context::explore(
+                    vec![p.package.clone()],
+                    walk.plan(a.seed, false),
+                    walk.workers,
+                )?
+                .into_paths();
                 let mut pool = Vec::new();
+                let longest = a.max_tool_calls.min(10);
                 for runs in envsim_bench::audit_check::trajectories_from_walks(&records).values() {
                     for run in runs {
+                        // A whole path may run past the calls a task may make.
+                        let mut run = run.clone();
+                        run.steps.truncate(longest);
+                        let run = &run;
                         // Walk ids are `<env>/<state>/<walk>`.
                         let mut parts = run.id.splitn(3, '/').skip(1);
                         let (Some(state), Some(walk)) = (parts.next(), parts.next()) else {

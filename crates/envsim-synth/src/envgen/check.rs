@@ -6,10 +6,11 @@
 //! has three initial states and tasks for agents.
 
 use crate::task::read_tasks;
-use envsim_bench::collect::{collect, Outcome, WalkPlan, LEARNING_FOCUS_SHARE};
-use envsim_bench::driver::Intent;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Call, ExecError, Executor};
+use envsim_explore::driver::Intent;
+use envsim_explore::plan::ExplorePlan;
+use envsim_explore::record::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -244,21 +245,21 @@ pub async fn check_loaded(
     }
     // Walks: coverage, and calls to repeat.
     let tools = package.manifest.tool_names();
-    let walk = WalkPlan {
+    let walk = ExplorePlan {
         walks: plan.walks,
         steps: plan.steps.max(2 * tools.len()),
         seed: plan.seed,
-        focus_share: LEARNING_FOCUS_SHARE,
-        ..WalkPlan::default()
+        ..ExplorePlan::default()
     };
-    let records = collect(
+    let records = envsim_explore::explore(
         Arc::clone(&executor),
         Arc::new(vec![package.clone()]),
         walk,
         plan.workers,
         |_, _| {},
     )
-    .await?;
+    .await?
+    .into_records();
     let mut coverage: BTreeMap<&str, ToolCoverage> = BTreeMap::new();
     for r in &records {
         let tool = r.action["name"].as_str().unwrap_or_default();

@@ -95,11 +95,12 @@ pub fn run(a: SimulateArgs) -> Result<()> {
         let mut package = corpus.load(env)?;
         package.states.truncate(a.states);
         let effects = crate::context::learn(&package, 10, 16, 2, a.seed.wrapping_add(1))?.effects;
-        let walks = crate::context::walk_transitions(
+        let walks = crate::context::explore(
             vec![package.clone()],
-            &crate::context::walk_args(a.walks, a.steps, 2),
-            a.seed,
-        )?;
+            crate::context::walk_args(a.walks, a.steps, 2).plan(a.seed, false),
+            2,
+        )?
+        .into_paths();
         for truth in trajectories_from_walks(&walks).into_values().flatten() {
             let clock = package.clock(0).seconds;
             let mut state = (*truth.initial_state).clone();

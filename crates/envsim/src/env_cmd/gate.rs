@@ -336,7 +336,7 @@ pub async fn curve(root: &Corpus, a: GateCurveArgs) -> Result<()> {
         let mut all: Vec<EnvPackage> = (root.load_all()?.into_iter())
             .filter(|p| {
                 (p.states.iter())
-                    .all(|(_, s)| s.to_string().len() < envsim_bench::collect::LARGE_STATE_BYTES)
+                    .all(|(_, s)| s.to_string().len() < envsim_explore::record::LARGE_STATE_BYTES)
             })
             .collect();
         all.sort_by(|x, y| x.manifest.name.cmp(&y.manifest.name));

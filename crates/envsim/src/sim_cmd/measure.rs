@@ -88,7 +88,7 @@ pub fn run(a: MeasureArgs) -> Result<()> {
                 // Walks hold states whole: the database dumps of megabytes are left out.
                 p.states
                     .iter()
-                    .all(|(_, s)| s.to_string().len() < envsim_bench::collect::LARGE_STATE_BYTES)
+                    .all(|(_, s)| s.to_string().len() < envsim_explore::record::LARGE_STATE_BYTES)
             })
             .map(|p| p.manifest.name)
             .collect();
@@ -112,11 +112,12 @@ pub fn run(a: MeasureArgs) -> Result<()> {
         eprintln!("{name}: learning the environment, then walking");
         let env = learn_environment(&package)?;
         let env = Arc::new(if a.no_code { env.without_code() } else { env });
-        let walks = crate::context::walk_transitions(
+        let walks = crate::context::explore(
             vec![package.clone()],
-            &crate::context::walk_args(a.walks, a.steps, 2),
-            a.seed,
-        )?;
+            crate::context::walk_args(a.walks, a.steps, 2).plan(a.seed, false),
+            2,
+        )?
+        .into_paths();
         let runs: Vec<_> = trajectories_from_walks(&walks)
             .into_values()
             .flatten()

@@ -114,10 +114,47 @@ pub struct Focus {
     /// changing tool takes only ids, since the record's own `status` set again would be most
     /// of its calls, and a neighbour's `name` is no name for a new disk.
     own_values: bool,
+    /// The record itself, when there is one.
+    pub record: Option<RecordRef>,
+}
+
+/// The kind of a record, as a tool's preconditions tell records apart: the values of its
+/// category fields (`status`, `type`, `role`, … and every truth value) and which of its fields
+/// are empty. Two pending orders are of one kind; a pending and a paid one are not.
+pub fn kind_of(record: &Value) -> String {
+    const CATEGORY: [&str; 14] = [
+        "status", "state", "stage", "type", "kind", "category", "role", "tier", "plan", "level",
+        "mode", "class", "phase", "active",
+    ];
+    let Some(fields) = record.as_object() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (field, value) in fields {
+        let lower = field.to_ascii_lowercase();
+        let category = lower
+            .split('_')
+            .any(|w| CATEGORY.contains(&w) || w == "is" || w == "has");
+        let shown = match value {
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Null => Some("null".to_owned()),
+            Value::String(s) if category && s.len() <= 32 => Some(s.clone()),
+            Value::Array(items) if items.is_empty() => Some("[]".to_owned()),
+            Value::Object(map) if map.is_empty() => Some("{}".to_owned()),
+            _ => None,
+        };
+        if let Some(shown) = shown {
+            out.push_str(field);
+            out.push('=');
+            out.push_str(&shown);
+            out.push(';');
+        }
+    }
+    out
 }
 
 /// Whether a parameter names an id (`order_id`, `item_ids`, `flight_number`, `id`).
-fn names_an_id(name: &str) -> bool {
+pub(crate) fn names_an_id(name: &str) -> bool {
     name.eq_ignore_ascii_case("id") || id_stem(name).len() < name.len()
 }
 
@@ -175,7 +212,7 @@ fn pointer(path: &[Segment<'_>]) -> String {
 }
 
 /// The noun an id-like name stands for: `order_id` → `order`, `flight_number` → `flight`.
-fn id_stem(name: &str) -> String {
+pub(crate) fn id_stem(name: &str) -> String {
     name.trim_end_matches("_ids")
         .trim_end_matches("_id")
         .trim_end_matches("_code")
@@ -185,7 +222,7 @@ fn id_stem(name: &str) -> String {
 
 /// Whether the collection `collection` holds what the stem names (`orders` for `order`,
 /// `payment_methods` for `payment`).
-fn stem_names(stem: &str, collection: &str) -> bool {
+pub(crate) fn stem_names(stem: &str, collection: &str) -> bool {
     if stem.is_empty() {
         return false;
     }
@@ -317,27 +354,46 @@ impl StateIndex {
     /// collection is read to tell). Empty when no collection fits any parameter: the call is
     /// still drawn as a coherent one (values its descriptions quote).
     pub fn focus(&self, tool: &ToolSpec, state: &Value, rng: &mut Rng) -> Focus {
+        self.focus_preferring(tool, state, rng, &|_, _, _| false)
+    }
+
+    /// [`StateIndex::focus`], taking among the records drawn of a collection one that
+    /// `prefer(collection, key, record)` accepts before any other (the explorer prefers a
+    /// record of a kind the tool has not been called on: a `checked_in` appointment after
+    /// `booked` and `completed` ones).
+    pub fn focus_preferring(
+        &self,
+        tool: &ToolSpec,
+        state: &Value,
+        rng: &mut Rng,
+        prefer: &dyn Fn(&str, &str, &Value) -> bool,
+    ) -> Focus {
         let words: Vec<&str> = tool.name.split('_').filter(|w| w.len() > 3).collect();
         // The collections that fit best, each with its drawn record and that record's index.
-        let mut best: Vec<(&str, &String, &Value, StateIndex)> = Vec::new();
+        let mut best: Vec<(&str, &String, &Value, StateIndex, &String)> = Vec::new();
         let mut best_score = 0;
         for (name, places) in &self.places {
-            let Some(collection) = rng
+            let Some((place, collection)) = rng
                 .pick(places)
-                .and_then(|p| state.pointer(p))
-                .and_then(Value::as_object)
+                .and_then(|p| state.pointer(p).and_then(Value::as_object).map(|c| (p, c)))
             else {
                 continue;
             };
             let keys: Vec<&String> = collection.keys().collect();
-            // Among a few records, one that holds a word of the tool's name as a value (a
-            // pending order for `cancel_pending_order`), else the first drawn.
+            // Among a few records, one the caller prefers, else one that holds a word of the
+            // tool's name as a value (a pending order for `cancel_pending_order`), else the
+            // first drawn.
             let drawn: Vec<&String> = (0..RECORDS_TRIED)
                 .filter_map(|_| rng.pick(&keys).copied())
                 .collect();
             let Some(key) = drawn
                 .iter()
-                .find(|k| holds_any(&collection[k.as_str()], &words))
+                .find(|k| prefer(name, k, &collection[k.as_str()]))
+                .or_else(|| {
+                    drawn
+                        .iter()
+                        .find(|k| holds_any(&collection[k.as_str()], &words))
+                })
                 .or(drawn.first())
                 .copied()
             else {
@@ -360,7 +416,7 @@ impl StateIndex {
                 best.clear();
             }
             if score == best_score && score > 0 {
-                best.push((name, key, &collection[key], sample));
+                best.push((name, key, &collection[key], sample, place));
             }
         }
         let mut focus = Focus {
@@ -372,7 +428,114 @@ impl StateIndex {
             return focus;
         }
         // As `rng.pick` would draw it, taken rather than copied.
-        let (name, key, record, record_index) = best.swap_remove(rng.below(best.len()));
+        let (name, key, record, record_index, place) = best.swap_remove(rng.below(best.len()));
+        self.surround(&mut focus, name, key, record, &record_index, state);
+        focus.record = Some(RecordRef {
+            collection: name.to_owned(),
+            place: place.clone(),
+            key: key.clone(),
+        });
+        focus
+    }
+
+    /// A focus on one given record: `key` of the collection `name` at `place` (a JSON pointer
+    /// into `state`, which this index was built from), and the records it references. `None`
+    /// when no such record is there.
+    pub fn focus_on(
+        &self,
+        tool: &ToolSpec,
+        state: &Value,
+        record: &RecordRef,
+        rng: &mut Rng,
+    ) -> Option<Focus> {
+        let found = state.pointer(&record.place)?.get(&record.key)?;
+        let mut focus = Focus {
+            own_values: envsim_core::audit::ToolEffects::guess(&tool.name).read_only
+                || rng.chance(RESTATE_SHARE),
+            ..Focus::default()
+        };
+        let record_index = StateIndex::new(found);
+        self.surround(
+            &mut focus,
+            &record.collection,
+            &record.key,
+            found,
+            &record_index,
+            state,
+        );
+        focus.record = Some(record.clone());
+        Some(focus)
+    }
+
+    /// Where a record whose key is `key` lies: the first collection (in name order, then
+    /// place order) that holds an object under that key.
+    pub fn locate(&self, state: &Value, key: &str) -> Option<RecordRef> {
+        self.places.iter().find_map(|(name, places)| {
+            places.iter().find_map(|p| {
+                state
+                    .pointer(p)?
+                    .get(key)
+                    .filter(|v| v.is_object())
+                    .map(|_| RecordRef {
+                        collection: name.clone(),
+                        place: p.clone(),
+                        key: key.to_owned(),
+                    })
+            })
+        })
+    }
+
+    /// The records of the collection at `place` (keys in the state's order).
+    pub fn records_at<'s>(&self, state: &'s Value, place: &str) -> Vec<(&'s String, &'s Value)> {
+        state
+            .pointer(place)
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter(|(_, v)| v.is_object()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The keys of the collections named `collection`, at every place it lies.
+    pub fn keys_of(&self, collection: &str) -> &[String] {
+        self.collections.get(collection).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every collection's places, by name.
+    pub fn places(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.places.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
+    /// Offers, beside the state's, the scalar values of `answer` (an earlier call's answer)
+    /// under their field names: a token a login returned, the id a creation answered with.
+    pub fn absorb(&mut self, answer: &Value) {
+        let mut found = StateIndex::default();
+        found.visit(None, answer, 1, &mut Vec::new());
+        for (name, values) in found.values {
+            let seen = self.values.entry(name).or_default();
+            for value in values {
+                if seen.len() < VALUES_PER_FIELD && !seen.contains(&value) {
+                    seen.push(value);
+                }
+            }
+        }
+    }
+
+    /// The values offered for a parameter named `name`, from the state and absorbed answers
+    /// (ids that fit the name first).
+    pub fn offered_for(&self, name: &str) -> Vec<Value> {
+        self.offered(name)
+    }
+
+    /// Adds to `focus` the record `key` of collection `name` and the records its id fields
+    /// reference (at most [`FOCUS_HOPS`]).
+    fn surround(
+        &self,
+        focus: &mut Focus,
+        name: &str,
+        key: &str,
+        record: &Value,
+        record_index: &StateIndex,
+        state: &Value,
+    ) {
         focus.own.visit_entry(name, key, record);
         let mut hops = 0;
         'fields: for (field, values) in &record_index.values {
@@ -397,8 +560,184 @@ impl StateIndex {
                 }
             }
         }
-        focus
     }
+}
+
+/// The shapes of text a parameter's name or format asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `2024-06-17`.
+    Date,
+    /// `2024-06-17T09:30` (with or without seconds and zone).
+    DateTime,
+    /// `ann@example.com`.
+    Email,
+    /// `/home/ann/notes.txt`.
+    AbsolutePath,
+    /// `https://…`.
+    Url,
+}
+
+impl Shape {
+    /// The shape a parameter named `name` with `schema` asks for, if any: its `format`, else
+    /// its name's words.
+    pub(crate) fn of(name: &str, schema: &Value) -> Option<Shape> {
+        match schema.get("format").and_then(Value::as_str) {
+            Some("date") => return Some(Shape::Date),
+            Some("date-time") => return Some(Shape::DateTime),
+            Some("email" | "idn-email") => return Some(Shape::Email),
+            Some("uri" | "url" | "iri") => return Some(Shape::Url),
+            _ => {}
+        }
+        let lower = name.to_ascii_lowercase();
+        let words: Vec<&str> = lower.split('_').collect();
+        let has = |w: &str| words.contains(&w);
+        if has("email") || has("mail") {
+            Some(Shape::Email)
+        } else if has("date") || has("day") || has("on") && words.len() > 1 {
+            Some(Shape::Date)
+        } else if has("time")
+            || has("at") && words.len() > 1
+            || has("start")
+            || has("end")
+            || has("from")
+            || has("until")
+            || has("since")
+            || has("datetime")
+            || has("timestamp")
+        {
+            Some(Shape::DateTime)
+        } else if has("path")
+            || has("dir")
+            || has("directory")
+            || has("folder")
+            || has("source")
+            || has("destination")
+            || has("src")
+            || has("dst")
+        {
+            Some(Shape::AbsolutePath)
+        } else if has("url") || has("uri") || has("link") || has("website") {
+            Some(Shape::Url)
+        } else {
+            None
+        }
+    }
+
+    /// A new text of this shape (an address, a date, a path, a page) when the state offers
+    /// none.
+    pub(crate) fn example(self, rng: &mut Rng) -> String {
+        let n = 100 + rng.below(900);
+        match self {
+            Shape::Date => format!("2025-{:02}-{:02}", 1 + rng.below(12), 1 + rng.below(28)),
+            Shape::DateTime => format!(
+                "2025-{:02}-{:02}T{:02}:{:02}",
+                1 + rng.below(12),
+                1 + rng.below(28),
+                8 + rng.below(10),
+                15 * rng.below(4)
+            ),
+            Shape::Email => format!("explorer{n}@example.com"),
+            Shape::AbsolutePath => format!("/tmp/explorer-{n}"),
+            Shape::Url => format!("https://example.com/explorer-{n}"),
+        }
+    }
+
+    /// The part of `text` of this shape, when it has one (a date-time's date for a date).
+    pub(crate) fn fit(self, text: &str) -> Option<String> {
+        let b = text.as_bytes();
+        let digits =
+            |r: std::ops::Range<usize>| r.end <= b.len() && b[r].iter().all(u8::is_ascii_digit);
+        let date = digits(0..4)
+            && b.get(4) == Some(&b'-')
+            && digits(5..7)
+            && b.get(7) == Some(&b'-')
+            && digits(8..10);
+        match self {
+            Shape::Date => date.then(|| text[..10].to_owned()),
+            Shape::DateTime => (date
+                && matches!(b.get(10), Some(b'T' | b' '))
+                && digits(11..13)
+                && b.get(13) == Some(&b':')
+                && digits(14..16))
+            .then(|| text.to_owned()),
+            Shape::Email => {
+                let (user, host) = text.split_once('@')?;
+                (!user.is_empty() && host.contains('.') && !text.contains(' '))
+                    .then(|| text.to_owned())
+            }
+            Shape::AbsolutePath => {
+                (text.starts_with('/') && !text.contains(' ')).then(|| text.to_owned())
+            }
+            Shape::Url => (text.starts_with("http://") || text.starts_with("https://"))
+                .then(|| text.to_owned()),
+        }
+    }
+}
+
+impl StateIndex {
+    /// Values of the fields related to a parameter by name: fields named after its last word
+    /// (`date` for `read_date`) or ending in it (`end_date` for `new_end_date`), and the field
+    /// its name ends in (`email` for `to_email`). Not for ids: those follow their nouns.
+    pub(crate) fn related(&self, name: &str) -> Vec<Value> {
+        let Some((_, last)) = name.rsplit_once('_') else {
+            return Vec::new();
+        };
+        if last.len() < 3 || names_an_id(name) {
+            return Vec::new();
+        }
+        let mut out: Vec<Value> = Vec::new();
+        for (field, values) in &self.values {
+            let related = field != name
+                && (field == last
+                    || field.ends_with(&format!("_{last}"))
+                    || name.ends_with(&format!("_{field}")));
+            if related {
+                for v in values {
+                    if out.len() < VALUES_PER_FIELD && !out.contains(v) {
+                        out.push(v.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Texts of the state (and absorbed answers) of the shape the parameter asks for.
+    pub(crate) fn shaped(&self, name: &str, schema: &Value) -> Vec<String> {
+        match Shape::of(name, schema) {
+            Some(shape) => self.shaped_as(shape),
+            None => Vec::new(),
+        }
+    }
+
+    /// Texts of the state (and absorbed answers) of a shape.
+    /// Texts of the state (values, and keys: an address that keys its customer) and of
+    /// absorbed answers of a shape.
+    pub(crate) fn shaped_as(&self, shape: Shape) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let values = self.values.values().flatten().filter_map(Value::as_str);
+        let keys = self.collections.values().flatten().map(String::as_str);
+        for v in values.chain(keys) {
+            if let Some(fit) = shape.fit(v) {
+                if out.len() < VALUES_PER_FIELD && !out.contains(&fit) {
+                    out.push(fit);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One record of the state: its collection's name, where that collection lies, and its key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordRef {
+    /// The collection's name (`orders`).
+    pub collection: String,
+    /// The collection's JSON pointer in the state.
+    pub place: String,
+    /// The record's key.
+    pub key: String,
 }
 
 /// Whether a generated call is meant to pass validation.
@@ -430,12 +769,39 @@ pub fn arguments_with(
     rng: &mut Rng,
     intent: Intent,
 ) -> Map<String, Value> {
+    draw_arguments(tool, index, focus, rng, intent, false)
+}
+
+/// [`arguments_with`] as the explorer draws them: a parameter the state has no value of its
+/// own name for also takes the values of related fields (`new_end_date` those of `end_date`,
+/// `to_email` those of `email`) and values of the shape its name or its schema's `format`
+/// asks for (a date for `read_date`, a date-time for `start`, an address for `email`, an
+/// absolute path for `source`), before made-up text.
+pub fn arguments_explored(
+    tool: &ToolSpec,
+    index: &StateIndex,
+    focus: Option<&Focus>,
+    rng: &mut Rng,
+    intent: Intent,
+) -> Map<String, Value> {
+    draw_arguments(tool, index, focus, rng, intent, true)
+}
+
+fn draw_arguments(
+    tool: &ToolSpec,
+    index: &StateIndex,
+    focus: Option<&Focus>,
+    rng: &mut Rng,
+    intent: Intent,
+    inferred: bool,
+) -> Map<String, Value> {
     let mut args = Map::new();
     let length = std::cell::Cell::new(None);
     let draw = Draw {
         index,
         focus,
         length: &length,
+        inferred,
     };
     for param in &tool.params {
         if param.required || rng.chance(0.4) {
@@ -460,7 +826,7 @@ pub fn arguments_with(
     args
 }
 
-fn schema_type(schema: &Value) -> &str {
+pub(crate) fn schema_type(schema: &Value) -> &str {
     match schema.get("type") {
         Some(Value::String(t)) => t,
         Some(Value::Array(types)) => types
@@ -475,7 +841,7 @@ fn schema_type(schema: &Value) -> &str {
 /// The schema a value is drawn from: for a union (`anyOf`/`oneOf` without a `type` of its
 /// own, as pydantic writes `list[Passenger | dict]`), its first variant that is not `null`, so
 /// that a passenger is drawn as the object it declares rather than as a string.
-fn concrete(schema: &Value) -> &Value {
+pub(crate) fn concrete(schema: &Value) -> &Value {
     if schema.get("type").is_some() {
         return schema;
     }
@@ -496,6 +862,8 @@ struct Draw<'a> {
     /// A coherent call's list length: its lists run in parallel (`item_ids` and the
     /// `new_item_ids` they are exchanged for), so all take the first one's length.
     length: &'a std::cell::Cell<Option<usize>>,
+    /// Values of related fields and of the shape a name asks for ([`arguments_explored`]).
+    inferred: bool,
 }
 
 fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth: usize) -> Value {
@@ -534,7 +902,10 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
             return (*v).clone();
         }
     }
-    let seen: Vec<Value> = index.values.get(name).cloned().unwrap_or_default();
+    let mut seen: Vec<Value> = index.values.get(name).cloned().unwrap_or_default();
+    if seen.is_empty() && draw.inferred {
+        seen = index.related(name);
+    }
     match schema_type(schema) {
         "integer" => {
             let ints: Vec<&Value> = seen.iter().filter(|v| v.is_i64() || v.is_u64()).collect();
@@ -594,13 +965,32 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
             }
         }
         _ => {
-            let ids = index.ids_for(name);
+            // The explorer takes a collection's keys only for a name that names an id: the
+            // `issues` are no values for `issue_type`.
+            let ids = if draw.inferred && !names_an_id(name) {
+                Vec::new()
+            } else {
+                index.ids_for(name)
+            };
             if let Some(id) = rng.pick(&ids) {
                 return id.clone();
             }
             let strings: Vec<&Value> = seen.iter().filter(|v| v.is_string()).collect();
             if let Some(v) = rng.pick(&strings) {
                 return (*v).clone();
+            }
+            if draw.inferred {
+                let shaped = index.shaped(name, schema);
+                if let Some(v) = rng.pick(&shaped) {
+                    // Now and then a new one of the shape: what the state holds may be taken
+                    // (an address already registered).
+                    if !rng.chance(0.25) {
+                        return Value::String(v.clone());
+                    }
+                }
+                if let Some(made) = Shape::of(name, schema).map(|s| s.example(rng)) {
+                    return Value::String(made);
+                }
             }
             // A coherent call takes what the parameter's description quotes as its values
             // ("either 'no longer needed' or 'ordered by mistake'", "such as '2 + 2'").
@@ -629,7 +1019,7 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
 /// The values a description quotes: text between single or double quotes that open after a
 /// non-word character and close before one (an apostrophe inside a word opens nothing), 1 to
 /// 40 characters long.
-fn quoted_values(description: &str) -> Vec<String> {
+pub(crate) fn quoted_values(description: &str) -> Vec<String> {
     let chars: Vec<char> = description.chars().collect();
     let word = |i: usize| chars.get(i).is_some_and(|c| c.is_alphanumeric());
     let mut out: Vec<String> = Vec::new();
@@ -650,6 +1040,90 @@ fn quoted_values(description: &str) -> Vec<String> {
         i += 1;
     }
     out
+}
+
+/// A call with one argument changed, as a fuzzer mutates an input that reached new code: the
+/// argument drawn again from the state, corrupted, left out or added (when optional), or
+/// pushed to an edge (0, -1, a bound of its schema, twice or half its number; an empty or
+/// repeated text; the other truth value; an empty list). Returns the arguments and whether
+/// they are still drawn to succeed.
+pub fn mutate(
+    tool: &ToolSpec,
+    args: &Map<String, Value>,
+    index: &StateIndex,
+    rng: &mut Rng,
+) -> (Map<String, Value>, Intent) {
+    let mut out = args.clone();
+    let Some(param) = rng.pick(&tool.params) else {
+        return (out, Intent::Valid);
+    };
+    let length = std::cell::Cell::new(None);
+    let draw = Draw {
+        index,
+        focus: None,
+        length: &length,
+        inferred: true,
+    };
+    let name = param.name.clone();
+    match rng.below(4) {
+        0 => {
+            let value = valid_value(&name, &param.schema, draw, rng, 0);
+            out.insert(name, value);
+            (out, Intent::Valid)
+        }
+        1 => {
+            let value = invalid_value(&name, &param.schema, rng);
+            out.insert(name, value);
+            (out, Intent::Invalid)
+        }
+        2 if !param.required => {
+            if out.remove(&name).is_none() {
+                let value = valid_value(&name, &param.schema, draw, rng, 0);
+                out.insert(name, value);
+            }
+            (out, Intent::Valid)
+        }
+        _ => {
+            let schema = concrete(&param.schema);
+            let current = out.get(&name).cloned().unwrap_or(Value::Null);
+            let edge = match (schema_type(schema), current) {
+                ("integer", v) => {
+                    let n = v.as_i64().unwrap_or(1);
+                    let bound = |key: &str| schema.get(key).and_then(Value::as_i64);
+                    let edges = [
+                        Some(0),
+                        Some(-1),
+                        bound("minimum"),
+                        bound("maximum"),
+                        Some(n.saturating_mul(2)),
+                        Some(n / 2),
+                        Some(n.saturating_add(1)),
+                    ];
+                    let edges: Vec<i64> = edges.into_iter().flatten().collect();
+                    Value::from(*rng.pick(&edges).unwrap_or(&0))
+                }
+                ("number", v) => {
+                    let n = v.as_f64().unwrap_or(1.0);
+                    let edges = [0.0, -1.0, n * 2.0, n / 2.0, n + 0.01];
+                    Value::from(*rng.pick(&edges).unwrap_or(&0.0))
+                }
+                ("boolean", v) => Value::Bool(!v.as_bool().unwrap_or(false)),
+                ("array", Value::Array(items)) if !items.is_empty() && rng.chance(0.5) => {
+                    let mut twice = items.clone();
+                    twice.extend(items);
+                    Value::Array(twice)
+                }
+                ("array", _) => Value::Array(Vec::new()),
+                ("object", _) => Value::Object(Map::new()),
+                (_, Value::String(s)) if !s.is_empty() && rng.chance(0.5) => {
+                    Value::String(format!("{s}{s}"))
+                }
+                _ => Value::String(String::new()),
+            };
+            out.insert(name, edge);
+            (out, Intent::Valid)
+        }
+    }
 }
 
 fn invalid_value(name: &str, schema: &Value, rng: &mut Rng) -> Value {

@@ -1,10 +1,11 @@
-//! Collecting transitions: seeded random walks from every initial state of every environment,
-//! executed in the sandbox, each call also re-run under another seed and clock to flag the
-//! fields that state, code and arguments cannot predict.
+//! Executed calls as records: how a call ended ([`Outcome`]), states kept as shared compact text
+//! ([`StateText`], patches of a large initial state), and the [`TransitionRecord`] every walk
+//! of the explorer produces, executed by [`execute`] (with a twin run under another seed, clock
+//! and string hash seed when asked, to flag the fields that state, code and arguments cannot
+//! predict).
 
-use crate::driver::{arguments_with, Intent, StateIndex, ToolSpec};
+use crate::driver::Intent;
 use envsim_core::diff::{fine_diff, reference_change_count};
-use envsim_core::rng::Rng;
 use envsim_exec::package::{Convention, EnvPackage};
 use envsim_exec::{Call, ExecError, Executor};
 use serde::Serialize;
@@ -275,172 +276,64 @@ pub struct TransitionRecord {
     pub clock: f64,
 }
 
-/// Walk parameters.
+/// Where a call stands in its walk, as its record names it.
 #[derive(Clone, Debug)]
-pub struct WalkPlan {
-    /// Walks per initial state.
-    pub walks: usize,
-    /// Steps per walk.
-    pub steps: usize,
-    /// Share of calls meant to succeed.
-    pub valid_share: f64,
-    /// Master seed.
-    pub seed: u64,
-    /// Record the state paths each call reads (footprints).
-    pub trace: bool,
-    /// Seconds the clock advances between the steps of a walk (step `k` runs at the initial
-    /// state's clock + `k` × this).
-    pub clock_step: f64,
-    /// Share of calls whose arguments are drawn together from one record of the state and
-    /// what it references ([`StateIndex::focus`]). Zero for benchmark walks (their samples stay
-    /// as published); learning walks raise it so that tools whose preconditions tie their
-    /// arguments together (an order's items with its user's payment method) succeed.
-    pub focus_share: f64,
+pub struct Position<'a> {
+    /// The called tool's schema (from the manifest).
+    pub tool_schema: Value,
+    /// The initial state file the walk started from.
+    pub state_name: &'a str,
+    /// The walk.
+    pub walk: usize,
+    /// The step within the walk's whole path from its initial state (0-based).
+    pub step: usize,
+    /// What the call was drawn to do.
+    pub intent: Intent,
 }
 
-/// The focus share of walks that learn what an environment's tools do (the audit's effects,
-/// shapes and writes).
-pub const LEARNING_FOCUS_SHARE: f64 = 0.8;
-
-/// Calls per tool that learning walks make in all, at the least: about half of a tool's
-/// calls fail (arguments a precondition refuses), and its effects are claimed only after
-/// three successes ([`envsim_core::audit::Effects::learn`]), so a few walks over one large
-/// database (τ²-bench's retail: 15 tools, one state) would leave most changes unproven.
-pub const LEARNING_CALLS_PER_TOOL: usize = 16;
-
-/// Learning walks per initial state: at least `min_walks` (0: no learning walks at all), and
-/// enough that the walks of `steps` steps over all `states` make [`LEARNING_CALLS_PER_TOOL`]
-/// calls per tool of `tools`.
-pub fn learning_walks(min_walks: usize, steps: usize, tools: usize, states: usize) -> usize {
-    if min_walks == 0 || steps == 0 || states == 0 {
-        return min_walks;
-    }
-    let calls = LEARNING_CALLS_PER_TOOL * tools;
-    min_walks.max(calls.div_ceil(steps * states))
+/// What [`execute`] does beside the call itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// Run the call again in a twin process (another seed, clock and string hash seed) to flag
+    /// the output fields that state, code and arguments cannot predict
+    /// ([`TransitionRecord::unpredictable`]): what benchmarks and training data need.
+    pub twin: bool,
+    /// Report the lines and arcs of the environment's code the call ran.
+    pub coverage: bool,
 }
 
-impl Default for WalkPlan {
-    fn default() -> Self {
-        WalkPlan {
-            walks: 10,
-            steps: 16,
-            valid_share: 0.75,
-            seed: 42,
-            trace: false,
-            clock_step: envsim_core::clock::DEFAULT_CLOCK_STEP,
-            focus_share: 0.0,
-        }
-    }
+/// One executed call.
+#[derive(Clone, Debug)]
+pub struct Executed {
+    /// Its record.
+    pub record: TransitionRecord,
+    /// The state after, when the call changed it.
+    pub after: Option<Value>,
+    /// The environment code it ran, when asked for and the tool ran.
+    pub coverage: Option<envsim_exec::coverage::CallCoverage>,
 }
 
-/// Runs all walks of one (package, initial state) pair, in order.
-async fn walk_state(
-    executor: &Executor,
-    package: &EnvPackage,
-    state_index: usize,
-    plan: &WalkPlan,
-) -> Result<Vec<TransitionRecord>, ExecError> {
-    let tools: Vec<(ToolSpec, &Value)> = package
-        .manifest
-        .tools
-        .iter()
-        .filter_map(|t| ToolSpec::from_schema(t).map(|s| (s, t)))
-        .collect();
-    let (state_name, raw) = &package.states[state_index];
-    // Every walk of a state starts at the state's own clock, so what the tools stamp comes
-    // after what the state already records.
-    let start_clock = package.clock(state_index).seconds;
-    // Transitions start from the constructed instance's state, not the raw file (which may
-    // lack attributes the constructor creates). When the constructor itself fails on this
-    // state, every call fails the same way: the walk records those failures from the file.
-    let initial = match executor.construct(&package.code, raw, 0, start_clock).await {
-        Ok(state) => state,
-        Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e),
-        Err(_) => raw.clone(),
-    };
-    let initial = Arc::new(initial);
-    let form = StateForm::for_initial(&initial);
-    let initial_text = form.text(&initial);
-    let initial = initial.as_ref();
-    let mut out = Vec::new();
-    for walk in 0..plan.walks {
-        let label = format!("{}/{state_name}/{walk}", package.manifest.name);
-        let mut rng = Rng::derive(plan.seed, &label);
-        let mut state = initial.clone();
-        let mut state_text = initial_text.clone();
-        for step in 0..plan.steps {
-            let Some((tool, schema)) = rng.pick(&tools) else {
-                break;
-            };
-            let intent = if rng.chance(plan.valid_share) {
-                Intent::Valid
-            } else {
-                Intent::Invalid
-            };
-            let index = StateIndex::new(&state);
-            // Drawn only when asked for, so that benchmark walks keep their random stream.
-            let focus = if plan.focus_share > 0.0 && rng.chance(plan.focus_share) {
-                Some(index.focus(tool, &state, &mut rng))
-            } else {
-                None
-            };
-            let args = arguments_with(tool, &index, focus.as_ref(), &mut rng, intent);
-            let seed = rng.next_u64() >> 16;
-            let clock = start_clock + (step as f64) * plan.clock_step;
-            let call = Call {
-                seed,
-                clock,
-                trace: plan.trace,
-                ..Call::new(&package.code, &tool.name, &args, &state)
-            };
-            let (record, after) = execute(
-                executor,
-                package,
-                &call,
-                &state_text,
-                &form,
-                (*schema).clone(),
-                state_name,
-                walk,
-                step,
-                intent,
-            )
-            .await?;
-            if let Some(after) = after {
-                state = after;
-            }
-            state_text = record.config_after.clone();
-            out.push(record);
-        }
-    }
-    Ok(out)
-}
-
-#[allow(clippy::too_many_arguments)]
-/// Executes one call; returns the record and, when the state changed, the new state.
-pub(crate) async fn execute(
+/// Executes one call from the state `before` (whose value is the call's state), kept in `form`.
+pub async fn execute(
     executor: &Executor,
     package: &EnvPackage,
     call: &Call<'_>,
     before: &StateText,
     form: &StateForm,
-    tool_schema: Value,
-    state_name: &str,
-    walk: usize,
-    step: usize,
-    intent: Intent,
-) -> Result<(TransitionRecord, Option<Value>), ExecError> {
+    at: Position<'_>,
+    probes: Probes,
+) -> Result<Executed, ExecError> {
     let action =
         serde_json::json!({"name": call.tool, "arguments": Value::Object(call.args.clone())});
     let base = TransitionRecord {
         env: package.manifest.name.clone(),
         class_name: package.manifest.class_name.clone(),
         convention: package.manifest.convention,
-        tool_schema,
-        initial_state: state_name.to_owned(),
-        walk,
-        step,
-        intent,
+        tool_schema: at.tool_schema,
+        initial_state: at.state_name.to_owned(),
+        walk: at.walk,
+        step: at.step,
+        intent: at.intent,
         action,
         config_before: before.clone(),
         config_after: before.clone(),
@@ -463,19 +356,30 @@ pub(crate) async fn execute(
             form.text(after),
         )
     };
-    match executor.call(call).await {
+    let (result, coverage) = if probes.coverage {
+        let covered = executor.call_covered(call).await;
+        (covered.result, covered.coverage)
+    } else {
+        (executor.call(call).await, None)
+    };
+    match result {
         Ok(outcome) => {
             // The twin runs in another process, with another string hash seed as well as
             // another seed and clock: a field built from a set of strings differs there too.
-            let twin = executor
-                .call_in_twin_process(&Call {
-                    seed: call.seed ^ 0x00C0_FFEE,
-                    trace: false,
-                    clock: call.clock + 86_400.0 * 41.0 + 1_234.5,
-                    ..call.clone()
-                })
-                .await;
-            let unpredictable = twin.map(|t| outcome.differences(&t)).unwrap_or_default();
+            let unpredictable = if probes.twin {
+                let twin = executor
+                    .call_in_twin_process(&Call {
+                        seed: call.seed ^ 0x00C0_FFEE,
+                        trace: false,
+                        coverage: false,
+                        clock: call.clock + 86_400.0 * 41.0 + 1_234.5,
+                        ..call.clone()
+                    })
+                    .await;
+                twin.map(|t| outcome.differences(&t)).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             let verdict =
                 Outcome::from_verdict(package.outcome.classify(&outcome.observation_json));
             let changed = outcome.state_after != *call.state;
@@ -497,7 +401,11 @@ pub(crate) async fn execute(
                     .map(|paths| paths.iter().map(ToString::to_string).collect()),
                 ..base
             };
-            Ok((record, changed.then_some(outcome.state_after)))
+            Ok(Executed {
+                record,
+                after: changed.then_some(outcome.state_after),
+                coverage,
+            })
         }
         // Infrastructure failures stop the collection; everything the environment did is data.
         Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => Err(e),
@@ -518,62 +426,13 @@ pub(crate) async fn execute(
                     record.config_after,
                 ) = changes_to(after);
             }
-            Ok((record, after))
+            Ok(Executed {
+                record,
+                after,
+                coverage,
+            })
         }
     }
-}
-
-/// Collects transitions from every initial state of every package, `concurrency` walks at a
-/// time. The result is ordered by (package, state, walk, step) whatever the concurrency, so the
-/// same inputs always give the same records. `progress` is called after each finished state.
-pub async fn collect(
-    executor: Arc<Executor>,
-    packages: Arc<Vec<EnvPackage>>,
-    plan: WalkPlan,
-    concurrency: usize,
-    progress: impl Fn(usize, usize) + Send + Sync + 'static,
-) -> Result<Vec<TransitionRecord>, ExecError> {
-    let jobs: Vec<(usize, usize)> = packages
-        .iter()
-        .enumerate()
-        .flat_map(|(p, pkg)| (0..pkg.states.len()).map(move |s| (p, s)))
-        .collect();
-    let total = jobs.len();
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
-    let plan = Arc::new(plan);
-    let progress = Arc::new(progress);
-    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut handles = Vec::with_capacity(total);
-    for (p, s) in jobs {
-        let (executor, packages, plan, semaphore, progress, done) = (
-            Arc::clone(&executor),
-            Arc::clone(&packages),
-            Arc::clone(&plan),
-            Arc::clone(&semaphore),
-            Arc::clone(&progress),
-            Arc::clone(&done),
-        );
-        handles.push(tokio::spawn(async move {
-            let _permit = semaphore
-                .acquire()
-                .await
-                .map_err(|_| ExecError::Spawn("stopped".into()))?;
-            let records = walk_state(&executor, &packages[p], s, &plan).await;
-            progress(
-                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1,
-                total,
-            );
-            records
-        }));
-    }
-    let mut out = Vec::new();
-    for handle in handles {
-        let records = handle
-            .await
-            .map_err(|e| ExecError::Spawn(format!("a collection task failed: {e}")))??;
-        out.extend(records);
-    }
-    Ok(out)
 }
 
 /// The action as the reference renders it, for dedup keys and ids.
@@ -587,23 +446,4 @@ pub fn action_key(action: &Value) -> String {
         .cloned()
         .unwrap_or(Value::Object(Map::new()));
     format!("{name}({args})")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::learning_walks;
-
-    /// One large state with many tools gets enough walks for 16 calls per tool; many states
-    /// keep the minimum; no learning stays none.
-    #[test]
-    fn learning_walks_cover_every_tool() {
-        // τ²-bench retail: 15 tools, one state, walks of 16 steps → 240 calls.
-        assert_eq!(learning_walks(6, 16, 15, 1), 15);
-        // A corpus environment: 8 tools over 3 states: 6 walks each are more than enough.
-        assert_eq!(learning_walks(6, 16, 8, 3), 6);
-        // 17 tools over 2 states: 272 calls → 9 walks of 16 steps per state (288 calls).
-        assert_eq!(learning_walks(6, 16, 17, 2), 9);
-        assert_eq!(learning_walks(0, 16, 15, 1), 0);
-        assert_eq!(learning_walks(6, 16, 15, 0), 6);
-    }
 }

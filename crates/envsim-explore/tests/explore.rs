@@ -1,0 +1,318 @@
+//! The explorer on a package written for it: an order lifecycle four steps deep, a date format
+//! and a taken value, which random walks do not get through and the guided strategy does;
+//! determinism, whole paths, the coverage report, scripted seeds and the plateau.
+
+use envsim_exec::package::EnvPackage;
+use envsim_exec::{Executor, Limits};
+use envsim_explore::plan::{ExplorePlan, Strategy};
+use envsim_explore::record::Outcome;
+use envsim_explore::report::Stop;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+const CODE: &str = r#"
+import re
+
+class Shop:
+    def __init__(self, config):
+        self.orders = {}
+        self.customers = {}
+        self.deliveries = {}
+
+    def _order(self, order_id):
+        if order_id not in self.orders:
+            return None, {"success": False, "error": f"Order {order_id} not found"}
+        return self.orders[order_id], None
+
+    def get_order(self, order_id: str) -> dict:
+        order, err = self._order(order_id)
+        return err or {"success": True, "order": order}
+
+    def pay(self, order_id: str) -> dict:
+        order, err = self._order(order_id)
+        if err:
+            return err
+        if order["status"] != "placed":
+            return {"success": False, "error": f"Order {order_id} is {order['status']}; only placed orders can be paid"}
+        order["status"] = "paid"
+        return {"success": True}
+
+    def ship(self, order_id: str) -> dict:
+        order, err = self._order(order_id)
+        if err:
+            return err
+        if order["status"] != "paid":
+            return {"success": False, "error": f"Order {order_id} is {order['status']}; only paid orders ship"}
+        order["status"] = "shipped"
+        return {"success": True}
+
+    def deliver(self, order_id: str) -> dict:
+        order, err = self._order(order_id)
+        if err:
+            return err
+        if order["status"] != "shipped":
+            return {"success": False, "error": f"Order {order_id} is {order['status']}; only shipped orders are delivered"}
+        order["status"] = "delivered"
+        return {"success": True}
+
+    def refund(self, order_id: str) -> dict:
+        order, err = self._order(order_id)
+        if err:
+            return err
+        if order["status"] != "delivered":
+            return {"success": False, "error": f"Order {order_id} is {order['status']}; only delivered orders are refunded"}
+        order["status"] = "refunded"
+        return {"success": True}
+
+    def schedule_delivery(self, order_id: str, day: str) -> dict:
+        order, err = self._order(order_id)
+        if err:
+            return err
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
+            return {"success": False, "error": "day must be YYYY-MM-DD"}
+        self.deliveries[order_id] = day
+        return {"success": True}
+
+    def register(self, email: str) -> dict:
+        if "@" not in email:
+            return {"success": False, "error": "email must be an address"}
+        if email in self.customers:
+            return {"success": False, "error": f"{email} is already registered"}
+        self.customers[email] = {"orders": 0}
+        return {"success": True}
+"#;
+
+fn write_package(root: &Path, tests: Option<Value>) -> EnvPackage {
+    let pkg = root.join("shop");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), CODE).unwrap();
+    let tool = |name: &str, props: Value| {
+        let required: Vec<&String> = props.as_object().unwrap().keys().collect();
+        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
+            "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let id = json!({"order_id": {"type": "string"}});
+    let manifest = json!({"name": "shop", "domain": "test", "description": "Orders.",
+    "class_name": "Shop", "tools": [
+        tool("get_order", id.clone()),
+        tool("pay", id.clone()),
+        tool("ship", id.clone()),
+        tool("deliver", id.clone()),
+        tool("refund", id.clone()),
+        tool("schedule_delivery", json!({"order_id": {"type": "string"}, "day": {"type": "string"}})),
+        tool("register", json!({"email": {"type": "string"}})),
+    ]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    // Twenty placed orders (a random walk rarely moves one order through four steps), one
+    // customer, a delivery date the state records.
+    let orders: serde_json::Map<String, Value> = (1..=20)
+        .map(|i| {
+            (
+                format!("O{i:02}"),
+                json!({"status": "placed", "placed_on": "2025-03-01"}),
+            )
+        })
+        .collect();
+    let state = json!({"orders": orders,
+        "customers": {"ann@shop.example": {"orders": 3}},
+        "deliveries": {"O01": "2025-03-04"}});
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+    if let Some(tests) = tests {
+        std::fs::write(pkg.join("tests.json"), tests.to_string()).unwrap();
+    }
+    EnvPackage::load(&pkg).unwrap()
+}
+
+async fn explore(package: &EnvPackage, plan: ExplorePlan) -> envsim_explore::PackageExploration {
+    let executor = Arc::new(Executor::new(2, Limits::default()).await.expect("python3"));
+    envsim_explore::explore(
+        executor,
+        Arc::new(vec![package.clone()]),
+        plan,
+        1,
+        |_, _| {},
+    )
+    .await
+    .expect("explores")
+    .packages
+    .remove(0)
+}
+
+fn plan(strategy: Strategy) -> ExplorePlan {
+    ExplorePlan {
+        strategy,
+        walks: 12,
+        steps: 10,
+        seed: 7,
+        focus_share: if strategy == Strategy::Random {
+            0.0
+        } else {
+            0.8
+        },
+        ..ExplorePlan::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guided_strategy_gets_through_what_random_walks_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = write_package(dir.path(), None);
+    let guided = explore(&package, plan(Strategy::Guided)).await;
+    let random = explore(&package, plan(Strategy::Random)).await;
+    for explored in [&guided, &random] {
+        assert_eq!(explored.report.calls, 120, "{:?}", explored.report.strategy);
+        assert_eq!(explored.report.budget, 120);
+        assert_eq!(explored.report.stop, Stop::Budget);
+    }
+    // Refunds need an order paid, shipped and delivered first; the date needs its format;
+    // the address must be new.
+    assert_eq!(
+        guided.report.never_succeeded(),
+        Vec::<&str>::new(),
+        "{:#?}",
+        guided.report.tools
+    );
+    let missing = random.report.never_succeeded();
+    assert!(missing.contains(&"refund"), "{missing:?}");
+    assert!(
+        guided.report.branches_reached > random.report.branches_reached,
+        "{} vs {}",
+        guided.report.branches_reached,
+        random.report.branches_reached
+    );
+    // The report adds up.
+    let report = &guided.report;
+    assert_eq!(
+        report.tools.iter().map(|t| t.calls).sum::<usize>(),
+        report.calls
+    );
+    for t in &report.tools {
+        assert_eq!(
+            t.calls,
+            t.successes + t.failures + t.exceptions + t.undetermined
+        );
+    }
+    assert_eq!(
+        report.branches_reached + report.unreached.len(),
+        report.branches
+    );
+    assert!(report.lines_reached <= report.lines && report.lines > 0);
+    let last = report.curve.last().expect("a curve");
+    assert_eq!(
+        (last.calls, last.branches_reached, last.tools_succeeding),
+        (120, report.branches_reached, 7)
+    );
+    assert!(report
+        .curve
+        .windows(2)
+        .all(|w| w[0].calls < w[1].calls && w[0].branches_reached <= w[1].branches_reached));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_plan_gives_the_same_exploration_and_paths_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let package = write_package(dir.path(), None);
+    let first = explore(&package, plan(Strategy::Guided)).await;
+    let second = explore(&package, plan(Strategy::Guided)).await;
+    let calls = |e: &envsim_explore::PackageExploration| -> Vec<String> {
+        e.records()
+            .map(|r| format!("{} {} {} {}", r.walk, r.step, r.action, r.observation))
+            .collect()
+    };
+    assert_eq!(calls(&first), calls(&second));
+    let other = explore(
+        &package,
+        ExplorePlan {
+            seed: 8,
+            ..plan(Strategy::Guided)
+        },
+    )
+    .await;
+    assert_ne!(calls(&first), calls(&other));
+    // Every walk's whole path starts at the initial state and each call starts where the one
+    // before left the state.
+    let initial = first.walks[0].records[0].config_before.value();
+    for w in 0..first.walks.len() {
+        let path = first.path(w);
+        assert!(!path.is_empty());
+        assert_eq!(path[0].config_before.value(), initial, "walk {w}");
+        for pair in path.windows(2) {
+            assert_eq!(pair[0].config_after, pair[1].config_before, "walk {w}");
+        }
+        for (k, r) in path.iter().enumerate() {
+            assert_eq!(r.step, k, "walk {w}: steps count from the initial state");
+        }
+    }
+    // As records for whole-path consumers: walk ids renumbered per path, steps from 0.
+    let paths = envsim_explore::Exploration {
+        packages: vec![first.clone()],
+    }
+    .into_paths();
+    assert_eq!(
+        paths.len(),
+        (0..first.walks.len())
+            .map(|w| first.path(w).len())
+            .sum::<usize>()
+    );
+    assert!(paths.iter().filter(|r| r.step == 0).count() == first.walks.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_tests_seed_the_exploration_and_a_plateau_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = json!({"cases": [{"name": "the whole lifecycle", "state": 0, "steps": [
+        {"tool": "pay", "args": {"order_id": "O05"}, "expect": {"success": true}},
+        {"tool": "ship", "args": {"order_id": "O05"}, "expect": {"success": true}},
+        {"tool": "deliver", "args": {"order_id": "O05"}, "expect": {"success": true}},
+        {"tool": "refund", "args": {"order_id": "O05"}, "expect": {"success": true}}]}]});
+    let package = write_package(dir.path(), Some(tests));
+    let seeded = explore(
+        &package,
+        ExplorePlan {
+            walks: 2,
+            steps: 5,
+            ..plan(Strategy::Guided)
+        },
+    )
+    .await;
+    assert_eq!(seeded.report.seed_calls, 4);
+    let first: Vec<(&str, Outcome)> = seeded.walks[0]
+        .records
+        .iter()
+        .map(|r| (r.action["name"].as_str().unwrap(), r.outcome))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            ("pay", Outcome::Success),
+            ("ship", Outcome::Success),
+            ("deliver", Outcome::Success),
+            ("refund", Outcome::Success)
+        ]
+    );
+    // Without seeds none of those calls is replayed.
+    let unseeded = explore(
+        &package,
+        ExplorePlan {
+            walks: 2,
+            steps: 5,
+            seeds: false,
+            ..plan(Strategy::Guided)
+        },
+    )
+    .await;
+    assert_eq!(unseeded.report.seed_calls, 0);
+    // A plateau of 3 calls without anything new ends a long budget early.
+    let stopped = explore(
+        &package,
+        ExplorePlan {
+            walks: 200,
+            plateau: Some(3),
+            ..plan(Strategy::Guided)
+        },
+    )
+    .await;
+    assert_eq!(stopped.report.stop, Stop::Plateau);
+    assert!(stopped.report.calls < stopped.report.budget);
+}
