@@ -33,6 +33,7 @@ Error kinds: load_error, invalid_call, exception, memory, output_too_large, bad_
 """
 
 import builtins
+import copy
 import datetime as _datetime
 import dis
 import inspect
@@ -880,6 +881,100 @@ if _WORKDIR is not None and not os.path.basename(os.path.normpath(_WORKDIR)).sta
     _WORKDIR = None
 
 
+# --------------------------------------------------------------------------------------------
+# Calls independent of the worker's history.
+#
+# A worker serves many calls; what one call leaves in the environment's module globals or class
+# attributes (a counter kept on the class, a module-level cache) would reach the next call, so
+# the same call on the same state would answer differently in a busy worker than in a fresh one
+# (a benchmark sample would not replay from its stored state). Before every call they are put
+# back as they were when the code was loaded — but for the names of envsim's own adapters
+# (`_envsim…`, `_ENVSIM…`: the imports' caches, which check what they hold before using it).
+
+_PRISTINE = {}  # env key -> _Pristine
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, tuple, frozenset, range)
+
+
+def _adapters(name):
+    return name.lower().startswith("_envsim")
+
+
+def _is_data(value):
+    """A plain value the code may change: not a function, class, module or descriptor."""
+    return not (callable(value) or isinstance(value, (staticmethod, classmethod, property,
+                                                      types.ModuleType, type)))
+
+
+def _snapshot(value):
+    """A copy to restore from (immutable values are their own), or None when it cannot be
+    copied (such a value is left as it is)."""
+    if isinstance(value, _IMMUTABLE):
+        return (value,)
+    try:
+        return (copy.deepcopy(value),)
+    except Exception:
+        return None
+
+
+def _same(a, b):
+    try:
+        return a is b or (type(a) is type(b) and bool(a == b))
+    except Exception:
+        return False
+
+
+class _Pristine:
+    """The data the environment's module and its classes held when the code was loaded."""
+
+    def __init__(self, module):
+        self.namespace = module.__dict__
+        self.names = set(self.namespace)
+        self.globals = {}
+        self.classes = []
+        for name, value in list(self.namespace.items()):
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                attributes = {}
+                for key, attribute in vars(value).items():
+                    if not key.startswith("__") and not _adapters(key) and _is_data(attribute):
+                        kept = _snapshot(attribute)
+                        if kept is not None:
+                            attributes[key] = kept[0]
+                self.classes.append((value, attributes, set(vars(value))))
+            elif not name.startswith("__") and not _adapters(name) and _is_data(value):
+                kept = _snapshot(value)
+                if kept is not None:
+                    self.globals[name] = kept[0]
+
+    @staticmethod
+    def _restored(kept):
+        return kept if isinstance(kept, _IMMUTABLE) else copy.deepcopy(kept)
+
+    def restore(self):
+        namespace = self.namespace
+        for name, kept in self.globals.items():
+            if not _same(namespace.get(name, _restore_missing), kept):
+                namespace[name] = self._restored(kept)
+        for name in [n for n in namespace if n not in self.names and not _adapters(n)]:
+            del namespace[name]
+        for cls, attributes, names in self.classes:
+            own = vars(cls)
+            for key, kept in attributes.items():
+                if not _same(own.get(key, _restore_missing), kept):
+                    setattr(cls, key, self._restored(kept))
+            for key in [k for k, v in own.items()
+                        if k not in names and not _adapters(k) and _is_data(v)]:
+                delattr(cls, key)
+
+
+_restore_missing = object()
+
+
+def _restore(key):
+    pristine = _PRISTINE.get(key)
+    if pristine is not None:
+        pristine.restore()
+
+
 class _Database:
     """An environment of the database convention: its tool functions by name."""
 
@@ -904,6 +999,7 @@ def _load(req):
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: env code is untrusted
         return _fail("load_error", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
     _SOURCES[key] = (compiled, class_name if convention == "class" else None)
+    _PRISTINE[key] = _Pristine(module)
     if convention == "database":
         return _load_database(key, module)
     cls = module.__dict__.get(class_name)
@@ -1129,6 +1225,7 @@ def _call(req, state_text):
     _CLOCK[0] = float(req.get("clock", 1735689600.0))
     _RNG.seed(int(req.get("seed", 0)))
     _reset_workdir()
+    _restore(req.get("env"))
     reads = _Reads() if req.get("trace") else None
     started = time.perf_counter()
     alias = bool(req.get("alias_init_config"))
@@ -1205,6 +1302,7 @@ def _call_database(env, req, state_text):
     _CLOCK[0] = float(req.get("clock", 1735689600.0))
     _RNG.seed(int(req.get("seed", 0)))
     _reset_workdir()
+    _restore(req.get("env"))
     reads = _Reads() if req.get("trace") else None
     started = time.perf_counter()
     reusable = reads is None
@@ -1311,6 +1409,7 @@ def _construct_op(req, state_text):
     _CLOCK[0] = float(req.get("clock", 1735689600.0))
     _RNG.seed(int(req.get("seed", 0)))
     _reset_workdir()
+    _restore(req.get("env"))
     try:
         try:
             instance = _construct(cls, state_text.rstrip("\n"), bool(req.get("alias_init_config")))

@@ -174,10 +174,11 @@ async fn a_chain_on_the_live_database_gives_what_fresh_calls_give() {
 
 #[tokio::test]
 async fn the_next_step_of_a_chain_reuses_the_decoded_database() {
-    // The function remembers the dict it was given last (module globals live as long as the
-    // worker): "same" means the worker passed the very dict the previous call left, without
+    // The function remembers the dict it was given last (in a global named as envsim's own
+    // adapters name theirs, which calls leave as they are; any other global is put back before
+    // each call): "same" means the worker passed the very dict the previous call left, without
     // decoding the state again.
-    let code = "_LAST = []\n\ndef touch(data, n: int):\n    same = bool(_LAST) and _LAST[0] is data\n    _LAST[:] = [data]\n    data['n'] = data.get('n', 0) + n\n    return 'same' if same else 'new'\n";
+    let code = "_envsim_last = []\n\ndef touch(data, n: int):\n    same = bool(_envsim_last) and _envsim_last[0] is data\n    _envsim_last[:] = [data]\n    data['n'] = data.get('n', 0) + n\n    return 'same' if same else 'new'\n";
     let env = EnvCode::database(code);
     let ex = executor().await;
     let one = args(json!({"n": 1}));

@@ -449,3 +449,63 @@ fn the_runner_never_empties_a_directory_it_was_not_given() {
         assert!(dir.path().join("precious.txt").exists(), "{workdir:?}");
     }
 }
+
+/// What one call leaves in the module's globals or on the class (a counter, a cache, a new
+/// attribute) does not reach the next: the same call on the same state answers the same in a
+/// worker that served others before as in a fresh one (a benchmark sample replays from its
+/// stored state whatever ran before it).
+#[tokio::test]
+async fn a_call_answers_the_same_whatever_the_worker_ran_before() {
+    const LEAKY: &str = r#"
+SEEN = {"calls": 0}
+LIMIT = 3
+
+class Leaky:
+    made = 0
+    labels = ["a"]
+
+    def __init__(self, config):
+        self.items = {}
+
+    def bump(self):
+        global LIMIT, ADDED
+        Leaky.made += 1
+        Leaky.labels.append("b")
+        Leaky.extra = "set by a call"
+        SEEN["calls"] += 1
+        LIMIT -= 1
+        ADDED = True
+        return {"success": True, "made": Leaky.made, "labels": len(Leaky.labels),
+                "seen": SEEN["calls"], "limit": LIMIT,
+                "leftovers": [hasattr(Leaky, "extra_before"), "ADDED_BEFORE" in globals()]}
+
+    def peek(self):
+        return {"success": True, "extra": hasattr(Leaky, "extra"), "added": "ADDED" in globals()}
+"#;
+    let exec = Executor::new(1, Limits::default()).await.expect("python3");
+    let env = EnvCode::new(LEAKY, "Leaky");
+    let state = json!({"items": {}});
+    let none = Map::new();
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let out = exec
+            .call(&Call::new(&env, "bump", &none, &state))
+            .await
+            .unwrap();
+        answers.push(out.observation_json);
+    }
+    assert_eq!(
+        answers[0],
+        json!({"success": true, "made": 1, "labels": 2, "seen": 1, "limit": 2,
+               "leftovers": [false, false]})
+    );
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    let peek = exec
+        .call(&Call::new(&env, "peek", &none, &state))
+        .await
+        .unwrap();
+    assert_eq!(
+        peek.observation_json,
+        json!({"success": true, "extra": false, "added": false})
+    );
+}

@@ -97,6 +97,9 @@ pub struct StateIndex {
     values: BTreeMap<String, Vec<Value>>,
     /// Where each collection lies in the state (JSON pointers), by name.
     places: BTreeMap<String, Vec<String>>,
+    /// The keys of every object, by its name (a door's name in `doorStatus`), at most
+    /// [`VALUES_PER_FIELD`] per name.
+    object_keys: BTreeMap<String, Vec<String>>,
 }
 
 /// What a coherent call draws its arguments from first ([`StateIndex::focus`]): one record,
@@ -261,6 +264,12 @@ impl StateIndex {
             Value::Object(map) => {
                 let records = map.values().filter(|v| v.is_object()).count();
                 if let Some(name) = name {
+                    let keys = self.object_keys.entry(name.to_owned()).or_default();
+                    for key in map.keys() {
+                        if keys.len() < VALUES_PER_FIELD && !keys.contains(key) {
+                            keys.push(key.clone());
+                        }
+                    }
                     if records > 0 && records * 2 >= map.len() {
                         self.collections
                             .entry(name.to_owned())
@@ -499,6 +508,29 @@ impl StateIndex {
         self.collections.get(collection).map_or(&[], Vec::as_slice)
     }
 
+    /// The keys of the objects whose names share a word with `name` (`doorStatus`'s for
+    /// `door`).
+    pub fn keys_named_like(&self, name: &str) -> Vec<String> {
+        let words = name_words(name);
+        let mut out: Vec<String> = Vec::new();
+        for (object, keys) in &self.object_keys {
+            let shares = name_words(object).iter().any(|w| {
+                w.len() > 2
+                    && words
+                        .iter()
+                        .any(|n| n.trim_end_matches('s') == w.trim_end_matches('s'))
+            });
+            if shares {
+                for key in keys {
+                    if !out.contains(key) {
+                        out.push(key.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Every collection's places, by name.
     pub fn places(&self) -> impl Iterator<Item = (&str, &[String])> {
         self.places.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
@@ -563,6 +595,32 @@ impl StateIndex {
     }
 }
 
+/// The words of a name, lowercase: split at `_`, `-` and where a lowercase letter or digit
+/// meets an uppercase one (`pedalPosition` → `pedal`, `position`).
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == ' ' {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
 /// The shapes of text a parameter's name or format asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
@@ -589,9 +647,11 @@ impl Shape {
             Some("uri" | "url" | "iri") => return Some(Shape::Url),
             _ => {}
         }
-        let lower = name.to_ascii_lowercase();
-        let words: Vec<&str> = lower.split('_').collect();
-        let has = |w: &str| words.contains(&w);
+        let words = name_words(name);
+        let has = |w: &str| words.iter().any(|x| x == w);
+        // `from` and `until` are times only where the name says validity (`valid_from`); a
+        // `travel_from` is a place.
+        let validity = has("valid") || has("effective") || has("available");
         if has("email") || has("mail") {
             Some(Shape::Email)
         } else if has("date") || has("day") || has("on") && words.len() > 1 {
@@ -600,8 +660,7 @@ impl Shape {
             || has("at") && words.len() > 1
             || has("start")
             || has("end")
-            || has("from")
-            || has("until")
+            || validity && (has("from") || has("until") || has("to"))
             || has("since")
             || has("datetime")
             || has("timestamp")
@@ -680,10 +739,12 @@ impl StateIndex {
     /// (`date` for `read_date`) or ending in it (`end_date` for `new_end_date`), and the field
     /// its name ends in (`email` for `to_email`). Not for ids: those follow their nouns.
     pub(crate) fn related(&self, name: &str) -> Vec<Value> {
-        let Some((_, last)) = name.rsplit_once('_') else {
+        let words = name_words(name);
+        let [.., last] = words.as_slice() else {
             return Vec::new();
         };
-        if last.len() < 3 || names_an_id(name) {
+        let last = last.as_str();
+        if words.len() < 2 || last.len() < 3 || names_an_id(name) {
             return Vec::new();
         }
         let mut out: Vec<Value> = Vec::new();
@@ -1336,6 +1397,35 @@ mod tests {
         assert!(quoted_values("the user's order, the agent's words").is_empty());
         assert!(quoted_values("an unclosed 'quote").is_empty());
         assert!(quoted_values("").is_empty());
+    }
+
+    #[test]
+    fn names_split_into_words_and_shapes() {
+        assert_eq!(name_words("pedalPosition"), ["pedal", "position"]);
+        assert_eq!(name_words("new_end_date"), ["new", "end", "date"]);
+        assert_eq!(name_words("HTTPServer2Port"), ["httpserver2", "port"]);
+        assert_eq!(name_words("__x__"), ["x"]);
+        let none = json!({});
+        assert_eq!(Shape::of("read_date", &none), Some(Shape::Date));
+        assert_eq!(Shape::of("startTime", &none), Some(Shape::DateTime));
+        assert_eq!(Shape::of("valid_from", &none), Some(Shape::DateTime));
+        assert_eq!(Shape::of("travel_from", &none), None);
+        assert_eq!(Shape::of("to_email", &none), Some(Shape::Email));
+        assert_eq!(Shape::of("source", &none), Some(Shape::AbsolutePath));
+        assert_eq!(
+            Shape::of("x", &json!({"format": "date-time"})),
+            Some(Shape::DateTime)
+        );
+        assert_eq!(
+            Shape::Date.fit("2025-03-01T09:00"),
+            Some("2025-03-01".into())
+        );
+        assert_eq!(Shape::DateTime.fit("2025-03-01"), None);
+        assert_eq!(Shape::Email.fit("a b@c.d"), None);
+        assert_eq!(
+            Shape::AbsolutePath.fit("/home/ann"),
+            Some("/home/ann".into())
+        );
     }
 
     #[test]

@@ -96,6 +96,8 @@ struct Guided<'c, 'a> {
     walks: Vec<Walk>,
     seen: Seen,
     answers: VecDeque<Value>,
+    /// Answers kept so far (what tells a cached index that an answer came since).
+    answers_added: usize,
     fresh: VecDeque<RecordRef>,
     /// The last record a call created (what a planned call after a creation takes).
     last_created: Option<RecordRef>,
@@ -139,6 +141,7 @@ pub(crate) async fn explore(
         walks: Vec::new(),
         seen: Seen::default(),
         answers: VecDeque::new(),
+        answers_added: 0,
         fresh: VecDeque::new(),
         last_created: None,
         kinds: Default::default(),
@@ -205,107 +208,127 @@ impl Guided<'_, '_> {
             if self.plateaued() {
                 return Ok(Stop::Plateau);
             }
-            let weights: Vec<f64> = self
-                .nodes
-                .iter()
-                .map(|n| (1.0 + n.score) / (1.0 + f64::from(n.picks)).powf(1.5))
-                .collect();
-            let Some(pick) = self.rng.weighted(&weights) else {
+            let Some(pick) = self.pick() else {
                 break;
             };
-            self.nodes[pick].picks += 1;
-            let node = &self.nodes[pick];
-            let mut queue: VecDeque<Planned> = VecDeque::new();
-            // A mutation of the call that reached the node, from the state it was made in; else
-            // calls from the node's state.
-            let mutation = match &node.reached_by {
-                Some((tool, args, before)) if self.rng.chance(MUTATION_SHARE) => {
-                    Some((*tool, args.clone(), before.clone()))
-                }
-                _ => None,
-            };
-            let (state, mut origin, mut steps) = (node.state, node.origin, node.steps);
-            let mut text = node.text.clone();
-            if let Some((tool, args, before)) = mutation {
-                steps -= 1;
-                origin = origin.filter(|_| steps > 0).map(|o| Origin { steps, ..o });
-                text = before;
-                let value = self.cache.value(&text);
-                let index = StateIndex::new(&value);
-                let (args, intent) =
-                    crate::driver::mutate(&self.specs[tool], &args, &index, &mut self.rng);
-                queue.push_back(Planned {
-                    tool,
-                    args,
-                    intent,
-                    created: None,
-                    depth: 0,
-                });
+            self.extend_node(pick).await?;
+        }
+        Ok(Stop::Budget)
+    }
+
+    /// A node to extend: the more it brought and the less it was extended, the likelier.
+    fn pick(&mut self) -> Option<usize> {
+        let weights: Vec<f64> = self
+            .nodes
+            .iter()
+            .map(|n| (1.0 + n.score) / (1.0 + f64::from(n.picks)).powf(1.5))
+            .collect();
+        let pick = self.rng.weighted(&weights)?;
+        self.nodes[pick].picks += 1;
+        Some(pick)
+    }
+
+    /// One extension of a node: a few calls from its state — or, now and then, a mutation of
+    /// the call that reached it, made from the state that call was made in, then calls — and
+    /// whatever the refusals among them ask for.
+    async fn extend_node(&mut self, pick: usize) -> Result<(), ExecError> {
+        let node = &self.nodes[pick];
+        let mut queue: VecDeque<Planned> = VecDeque::new();
+        let mutation = match &node.reached_by {
+            Some((tool, args, before)) if self.rng.chance(MUTATION_SHARE) => {
+                Some((*tool, args.clone(), before.clone()))
             }
-            let mut value = self.cache.value(&text);
-            let mut making = self.start(state, origin, steps);
-            let length = 1 + self.rng.below(self.cx.plan.steps.max(1));
-            // Repairs already made in this extension since the state last changed, not made
-            // again (the same call in the same state would answer the same).
-            let mut tried: std::collections::HashSet<(usize, String)> = Default::default();
-            let mut made = 0;
-            while self.spent() < self.budget && (made < length || !queue.is_empty()) {
-                if made >= length + REPAIR_ALLOWANCE || self.plateaued() {
-                    break;
+            _ => None,
+        };
+        let (state, mut origin, mut steps) = (node.state, node.origin, node.steps);
+        let mut text = node.text.clone();
+        if let Some((tool, args, before)) = mutation {
+            steps -= 1;
+            origin = origin.filter(|_| steps > 0).map(|o| Origin { steps, ..o });
+            text = before;
+            let value = self.cache.value(&text);
+            let index = StateIndex::new(&value);
+            let (args, intent) =
+                crate::driver::mutate(&self.specs[tool], &args, &index, &mut self.rng);
+            queue.push_back(Planned {
+                tool,
+                args,
+                intent,
+                created: None,
+                depth: 0,
+            });
+        }
+        let mut value = self.cache.value(&text);
+        let mut making = self.start(state, origin, steps);
+        let length = 1 + self.rng.below(self.cx.plan.steps.max(1));
+        // Repairs already made in this extension since the state last changed, not made
+        // again (the same call in the same state would answer the same).
+        let mut tried: std::collections::HashSet<(usize, String)> = Default::default();
+        // The index of the state with the answers absorbed, kept while neither changes.
+        let mut cached: Option<StateIndex> = None;
+        let mut made = 0;
+        while self.spent() < self.budget && (made < length || !queue.is_empty()) {
+            if made >= length + REPAIR_ALLOWANCE || self.plateaued() {
+                break;
+            }
+            let queued = queue.pop_front();
+            if let Some(planned) = &queued {
+                let key = (
+                    planned.tool,
+                    Value::Object(planned.args.clone()).to_string(),
+                );
+                if planned.created.is_none() && !tried.insert(key) {
+                    continue;
                 }
+            }
+            let index = cached.get_or_insert_with(|| {
                 let mut index = StateIndex::new(&value);
                 for answer in &self.answers {
                     index.absorb(answer);
                 }
-                let planned = match queue.pop_front() {
-                    Some(planned) => {
-                        let key = (
-                            planned.tool,
-                            Value::Object(planned.args.clone()).to_string(),
-                        );
-                        if planned.created.is_none() && !tried.insert(key) {
-                            continue;
-                        }
-                        planned
-                    }
-                    None => self.propose(&value, &index),
+                index
+            });
+            let planned = match queued {
+                Some(planned) => planned,
+                None => self.propose(&value, index),
+            };
+            let depth = planned.depth;
+            let read = depth < REPAIR_DEPTH
+                && planned.intent == Intent::Valid
+                && self.cx.tally.successes(&self.specs[planned.tool].name) < READ_BELOW_SUCCESSES;
+            let answers = self.answers_added;
+            let record = self
+                .call(&mut making, planned, &mut value, &mut text, Some(index))
+                .await?;
+            made += 1;
+            let Some(record) = record else {
+                continue;
+            };
+            let changed = record.config_after != record.config_before;
+            if read {
+                // A refusal rarely changes the state: the state before is the state.
+                let before = if changed {
+                    std::borrow::Cow::Owned(record.config_before.value())
+                } else {
+                    std::borrow::Cow::Borrowed(&value)
                 };
-                let depth = planned.depth;
-                let refusal_read = depth < REPAIR_DEPTH
-                    && planned.intent == Intent::Valid
-                    && self.cx.tally.successes(&self.specs[planned.tool].name)
-                        < READ_BELOW_SUCCESSES;
-                let record = self
-                    .call(&mut making, planned, &mut value, &mut text, Some(&index))
-                    .await?;
-                made += 1;
-                if record
-                    .as_ref()
-                    .is_some_and(|r| r.config_after != r.config_before)
-                {
-                    tried.clear();
+                // Depth first: what this refusal asks for comes before the rest of what the
+                // refusal before it asked for.
+                let proposals = self.proposals(&record, &before, index, depth + 1);
+                for planned in proposals.into_iter().rev() {
+                    queue.push_front(planned);
                 }
-                if refusal_read {
-                    if let Some(record) = record {
-                        // A refusal rarely changes the state: the state before is the state.
-                        let before = if record.config_after == record.config_before {
-                            std::borrow::Cow::Borrowed(&value)
-                        } else {
-                            std::borrow::Cow::Owned(record.config_before.value())
-                        };
-                        // Depth first: what this refusal asks for comes before the rest of
-                        // what the refusal before it asked for.
-                        let proposals = self.proposals(&record, &before, &index, depth + 1);
-                        for planned in proposals.into_iter().rev() {
-                            queue.push_front(planned);
-                        }
-                        queue.truncate(QUEUE_MOST);
-                    }
-                }
+                queue.truncate(QUEUE_MOST);
             }
-            self.finish(making);
+            if changed {
+                tried.clear();
+            }
+            if changed || self.answers_added != answers {
+                cached = None;
+            }
         }
-        Ok(Stop::Budget)
+        self.finish(making);
+        Ok(())
     }
 
     /// A walk from a node.
@@ -580,6 +603,7 @@ impl Guided<'_, '_> {
                     self.answers.pop_front();
                 }
                 self.answers.push_back(record.observation_json.clone());
+                self.answers_added += 1;
             }
             if let Some(after) = &executed.after {
                 let touched = self.seen.learn(&spec.name, &planned.args, value, after);

@@ -11,8 +11,8 @@
 //! itself ([`Seen`]), so the explorer learns preconditions as it goes.
 
 use crate::driver::{
-    arguments_explored, concrete, id_stem, names_an_id, quoted_values, schema_type, stem_names,
-    Intent, RecordRef, Shape, StateIndex, ToolSpec,
+    arguments_explored, concrete, id_stem, name_words, names_an_id, quoted_values, schema_type,
+    stem_names, Intent, RecordRef, Shape, StateIndex, ToolSpec,
 };
 use envsim_core::diff::fine_diff;
 use envsim_core::rng::Rng;
@@ -343,6 +343,9 @@ const FILLER: [&str; 12] = [
     "is", "has", "the", "and", "not", "for", "with", "this", "that", "are", "was", "its",
 ];
 
+/// How many other records of a collection are read for the values a field takes.
+const SIBLINGS_READ: usize = 64;
+
 /// Most proposals [`read`] makes.
 const MOST: usize = 6;
 
@@ -394,10 +397,17 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// Whether two compared words name the same thing: equal, or one a short inflection of the
-/// other (`arrive` and `arrived`, `ship` and `shipped`, `order` and `orders`).
+/// Whether two compared words name the same thing: equal, one a short inflection of the
+/// other (`arrive` and `arrived`, `ship` and `shipped`, `order` and `orders`), or one a part of
+/// the other's compound (`pending` in `non-pending`).
 fn same_word(a: &str, b: &str) -> bool {
     if a == b {
+        return true;
+    }
+    let part_of = |part: &str, whole: &str| {
+        part.len() >= 4 && whole.contains('_') && whole.split('_').any(|p| p == part)
+    };
+    if part_of(a, b) || part_of(b, a) {
         return true;
     }
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
@@ -439,9 +449,8 @@ fn saying(answer_words: &[String], value: &Value) -> u8 {
 
 /// Whether the answer names a field (`is_draft` by "draft", `due_date` by "due date").
 fn names_field(answer_words: &[String], field: &str) -> bool {
-    let parts: Vec<String> = field
-        .split('_')
-        .map(str::to_lowercase)
+    let parts: Vec<String> = name_words(field)
+        .into_iter()
         .filter(|p| p.len() > 2 && !FILLER.contains(&p.as_str()))
         .collect();
     !parts.is_empty()
@@ -742,6 +751,32 @@ pub fn read(
             push(retry_with(name, candidate), &mut out);
         }
     }
+    // The answer wants another value than the one given ("should be different from the
+    // current one"): another record beside the one an argument named (the user's other
+    // payment method).
+    let another = ["different", "same as", "already", "current one"]
+        .iter()
+        .any(|p| lower.contains(p));
+    if another {
+        for pointed in named.iter().filter(|n| n.param.is_some()) {
+            let Some(param) = pointed.param else { continue };
+            if !names_field(&answer_words, param) {
+                continue;
+            }
+            let others: Vec<&String> = index
+                .records_at(refused.state, &pointed.record.place)
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| **k != pointed.record.key)
+                .collect();
+            for _ in 0..2 {
+                if let Some(key) = rng.pick(&others) {
+                    let value = as_argument(refused.args.get(param.as_str()), key);
+                    push(retry_with(param, value), &mut out);
+                }
+            }
+        }
+    }
     // A record the answer names where an argument named another of its kind ("only the
     // organizer (u-ben) can change evt-2"): the call again with that record.
     for pointed in named.iter().filter(|n| n.param.is_none()) {
@@ -824,15 +859,25 @@ pub fn read(
         else {
             continue;
         };
+        let siblings = index.records_at(refused.state, &record.place);
+        // A field is pointed at when the answer says its value, names it, or says a value it
+        // has in another record ("non-pending order": the status another order has).
+        let said_elsewhere = |field: &str, current: &Value| {
+            siblings.iter().take(SIBLINGS_READ).any(|(_, s)| {
+                s.get(field)
+                    .is_some_and(|v| v != current && !v.is_object() && says(&answer_words, v))
+            })
+        };
         let mut pointed: Vec<(&String, &Value)> = fields
             .iter()
             .filter(|(_, v)| !v.is_object() && !v.is_array())
             // The record's own key is no condition of it.
             .filter(|(_, v)| v.as_str() != Some(record.key.as_str()))
-            .filter(|(f, v)| says(&answer_words, v) || names_field(&answer_words, f))
+            .filter(|(f, v)| {
+                says(&answer_words, v) || names_field(&answer_words, f) || said_elsewhere(f, v)
+            })
             .collect();
-        pointed.sort_by_key(|(_, v)| !says(&answer_words, v));
-        let siblings = index.records_at(refused.state, &record.place);
+        pointed.sort_by_key(|(f, v)| !says(&answer_words, v) && !said_elsewhere(f, v));
         for (field, current) in &pointed {
             // Values of the field elsewhere in the collection, those the answer says first.
             let mut wanted: Vec<&Value> = Vec::new();
@@ -949,6 +994,21 @@ pub fn read(
                 {
                     push(next, &mut out);
                 }
+            }
+        }
+    }
+    // A key the code looked up and missed (`KeyError: 'door 72'`): keys of the objects named
+    // like the argument that held it.
+    if lower.contains("keyerror") || lower.contains("key error") {
+        for (name, value) in refused.args {
+            let missed = strings(value)
+                .iter()
+                .any(|s| refused.answer.contains(&format!("'{s}'")));
+            if !missed {
+                continue;
+            }
+            for key in index.keys_named_like(name).into_iter().take(3) {
+                push(retry_with(name, as_argument(Some(value), &key)), &mut out);
             }
         }
     }
@@ -1285,6 +1345,9 @@ mod tests {
                 "draft"
             ]
         );
+        assert!(same_word("arrive", "arrived") && same_word("orders", "order"));
+        assert!(same_word("pending", "non_pending") && !same_word("non", "non_pending"));
+        assert!(!same_word("ship", "shipment") && !same_word("cat", "cats_"));
         assert!(names_field(&w, "is_draft"));
         assert!(names_field(&w, "mailbox"));
         assert!(!names_field(&w, "is_not"));

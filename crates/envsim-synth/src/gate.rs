@@ -16,7 +16,7 @@ pub mod curve;
 use envsim_core::diff::fine_diff;
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{ExecError, Executor};
-use envsim_explore::plan::ExplorePlan;
+use envsim_explore::plan::{ExplorePlan, Strategy};
 use envsim_explore::record::{StateText, TransitionRecord};
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
 use envsim_sim::environment::Environment;
@@ -36,10 +36,14 @@ pub const DEFAULT_THRESHOLD: f64 = 0.85;
 pub struct GateConfig {
     /// Accept at or above this agreement (0 to 1).
     pub threshold: f64,
-    /// Walks per initial state that the calls are sampled from.
+    /// The sampling's budget: this many walks of `steps` calls per initial state.
     pub walks: usize,
     /// Calls per walk.
     pub steps: usize,
+    /// How the calls are explored (guided, or the random walks earlier gates sampled).
+    pub strategy: Strategy,
+    /// Start from the package's scripted tests and its tasks' planned calls (guided).
+    pub scripted: bool,
     /// Share of sampled calls drawn valid (the rest are deliberately invalid: a tool must also
     /// refuse bad input the way its description says).
     pub valid_share: f64,
@@ -230,6 +234,8 @@ impl Default for GateConfig {
             threshold: DEFAULT_THRESHOLD,
             walks: 3,
             steps: 12,
+            strategy: Strategy::Guided,
+            scripted: true,
             valid_share: 0.75,
             seed: 7,
             workers: 2,
@@ -388,18 +394,21 @@ pub fn environments(package: &EnvPackage) -> Result<(Environment, Environment), 
     Ok((with_code, described))
 }
 
-/// The calls the gate judges: `package` explored (guided, its scripted tests and tasks'
-/// planned calls first) with a budget of `walks` walks of `steps` calls per initial state.
+/// The calls the gate judges: `package` explored as the configuration says (by default guided,
+/// its scripted tests and tasks' planned calls first) with a budget of `walks` walks of `steps`
+/// calls per initial state.
 pub async fn sample_calls(
     executor: Arc<Executor>,
     package: &EnvPackage,
     config: &GateConfig,
 ) -> Result<Vec<TransitionRecord>, GateError> {
     let plan = ExplorePlan {
+        strategy: config.strategy,
         walks: config.walks,
         steps: config.steps,
         valid_share: config.valid_share,
         seed: config.seed,
+        seeds: config.scripted,
         ..ExplorePlan::default()
     };
     let explored = envsim_explore::explore(

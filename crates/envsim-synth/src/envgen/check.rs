@@ -102,6 +102,8 @@ pub struct PackageCheck {
     pub findings: Vec<Finding>,
     /// The walks per tool, in manifest order (empty when the walks did not run).
     pub coverage: Vec<ToolCoverage>,
+    /// What the exploration reached (branch outcomes of the code among it), when it ran.
+    pub explored: Option<envsim_explore::report::CoverageReport>,
     /// The package, when it loads.
     pub package: Option<EnvPackage>,
 }
@@ -120,6 +122,8 @@ pub struct CheckPlan {
     pub walks: usize,
     /// Calls per walk (raised to two per tool).
     pub steps: usize,
+    /// How the coverage check explores.
+    pub strategy: envsim_explore::plan::Strategy,
     /// Seed of the walks.
     pub seed: u64,
     /// Concurrent walks.
@@ -139,6 +143,7 @@ impl Default for CheckPlan {
         CheckPlan {
             walks: 3,
             steps: 16,
+            strategy: envsim_explore::plan::Strategy::Guided,
             seed: 11,
             workers: 2,
             min_states: 3,
@@ -246,20 +251,15 @@ pub async fn check_loaded(
     // Walks: coverage, and calls to repeat.
     let tools = package.manifest.tool_names();
     let walk = ExplorePlan {
+        strategy: plan.strategy,
         walks: plan.walks,
         steps: plan.steps.max(2 * tools.len()),
         seed: plan.seed,
         ..ExplorePlan::default()
     };
-    let records = envsim_explore::explore(
-        Arc::clone(&executor),
-        Arc::new(vec![package.clone()]),
-        walk,
-        plan.workers,
-        |_, _| {},
-    )
-    .await?
-    .into_records();
+    let explored = envsim_explore::explore_package(&executor, &package, &walk, &|| {}).await?;
+    let records: Vec<_> = explored.records().cloned().collect();
+    out.explored = Some(explored.report);
     let mut coverage: BTreeMap<&str, ToolCoverage> = BTreeMap::new();
     for r in &records {
         let tool = r.action["name"].as_str().unwrap_or_default();

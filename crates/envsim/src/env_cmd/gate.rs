@@ -20,12 +20,19 @@ pub struct SamplingArgs {
     /// Accept a package when at least this share of its sampled calls agree (0 to 1).
     #[arg(long, default_value_t = DEFAULT_THRESHOLD)]
     threshold: f64,
-    /// Walks per initial state that the calls are sampled from.
+    /// The sampling's budget: this many walks of --steps calls per initial state.
     #[arg(long, default_value_t = 3)]
     walks: usize,
     /// Calls per walk.
     #[arg(long, default_value_t = 12)]
     steps: usize,
+    /// How the sampled calls are explored (`random`: the walks of earlier gates).
+    #[arg(long, value_enum, default_value_t = crate::context::StrategyArg::Guided)]
+    strategy: crate::context::StrategyArg,
+    /// Leave out the package's scripted tests and tasks as the first sampled sequences (a
+    /// package written with its tests gets sampled as one without them would be).
+    #[arg(long)]
+    no_scripted: bool,
     /// Share of sampled calls drawn valid (the rest deliberately invalid).
     #[arg(long, default_value_t = 0.75)]
     valid_share: f64,
@@ -91,6 +98,8 @@ impl SamplingArgs {
             threshold: self.threshold,
             walks: self.walks,
             steps: self.steps,
+            strategy: self.strategy.strategy(),
+            scripted: !self.no_scripted,
             valid_share: self.valid_share,
             seed: self.seed,
             workers: self.workers,

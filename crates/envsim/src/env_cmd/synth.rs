@@ -30,9 +30,12 @@ pub struct CheckArgs {
     /// Packages to check (names in the corpus).
     #[arg(required = true)]
     names: Vec<String>,
-    /// Walks per initial state of the coverage check.
+    /// Walks per initial state of the coverage check (its budget of calls).
     #[arg(long, default_value_t = 3)]
     walks: usize,
+    /// How the coverage check explores (`random`: the walks of earlier checks).
+    #[arg(long, value_enum, default_value_t = crate::context::StrategyArg::Guided)]
+    strategy: crate::context::StrategyArg,
     /// Require tasks for agents (`tasks.jsonl`), as `env synth` does of its drafts.
     #[arg(long)]
     require_tasks: bool,
@@ -46,6 +49,7 @@ pub async fn check(root: &Corpus, a: CheckArgs) -> Result<()> {
     let executor = Arc::new(Executor::new(2, crate::context::exec_limits()?).await?);
     let plan = CheckPlan {
         walks: a.walks.max(1),
+        strategy: a.strategy.strategy(),
         require_tasks: a.require_tasks,
         ..CheckPlan::default()
     };
@@ -62,6 +66,7 @@ pub async fn check(root: &Corpus, a: CheckArgs) -> Result<()> {
                 "package": name,
                 "findings": checked.findings,
                 "coverage": checked.coverage,
+                "explored": checked.explored,
             }));
         } else {
             print!("{}", render_check(name, &checked));
@@ -92,6 +97,12 @@ fn render_check(name: &str, checked: &PackageCheck) -> String {
     );
     for f in &checked.findings {
         out.push_str(&format!("  [{}] {}\n", f.check.name(), f.message));
+    }
+    if let Some(explored) = &checked.explored {
+        out.push_str(&format!(
+            "  explored: {}\n",
+            crate::context::coverage_line(explored)
+        ));
     }
     out
 }
