@@ -1,0 +1,180 @@
+//! The shapes of text a parameter asks for by its name or its schema's `format` (a date, a
+//! date-time, an address, an absolute path, a page): how to tell them, make one up, and find
+//! one in a text; and the words a name splits into.
+
+use envsim_core::rng::Rng;
+use serde_json::Value;
+
+/// The words of a name, lowercase: split at `_`, `-` and where a lowercase letter or digit
+/// meets an uppercase one (`pedalPosition` → `pedal`, `position`).
+pub fn name_words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '-' || c == ' ' {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The shapes of text a parameter's name or format asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `2024-06-17`.
+    Date,
+    /// `2024-06-17T09:30` (with or without seconds and zone).
+    DateTime,
+    /// `ann@example.com`.
+    Email,
+    /// `/home/ann/notes.txt`.
+    AbsolutePath,
+    /// `https://…`.
+    Url,
+}
+
+impl Shape {
+    /// The shape a parameter named `name` with `schema` asks for, if any: its `format`, else
+    /// its name's words.
+    pub(crate) fn of(name: &str, schema: &Value) -> Option<Shape> {
+        match schema.get("format").and_then(Value::as_str) {
+            Some("date") => return Some(Shape::Date),
+            Some("date-time") => return Some(Shape::DateTime),
+            Some("email" | "idn-email") => return Some(Shape::Email),
+            Some("uri" | "url" | "iri") => return Some(Shape::Url),
+            _ => {}
+        }
+        let words = name_words(name);
+        let has = |w: &str| words.iter().any(|x| x == w);
+        // `from` and `until` are times only where the name says validity (`valid_from`); a
+        // `travel_from` is a place.
+        let validity = has("valid") || has("effective") || has("available");
+        if has("email") || has("mail") {
+            Some(Shape::Email)
+        } else if has("date") || has("day") || has("on") && words.len() > 1 {
+            Some(Shape::Date)
+        } else if has("time")
+            || has("at") && words.len() > 1
+            || has("start")
+            || has("end")
+            || validity && (has("from") || has("until") || has("to"))
+            || has("since")
+            || has("datetime")
+            || has("timestamp")
+        {
+            Some(Shape::DateTime)
+        } else if has("path")
+            || has("dir")
+            || has("directory")
+            || has("folder")
+            || has("source")
+            || has("destination")
+            || has("src")
+            || has("dst")
+        {
+            Some(Shape::AbsolutePath)
+        } else if has("url") || has("uri") || has("link") || has("website") {
+            Some(Shape::Url)
+        } else {
+            None
+        }
+    }
+
+    /// A new text of this shape (an address, a date, a path, a page) when the state offers
+    /// none.
+    pub(crate) fn example(self, rng: &mut Rng) -> String {
+        let n = 100 + rng.below(900);
+        match self {
+            Shape::Date => format!("2025-{:02}-{:02}", 1 + rng.below(12), 1 + rng.below(28)),
+            Shape::DateTime => format!(
+                "2025-{:02}-{:02}T{:02}:{:02}",
+                1 + rng.below(12),
+                1 + rng.below(28),
+                8 + rng.below(10),
+                15 * rng.below(4)
+            ),
+            Shape::Email => format!("explorer{n}@example.com"),
+            Shape::AbsolutePath => format!("/tmp/explorer-{n}"),
+            Shape::Url => format!("https://example.com/explorer-{n}"),
+        }
+    }
+
+    /// The part of `text` of this shape, when it has one (a date-time's date for a date).
+    pub(crate) fn fit(self, text: &str) -> Option<String> {
+        let b = text.as_bytes();
+        let digits =
+            |r: std::ops::Range<usize>| r.end <= b.len() && b[r].iter().all(u8::is_ascii_digit);
+        let date = digits(0..4)
+            && b.get(4) == Some(&b'-')
+            && digits(5..7)
+            && b.get(7) == Some(&b'-')
+            && digits(8..10);
+        match self {
+            Shape::Date => date.then(|| text[..10].to_owned()),
+            Shape::DateTime => (date
+                && matches!(b.get(10), Some(b'T' | b' '))
+                && digits(11..13)
+                && b.get(13) == Some(&b':')
+                && digits(14..16))
+            .then(|| text.to_owned()),
+            Shape::Email => {
+                let (user, host) = text.split_once('@')?;
+                (!user.is_empty() && host.contains('.') && !text.contains(' '))
+                    .then(|| text.to_owned())
+            }
+            Shape::AbsolutePath => {
+                (text.starts_with('/') && !text.contains(' ')).then(|| text.to_owned())
+            }
+            Shape::Url => (text.starts_with("http://") || text.starts_with("https://"))
+                .then(|| text.to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_split_into_words_and_shapes() {
+        assert_eq!(name_words("pedalPosition"), ["pedal", "position"]);
+        assert_eq!(name_words("new_end_date"), ["new", "end", "date"]);
+        assert_eq!(name_words("HTTPServer2Port"), ["httpserver2", "port"]);
+        assert_eq!(name_words("__x__"), ["x"]);
+        let none = json!({});
+        assert_eq!(Shape::of("read_date", &none), Some(Shape::Date));
+        assert_eq!(Shape::of("startTime", &none), Some(Shape::DateTime));
+        assert_eq!(Shape::of("valid_from", &none), Some(Shape::DateTime));
+        assert_eq!(Shape::of("travel_from", &none), None);
+        assert_eq!(Shape::of("to_email", &none), Some(Shape::Email));
+        assert_eq!(Shape::of("source", &none), Some(Shape::AbsolutePath));
+        assert_eq!(
+            Shape::of("x", &json!({"format": "date-time"})),
+            Some(Shape::DateTime)
+        );
+        assert_eq!(
+            Shape::Date.fit("2025-03-01T09:00"),
+            Some("2025-03-01".into())
+        );
+        assert_eq!(Shape::DateTime.fit("2025-03-01"), None);
+        assert_eq!(Shape::Email.fit("a b@c.d"), None);
+        assert_eq!(
+            Shape::AbsolutePath.fit("/home/ann"),
+            Some("/home/ann".into())
+        );
+    }
+}

@@ -1,0 +1,966 @@
+//! Reading refusals: what a refused call's answer and the state say to try next.
+//!
+//! A call drawn to succeed that the environment refused says why in words: a record that is
+//! not found, a record in the wrong condition ("order O2 is pending", "msg-5 is not a draft"),
+//! an argument out of bounds or outside a list of allowed values. [`read`] matches those words
+//! against the call's arguments, the records they name and those records' fields, and proposes
+//! what to try next ([`Next`]): the same tool on another record whose field has the value the
+//! words ask for, a call that was seen setting that field (or creating such a record) before
+//! the refused call is tried again, or the argument the words name drawn anew — from the values
+//! they quote, the numbers they give, or the state. What tools do comes from the exploration
+//! itself ([`Seen`]), so the explorer learns preconditions as it goes.
+
+mod seen;
+mod words;
+
+pub use seen::{Creation, Seen, Touched, Write};
+pub use words::answer_text;
+
+use crate::driver::{
+    arguments_explored, concrete, id_stem, names_an_id, schema_type, Intent, Param, RecordRef,
+    Shape, StateIndex, ToolSpec,
+};
+use envsim_core::rng::Rng;
+use seen::strings;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use words::{
+    asked_shape, date_like, dated, names_field, norm, numbers, offered_values, same_word, saying,
+    says, tokens, typed, value_text, variant, words, NOT_FOUND, TAKEN,
+};
+
+/// A call drawn to succeed that the environment refused.
+#[derive(Clone, Copy, Debug)]
+pub struct Refused<'a> {
+    /// The tool.
+    pub tool: &'a ToolSpec,
+    /// Its arguments.
+    pub args: &'a Map<String, Value>,
+    /// The answer's text.
+    pub answer: &'a str,
+    /// The state it was refused in.
+    pub state: &'a Value,
+    /// The call's clock (seconds since the epoch): "today" for answers that say "in the
+    /// future" or "30 days ahead".
+    pub clock: f64,
+}
+
+/// What to try after a refusal.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// The refused tool again, with these arguments.
+    Retry(Map<String, Value>),
+    /// `tool(args)` first, then the refused tool as `then` says.
+    Prepare {
+        /// The preparing tool.
+        tool: String,
+        /// Its arguments.
+        args: Map<String, Value>,
+        /// The refused call's next try.
+        then: Then,
+    },
+}
+
+/// The refused call's try after a preparing call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Then {
+    /// With these arguments.
+    Same(Map<String, Value>),
+    /// With these arguments and `param` set to the key of the record the preparing call
+    /// creates.
+    Created {
+        /// The arguments.
+        args: Map<String, Value>,
+        /// The parameter that takes the new record's key.
+        param: String,
+    },
+}
+
+/// How many other records of a collection are read for the values a field takes.
+const SIBLINGS_READ: usize = 64;
+
+/// Most proposals [`read`] makes.
+const MOST: usize = 6;
+
+/// `key` as the value of an argument that held `like` (a list argument takes a list of it).
+fn as_argument(like: Option<&Value>, key: &str) -> Value {
+    match like {
+        Some(Value::Array(_)) => Value::Array(vec![Value::String(key.to_owned())]),
+        _ => Value::String(key.to_owned()),
+    }
+}
+
+/// A record a refusal points at: one an argument names (with that argument), or one the
+/// answer names by its key.
+struct Pointed<'a> {
+    param: Option<&'a String>,
+    record: RecordRef,
+}
+
+/// Proposals for what to try after `refused`, most promising first (at most [`MOST`], none
+/// equal to the refused call): `index` indexes the refused call's state, `seen` is what tools
+/// were seen doing, `tools` are the package's tools. `refused.answer` is the answer's text as
+/// [`answer_text`] reads it.
+pub fn read(
+    refused: &Refused<'_>,
+    index: &StateIndex,
+    seen: &Seen,
+    tools: &[ToolSpec],
+    rng: &mut Rng,
+) -> Vec<Next> {
+    let reading = Reading::new(refused, index, seen, tools);
+    let mut out = Proposals {
+        refused: refused.args,
+        list: Vec::new(),
+    };
+    // The rules in the order their proposals rank (and draw from `rng`).
+    reading.taken_values(&mut out, rng);
+    let unanswered = reading.named_arguments(&mut out, rng);
+    reading.another_record(&mut out, rng);
+    reading.records_the_answer_names(&mut out);
+    reading.unknown_ids(&mut out, rng);
+    reading.wrong_conditions(&mut out, rng);
+    reading.writes_through_arguments(&mut out, rng);
+    reading.missed_keys(&mut out);
+    reading.state_values(&unanswered, &mut out);
+    out.list
+}
+
+/// The proposals made so far, most promising first.
+struct Proposals<'a> {
+    /// The refused call's arguments, which no proposal repeats.
+    refused: &'a Map<String, Value>,
+    list: Vec<Next>,
+}
+
+impl Proposals<'_> {
+    /// Adds `next` while there are fewer than [`MOST`], when it is new: not the refused call,
+    /// and not a proposal already made (a preparing call counts as made when the same tool
+    /// prepares the same try).
+    fn push(&mut self, next: Next) {
+        let fresh = match &next {
+            Next::Retry(args) => args != self.refused && !self.list.contains(&next),
+            Next::Prepare { tool, then, .. } => !self.list.iter().any(
+                |o| matches!(o, Next::Prepare { tool: t, then: n, .. } if t == tool && n == then),
+            ),
+        };
+        if fresh && self.list.len() < MOST {
+            self.list.push(next);
+        }
+    }
+
+    /// Adds the refused call again with `param` set to `value`.
+    fn retry_with(&mut self, param: &str, value: Value) {
+        let mut args = self.refused.clone();
+        args.insert(param.to_owned(), value);
+        self.push(Next::Retry(args));
+    }
+}
+
+/// A refusal as [`read`] reads it: the call, what the exploration knows, the answer's words
+/// and the records the call and the answer name. Each rule is a method that adds its proposals.
+struct Reading<'a> {
+    refused: &'a Refused<'a>,
+    index: &'a StateIndex,
+    seen: &'a Seen,
+    tools: &'a [ToolSpec],
+    /// The answer's words as compared.
+    answer_words: Vec<String>,
+    /// The answer's text, lowercase.
+    lower: String,
+    /// Whether the answer says a named thing does not exist.
+    not_found: bool,
+    /// The records the arguments name, then those the answer names by key.
+    named: Vec<Pointed<'a>>,
+}
+
+impl<'a> Reading<'a> {
+    fn new(
+        refused: &'a Refused<'a>,
+        index: &'a StateIndex,
+        seen: &'a Seen,
+        tools: &'a [ToolSpec],
+    ) -> Self {
+        let lower = refused.answer.to_lowercase();
+        Reading {
+            refused,
+            index,
+            seen,
+            tools,
+            answer_words: words(refused.answer),
+            not_found: NOT_FOUND.iter().any(|p| lower.contains(p)),
+            lower,
+            named: named_records(refused, index),
+        }
+    }
+
+    /// A value that is taken: a variant of it, for every argument the answer quotes or names.
+    fn taken_values(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        if !TAKEN.iter().any(|p| self.lower.contains(p)) {
+            return;
+        }
+        for (name, value) in self.refused.args {
+            let Some(text) = value.as_str() else {
+                continue;
+            };
+            if self.lower.contains(&text.to_lowercase()) || names_field(&self.answer_words, name) {
+                let variant = variant(text, rng.below(900) + 100);
+                out.retry_with(name, Value::String(variant));
+            }
+        }
+    }
+
+    /// An argument the answer names: the numbers it gives, the shape of text it asks for, the
+    /// values it offers, or another value from the state. When it names none but asks for a
+    /// shape, the arguments whose names ask for that shape. Returns those it names without
+    /// offering a value for them.
+    fn named_arguments(&self, out: &mut Proposals<'_>, rng: &mut Rng) -> Vec<&'a String> {
+        let refused = self.refused;
+        let offered = offered_values(refused.answer);
+        let given = numbers(refused.answer);
+        let shape = asked_shape(refused.answer);
+        let dates = dated(refused.answer, refused.clock);
+        let mut unanswered: Vec<&String> = Vec::new();
+        for param in self.named_params(shape.as_ref().map(|(s, _)| *s)) {
+            let name = &param.name;
+            let numeric = matches!(schema_type(concrete(&param.schema)), "integer" | "number");
+            let mut candidates: Vec<Value> = Vec::new();
+            if let Some(shape) = Shape::of(name, &param.schema)
+                .filter(|s| matches!(s, Shape::Date | Shape::DateTime) && !numeric)
+            {
+                // Dates the answer gives (a day after, a day before, a month after) and today.
+                let like = refused.args.get(name).and_then(Value::as_str).unwrap_or("");
+                for seconds in &dates {
+                    candidates.push(Value::String(date_like(*seconds, shape, like)));
+                }
+            }
+            if numeric {
+                candidates.extend(
+                    given
+                        .iter()
+                        .flat_map(|&n| [n, (n - 1.0).max(0.0), 1.0])
+                        .filter_map(|n| typed(&param.schema, &format!("{}", n.trunc() as i64))),
+                );
+            } else if let Some((shape, example)) = &shape {
+                let mut texts = self.index.shaped_as(*shape);
+                rng.shuffle(&mut texts);
+                candidates.extend(
+                    example
+                        .iter()
+                        .chain(&texts)
+                        .filter_map(|t| typed(&param.schema, t)),
+                );
+            } else {
+                candidates.extend(offered.iter().filter_map(|t| typed(&param.schema, t)));
+            }
+            candidates.retain(|v| Some(v) != refused.args.get(name));
+            if candidates.is_empty() {
+                unanswered.push(name);
+            }
+            for candidate in candidates.into_iter().take(3) {
+                out.retry_with(name, candidate);
+            }
+        }
+        unanswered
+    }
+
+    /// The parameters the answer names (not an id whose value names a record: the rules on
+    /// records read that one), else, when the answer asks for `shape`, those whose names ask
+    /// for it.
+    fn named_params(&self, shape: Option<Shape>) -> Vec<&'a Param> {
+        let refused = self.refused;
+        let mut named_params: Vec<&Param> = refused
+            .tool
+            .params
+            .iter()
+            .filter(|p| {
+                refused.args.contains_key(&p.name) && names_field(&self.answer_words, &p.name)
+            })
+            .filter(|p| {
+                !(names_an_id(&p.name) && self.named.iter().any(|n| n.param == Some(&p.name)))
+            })
+            .collect();
+        if named_params.is_empty() {
+            if let Some(shape) = shape {
+                named_params = refused
+                    .tool
+                    .params
+                    .iter()
+                    .filter(|p| Shape::of(&p.name, &p.schema) == Some(shape))
+                    .collect();
+            }
+        }
+        named_params
+    }
+
+    /// The answer wants another value than the one given ("should be different from the
+    /// current one"): another record beside the one an argument named (the user's other
+    /// payment method).
+    fn another_record(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        let another = ["different", "same as", "already", "current one"]
+            .iter()
+            .any(|p| self.lower.contains(p));
+        if !another {
+            return;
+        }
+        for pointed in self.named.iter().filter(|n| n.param.is_some()) {
+            let Some(param) = pointed.param else { continue };
+            if !names_field(&self.answer_words, param) {
+                continue;
+            }
+            let others: Vec<&String> = self
+                .index
+                .records_at(self.refused.state, &pointed.record.place)
+                .into_iter()
+                .map(|(k, _)| k)
+                .filter(|k| **k != pointed.record.key)
+                .collect();
+            for _ in 0..2 {
+                if let Some(key) = rng.pick(&others) {
+                    let value = as_argument(self.refused.args.get(param.as_str()), key);
+                    out.retry_with(param, value);
+                }
+            }
+        }
+    }
+
+    /// A record the answer names where an argument named another of its kind ("only the
+    /// organizer (u-ben) can change evt-2"): the call again with that record.
+    fn records_the_answer_names(&self, out: &mut Proposals<'_>) {
+        for pointed in self.named.iter().filter(|n| n.param.is_none()) {
+            for other in self.named.iter().filter(|n| n.param.is_some()) {
+                if other.record.collection == pointed.record.collection {
+                    if let Some(param) = other.param {
+                        let value =
+                            as_argument(self.refused.args.get(param.as_str()), &pointed.record.key);
+                        out.retry_with(param, value);
+                    }
+                }
+            }
+        }
+    }
+
+    /// An id the answer says is not found: another one, or, when none of its kind exists, a
+    /// call seen creating one and then the refused call on the new record.
+    /// (An argument of any name whose value the answer quotes: `actor` takes users.)
+    fn unknown_ids(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        let (refused, index, lower) = (self.refused, self.index, &self.lower);
+        for (param, value) in refused.args.iter().filter(|(p, v)| {
+            names_an_id(p) || strings(v).iter().any(|s| lower.contains(&s.to_lowercase()))
+        }) {
+            let ids = strings(value);
+            let unknown = ids.iter().any(|s| index.locate(refused.state, s).is_none());
+            let mentioned = ids.iter().any(|s| lower.contains(&s.to_lowercase()));
+            if !(self.not_found && (unknown || mentioned)) {
+                continue;
+            }
+            let others = self.known_instead(param, value);
+            for _ in 0..2 {
+                if let Some(other) = rng.pick(&others).and_then(Value::as_str) {
+                    out.retry_with(param, as_argument(Some(value), other));
+                }
+            }
+            if others.is_empty() {
+                if let Some(creation) = self.seen.creation_for(&id_stem(param)) {
+                    out.push(Next::Prepare {
+                        tool: creation.tool.clone(),
+                        args: creation.args.clone(),
+                        then: Then::Created {
+                            args: refused.args.clone(),
+                            param: param.clone(),
+                        },
+                    });
+                }
+            }
+        }
+    }
+
+    /// Keys of records there are to try for `param` instead of its `value`: those offered for
+    /// it, and those of the collection the answer names.
+    fn known_instead(&self, param: &str, value: &Value) -> Vec<Value> {
+        let (refused, index) = (self.refused, self.index);
+        let mut others: Vec<Value> = index
+            .offered_for(param)
+            .into_iter()
+            .filter(|v| {
+                v != value
+                    && v.as_str()
+                        .is_some_and(|s| index.locate(refused.state, s).is_some())
+            })
+            .collect();
+        // The answer names what was not found ("user PAY-S14 not found"): keys of the
+        // collection of that name, whatever the argument is called (`reporter_id`).
+        for (name, _) in index.places() {
+            let noun = name.trim_end_matches('s');
+            if self
+                .answer_words
+                .iter()
+                .any(|w| same_word(w, noun) || same_word(w, name))
+            {
+                others.extend(
+                    index
+                        .keys_of(name)
+                        .iter()
+                        .filter(|k| Some(k.as_str()) != value.as_str())
+                        .map(|k| Value::String(k.clone())),
+                );
+            }
+        }
+        others
+    }
+
+    /// A named record in the wrong condition: the fields the answer points at, those whose
+    /// value it says first.
+    fn wrong_conditions(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        let answer_words = &self.answer_words;
+        for named in &self.named {
+            let record = &named.record;
+            let Some(fields) = self
+                .refused
+                .state
+                .pointer(&record.place)
+                .and_then(|c| c.get(&record.key))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            let siblings = self.index.records_at(self.refused.state, &record.place);
+            // A field is pointed at when the answer says its value, names it, or says a value it
+            // has in another record ("non-pending order": the status another order has).
+            let said_elsewhere = |field: &str, current: &Value| {
+                siblings.iter().take(SIBLINGS_READ).any(|(_, s)| {
+                    s.get(field)
+                        .is_some_and(|v| v != current && !v.is_object() && says(answer_words, v))
+                })
+            };
+            let mut pointed: Vec<(&String, &Value)> = fields
+                .iter()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                // The record's own key is no condition of it.
+                .filter(|(_, v)| v.as_str() != Some(record.key.as_str()))
+                .filter(|(f, v)| {
+                    says(answer_words, v) || names_field(answer_words, f) || said_elsewhere(f, v)
+                })
+                .collect();
+            pointed.sort_by_key(|(f, v)| !says(answer_words, v) && !said_elsewhere(f, v));
+            for (field, current) in pointed {
+                self.field_condition(named, &siblings, field, current, out, rng);
+            }
+        }
+    }
+
+    /// What meets the condition of `field` (now `current`) of the `named` record, whose
+    /// collection's records are `siblings`.
+    fn field_condition(
+        &self,
+        named: &Pointed<'_>,
+        siblings: &[(&String, &Value)],
+        field: &str,
+        current: &Value,
+        out: &mut Proposals<'_>,
+        rng: &mut Rng,
+    ) {
+        let (refused, index, seen, tools) = (self.refused, self.index, self.seen, self.tools);
+        let answer_words = &self.answer_words;
+        let Pointed { param, record } = named;
+        // Values of the field elsewhere in the collection, those the answer says first.
+        let mut wanted: Vec<&Value> = Vec::new();
+        for (_, sibling) in siblings {
+            if let Some(v) = sibling.get(field) {
+                if v != current && !wanted.contains(&v) {
+                    wanted.push(v);
+                }
+            }
+        }
+        wanted.sort_by_key(|v| saying(answer_words, v));
+        // Where the writes seen lead from the current value to one the answer says, the
+        // first of them on this record (placed → paid → shipped → delivered: pay first).
+        let toward = seen.first_step(&record.collection, field, current, |v| {
+            says(answer_words, v)
+        });
+        if let Some(write) = toward {
+            if let Some(next) = prepare(refused, index, tools, write, record, rng) {
+                out.push(next);
+            }
+        }
+        // The same call on a record that has such a value: two that have values the answer
+        // says; when it says none, one guess — unless it says a value the field was seen
+        // taking, which no record has now (a guess would only repeat the refusal).
+        let said = wanted.iter().filter(|v| says(answer_words, v)).count();
+        let known_elsewhere = seen
+            .writes_on(&record.collection)
+            .filter(|w| w.field == field)
+            .any(|w| w.to != *current && says(answer_words, &w.to));
+        let tries = if said > 0 {
+            said.min(2)
+        } else if known_elsewhere {
+            0
+        } else {
+            1
+        };
+        if let Some(param) = param {
+            for want in wanted.iter().take(tries) {
+                let alternatives: Vec<&String> = siblings
+                    .iter()
+                    .filter(|(_, s)| s.get(field) == Some(*want))
+                    .map(|(k, _)| *k)
+                    .collect();
+                if let Some(key) = rng.pick(&alternatives) {
+                    let value = as_argument(refused.args.get(param.as_str()), key);
+                    out.retry_with(param, value);
+                }
+            }
+        }
+        // Else a call seen setting the field to another value, on this record first: one
+        // that sets a value the answer says, else one seen moving it on from the value it
+        // has (the next step of a lifecycle: requested → matched → arrived).
+        if toward.is_none() {
+            let mut writes: Vec<&Write> = seen
+                .writes_on(&record.collection)
+                .filter(|w| w.field == field && w.to != *current)
+                .collect();
+            writes.sort_by_key(|w| (saying(answer_words, &w.to), w.from != *current));
+            if let Some(write) = writes.first() {
+                if let Some(next) = prepare(refused, index, tools, write, record, rng) {
+                    out.push(next);
+                }
+            }
+        }
+        self.created_with_value(named, field, current, out);
+    }
+
+    /// No record has a value the answer asks for: a call seen creating a record that
+    /// starts with it, then the call on the new record.
+    fn created_with_value(
+        &self,
+        named: &Pointed<'_>,
+        field: &str,
+        current: &Value,
+        out: &mut Proposals<'_>,
+    ) {
+        let answer_words = &self.answer_words;
+        let Pointed { param, record } = named;
+        let current_words = words(&value_text(current));
+        let asked = |v: &Value| {
+            let text = norm(&value_text(v));
+            !current_words.contains(&text) && answer_words.contains(&text)
+        };
+        if let Some(param) = param {
+            if let Some(creation) = self.seen.creation_where(&record.collection, field, asked) {
+                out.push(Next::Prepare {
+                    tool: creation.tool.clone(),
+                    args: creation.args.clone(),
+                    then: Then::Created {
+                        args: self.refused.args.clone(),
+                        param: (*param).clone(),
+                    },
+                });
+            }
+        }
+    }
+
+    /// What other tools were seen changing through the same argument (`add_to_cart(customer_id)`
+    /// filling the cart `checkout(customer_id)` finds empty): such a call on this value first,
+    /// those whose changed collection or field the answer names first.
+    fn writes_through_arguments(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        if self.not_found {
+            return;
+        }
+        let (refused, index, answer_words) = (self.refused, self.index, &self.answer_words);
+        for (param, value) in refused.args {
+            let Some(key) = value.as_str() else {
+                continue;
+            };
+            let mut writes: Vec<&Write> = self
+                .seen
+                .writes
+                .iter()
+                .filter(|w| &w.param == param && w.tool != refused.tool.name)
+                .collect();
+            writes.sort_by_key(|w| {
+                !(names_field(answer_words, &w.collection) || names_field(answer_words, &w.field))
+            });
+            let mut tools_tried: Vec<&str> = Vec::new();
+            for write in writes {
+                if tools_tried.contains(&write.tool.as_str()) || tools_tried.len() == 2 {
+                    continue;
+                }
+                tools_tried.push(&write.tool);
+                let record = index.locate(refused.state, key);
+                if let Some(next) =
+                    prepare_on(refused, index, self.tools, write, key, record.as_ref(), rng)
+                {
+                    out.push(next);
+                }
+            }
+        }
+    }
+
+    /// A key the code looked up and missed (`KeyError: 'door 72'`): keys of the objects named
+    /// like the argument that held it.
+    fn missed_keys(&self, out: &mut Proposals<'_>) {
+        if !(self.lower.contains("keyerror") || self.lower.contains("key error")) {
+            return;
+        }
+        for (name, value) in self.refused.args {
+            let missed = strings(value)
+                .iter()
+                .any(|s| self.refused.answer.contains(&format!("'{s}'")));
+            if !missed {
+                continue;
+            }
+            for key in self.index.keys_named_like(name).into_iter().take(3) {
+                out.retry_with(name, as_argument(Some(value), &key));
+            }
+        }
+    }
+
+    /// Last, an argument the answer names without saying what it wants: another value from
+    /// the state.
+    fn state_values(&self, unanswered: &[&String], out: &mut Proposals<'_>) {
+        for name in unanswered {
+            let candidates: Vec<Value> = self
+                .index
+                .offered_for(name)
+                .into_iter()
+                .filter(|v| Some(v) != self.refused.args.get(*name))
+                .collect();
+            for candidate in candidates.into_iter().take(2) {
+                out.retry_with(name, candidate);
+            }
+        }
+    }
+}
+
+/// The records a refused call points at: those its arguments name, then those its answer names
+/// by key.
+fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointed<'a>> {
+    let mut named: Vec<Pointed<'_>> = refused
+        .args
+        .iter()
+        .flat_map(|(param, value)| {
+            strings(value)
+                .into_iter()
+                .filter_map(|s| index.locate(refused.state, s))
+                .map(move |record| Pointed {
+                    param: Some(param),
+                    record,
+                })
+        })
+        .collect();
+    let argument_values: BTreeSet<&str> = refused.args.values().flat_map(strings).collect();
+    for token in tokens(refused.answer) {
+        if argument_values.contains(token) || named.iter().any(|n| n.record.key == token) {
+            continue;
+        }
+        if let Some(record) = index.locate(refused.state, token) {
+            named.push(Pointed {
+                param: None,
+                record,
+            });
+        }
+    }
+    named
+}
+
+/// `write`'s tool on `record` (its argument naming the record set to the record's key, the
+/// value it was seen setting where it takes the field by name, the rest drawn around the
+/// record), then the refused call again.
+fn prepare(
+    refused: &Refused<'_>,
+    index: &StateIndex,
+    tools: &[ToolSpec],
+    write: &Write,
+    record: &RecordRef,
+    rng: &mut Rng,
+) -> Option<Next> {
+    prepare_on(refused, index, tools, write, &record.key, Some(record), rng)
+}
+
+/// `write`'s tool with its argument naming the record set to `key` (the rest drawn around
+/// `record` when there is one), then the refused call again.
+fn prepare_on(
+    refused: &Refused<'_>,
+    index: &StateIndex,
+    tools: &[ToolSpec],
+    write: &Write,
+    key: &str,
+    record: Option<&RecordRef>,
+    rng: &mut Rng,
+) -> Option<Next> {
+    let tool = tools.iter().find(|t| t.name == write.tool)?;
+    let focus = record.and_then(|r| index.focus_on(tool, refused.state, r, rng));
+    let mut args = arguments_explored(tool, index, focus.as_ref(), rng, Intent::Valid);
+    args.insert(write.param.clone(), Value::String(key.to_owned()));
+    if tool.params.iter().any(|p| p.name == write.field) {
+        args.insert(write.field.clone(), write.to.clone());
+    }
+    Some(Next::Prepare {
+        tool: tool.name.clone(),
+        args,
+        then: Then::Same(refused.args.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, params: &[(&str, Value)]) -> ToolSpec {
+        let properties: Map<String, Value> = params
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        let required: Vec<&str> = params.iter().map(|(k, _)| *k).collect();
+        ToolSpec::from_schema(&json!({"type": "function", "function": {"name": name,
+            "parameters": {"type": "object", "properties": properties, "required": required}}}))
+        .unwrap()
+    }
+
+    fn shop() -> Value {
+        json!({"orders": {
+            "O1": {"status": "pending", "user_id": "U1", "total": 10},
+            "O2": {"status": "paid", "user_id": "U1", "total": 20},
+            "O3": {"status": "pending", "user_id": "U2", "total": 30}},
+            "users": {"U1": {"name": "Ann"}, "U2": {"name": "Bo"}}})
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_record_in_the_wrong_condition_is_swapped_for_one_in_the_condition_asked() {
+        let state = shop();
+        let index = StateIndex::new(&state);
+        let ship = tool("ship_order", &[("order_id", json!({"type": "string"}))]);
+        let called = args(json!({"order_id": "O1"}));
+        let refused = Refused {
+            tool: &ship,
+            args: &called,
+            answer: "{'success': False, 'error': 'order O1 is pending; only paid orders ship'}",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &index,
+            &Seen::default(),
+            std::slice::from_ref(&ship),
+            &mut Rng::new(1),
+        );
+        assert_eq!(next, [Next::Retry(args(json!({"order_id": "O2"})))]);
+    }
+
+    #[test]
+    fn a_write_seen_before_meets_the_precondition_then_the_call_is_tried_again() {
+        let state = json!({"orders": {
+            "O1": {"status": "pending", "user_id": "U1"},
+            "O3": {"status": "pending", "user_id": "U2"}},
+            "users": {"U1": {"name": "Ann"}, "U2": {"name": "Bo"}}});
+        let index = StateIndex::new(&state);
+        let ship = tool("ship_order", &[("order_id", json!({"type": "string"}))]);
+        let pay = tool(
+            "pay_order",
+            &[
+                ("order_id", json!({"type": "string"})),
+                ("amount", json!({"type": "integer"})),
+            ],
+        );
+        // `pay_order` was seen moving O3 to paid.
+        let mut seen = Seen::default();
+        let paid = json!({"orders": {
+            "O1": {"status": "pending", "user_id": "U1"},
+            "O3": {"status": "paid", "user_id": "U2"}},
+            "users": {"U1": {"name": "Ann"}, "U2": {"name": "Bo"}}});
+        let created = seen.learn(
+            "pay_order",
+            &args(json!({"order_id": "O3", "amount": 5})),
+            &state,
+            &paid,
+        );
+        assert_eq!(
+            created,
+            Touched {
+                created: Vec::new(),
+                changed: vec![RecordRef {
+                    collection: "orders".into(),
+                    place: "/orders".into(),
+                    key: "O3".into()
+                }]
+            }
+        );
+        assert_eq!(
+            seen.writes_on("orders").collect::<Vec<_>>(),
+            [&Write {
+                tool: "pay_order".into(),
+                collection: "orders".into(),
+                field: "status".into(),
+                param: "order_id".into(),
+                from: json!("pending"),
+                to: json!("paid")
+            }]
+        );
+        let called = args(json!({"order_id": "O1"}));
+        let refused = Refused {
+            tool: &ship,
+            args: &called,
+            answer: "order O1 is pending, not paid",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &index,
+            &seen,
+            &[ship.clone(), pay],
+            &mut Rng::new(2),
+        );
+        assert_eq!(next.len(), 1, "{next:?}");
+        let Next::Prepare {
+            tool,
+            args: first,
+            then,
+        } = &next[0]
+        else {
+            panic!("{next:?}")
+        };
+        assert_eq!(
+            (tool.as_str(), &first["order_id"]),
+            ("pay_order", &json!("O1"))
+        );
+        assert_eq!(then, &Then::Same(called.clone()));
+    }
+
+    #[test]
+    fn an_unknown_id_is_replaced_and_nothing_of_its_kind_calls_for_a_creation() {
+        let state = shop();
+        let index = StateIndex::new(&state);
+        let cancel = tool("cancel_order", &[("order_id", json!({"type": "string"}))]);
+        let called = args(json!({"order_id": "O404"}));
+        let refused = Refused {
+            tool: &cancel,
+            args: &called,
+            answer: "Order O404 not found",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &index,
+            &Seen::default(),
+            std::slice::from_ref(&cancel),
+            &mut Rng::new(3),
+        );
+        assert!(!next.is_empty());
+        for n in &next {
+            let Next::Retry(a) = n else { panic!("{n:?}") };
+            assert!(["O1", "O2", "O3"].contains(&a["order_id"].as_str().unwrap()));
+        }
+        // No draft exists: the tool seen creating drafts, then the call on the new one.
+        let empty = json!({"drafts": {}, "users": {"U1": {"name": "Ann"}}});
+        let with_one = json!({"drafts": {"D1": {"to": []}}, "users": {"U1": {"name": "Ann"}}});
+        let mut seen = Seen::default();
+        let made = args(json!({"user_id": "U1"}));
+        let created = seen.learn("create_draft", &made, &empty, &with_one);
+        assert_eq!(
+            created.created,
+            [RecordRef {
+                collection: "drafts".into(),
+                place: "/drafts".into(),
+                key: "D1".into()
+            }]
+        );
+        let send = tool("send_draft", &[("draft_id", json!({"type": "string"}))]);
+        let called = args(json!({"draft_id": "D9"}));
+        let refused = Refused {
+            tool: &send,
+            args: &called,
+            answer: "draft D9 not found",
+            state: &empty,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &StateIndex::new(&empty),
+            &seen,
+            std::slice::from_ref(&send),
+            &mut Rng::new(4),
+        );
+        assert_eq!(
+            next,
+            [Next::Prepare {
+                tool: "create_draft".into(),
+                args: made,
+                then: Then::Created {
+                    args: called,
+                    param: "draft_id".into()
+                }
+            }]
+        );
+    }
+
+    #[test]
+    fn an_argument_the_answer_names_takes_what_the_answer_offers() {
+        let state = shop();
+        let index = StateIndex::new(&state);
+        let set = tool(
+            "set_priority",
+            &[
+                ("order_id", json!({"type": "string"})),
+                ("priority", json!({"type": "string"})),
+            ],
+        );
+        let called = args(json!({"order_id": "O1", "priority": "urgent-ish"}));
+        let refused = Refused {
+            tool: &set,
+            args: &called,
+            answer: "priority must be one of: low, normal, high",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &index,
+            &Seen::default(),
+            std::slice::from_ref(&set),
+            &mut Rng::new(5),
+        );
+        let tried: Vec<&Value> = next
+            .iter()
+            .map(|n| match n {
+                Next::Retry(a) => &a["priority"],
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(tried, [&json!("low"), &json!("normal"), &json!("high")]);
+        // A bound in numbers.
+        let limit = tool(
+            "set_limit",
+            &[
+                ("order_id", json!({"type": "string"})),
+                ("limit", json!({"type": "integer"})),
+            ],
+        );
+        let called = args(json!({"order_id": "O1", "limit": 5000}));
+        let refused = Refused {
+            tool: &limit,
+            args: &called,
+            answer: "limit must be at most 500",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let next = read(
+            &refused,
+            &index,
+            &Seen::default(),
+            std::slice::from_ref(&limit),
+            &mut Rng::new(6),
+        );
+        assert_eq!(
+            next[0],
+            Next::Retry(args(json!({"order_id": "O1", "limit": 500})))
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! Reading an answer's text: its words as compared (inflections and compounds alike), whether
+//! it says a value or names a field, and what it offers for an argument: quoted values and
+//! lists, numbers, the shape of text it asks for, dates around those it gives, a variant of a
+//! value it says is taken.
+
+use crate::driver::{concrete, name_words, quoted_values, schema_type, Shape};
+use serde_json::Value;
+
+/// Phrases that say a named thing does not exist.
+pub(super) const NOT_FOUND: [&str; 9] = [
+    "not found",
+    "does not exist",
+    "doesn't exist",
+    "no such",
+    "unknown",
+    "not exist",
+    "cannot find",
+    "could not find",
+    "no record",
+];
+
+/// Words too common in answers to point at a field.
+const FILLER: [&str; 12] = [
+    "is", "has", "the", "and", "not", "for", "with", "this", "that", "are", "was", "its",
+];
+
+/// The text of an answer that says why: the string values of an answer object (its `error`,
+/// its `message`; not its keys, which every answer repeats), a string answer itself, else the
+/// rendered answer.
+pub fn answer_text(answer: &Value, rendered: &str) -> String {
+    fn collect(value: &Value, depth: usize, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Object(map) if depth < 3 => {
+                for v in map.values() {
+                    collect(v, depth + 1, out);
+                }
+            }
+            Value::Array(items) if depth < 3 => {
+                for v in items.iter().take(8) {
+                    collect(v, depth + 1, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut parts = Vec::new();
+    collect(answer, 0, &mut parts);
+    if parts.is_empty() {
+        rendered.to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// A word as compared: lowercase, `-` as `_` (`checked-in` is the value `checked_in`).
+pub(super) fn norm(word: &str) -> String {
+    word.to_lowercase().replace('-', "_")
+}
+
+/// The words of a text as compared ([`norm`]; letters, digits, `_`, `-`, `.`, `@` inside a
+/// word).
+pub(super) fn words(text: &str) -> Vec<String> {
+    tokens(text).map(norm).collect()
+}
+
+/// The tokens of a text as written: runs of letters, digits, `_`, `-`, `.`, `@`, without a
+/// trailing or leading `.`.
+pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || "_-.@".contains(c)))
+        .map(|w| w.trim_matches('.'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether two compared words name the same thing: equal, one a short inflection of the
+/// other (`arrive` and `arrived`, `ship` and `shipped`, `order` and `orders`), or one a part of
+/// the other's compound (`pending` in `non-pending`).
+pub(super) fn same_word(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let part_of = |part: &str, whole: &str| {
+        part.len() >= 4 && whole.contains('_') && whole.split('_').any(|p| p == part)
+    };
+    if part_of(a, b) || part_of(b, a) {
+        return true;
+    }
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= 4 && long.len() - short.len() <= 3 && long.starts_with(short)
+        || short.len() >= 3
+            && long.len() == short.len() + 1
+            && long.ends_with('s')
+            && long.starts_with(short)
+}
+
+/// Whether the answer's words hold `value` (a string of one or more words, or a number),
+/// word for word or inflected ([`same_word`]).
+pub(super) fn says(answer_words: &[String], value: &Value) -> bool {
+    saying(answer_words, value) < 2
+}
+
+/// How the answer's words hold `value`: 0 word for word, 1 inflected (`ship` for `shipped`),
+/// 2 not at all.
+pub(super) fn saying(answer_words: &[String], value: &Value) -> u8 {
+    let holds = |same: &dyn Fn(&str, &str) -> bool| match value {
+        Value::String(s) => {
+            let needle = words(s);
+            !needle.is_empty()
+                && answer_words
+                    .windows(needle.len())
+                    .any(|w| w.iter().zip(&needle).all(|(a, b)| same(a, b)))
+        }
+        Value::Number(n) => answer_words.iter().any(|w| *w == n.to_string()),
+        _ => false,
+    };
+    if holds(&|a, b| a == b) {
+        0
+    } else if holds(&same_word) {
+        1
+    } else {
+        2
+    }
+}
+
+/// Whether the answer names a field (`is_draft` by "draft", `due_date` by "due date").
+pub(super) fn names_field(answer_words: &[String], field: &str) -> bool {
+    let parts: Vec<String> = name_words(field)
+        .into_iter()
+        .filter(|p| p.len() > 2 && !FILLER.contains(&p.as_str()))
+        .collect();
+    !parts.is_empty()
+        && parts
+            .iter()
+            .all(|p| answer_words.iter().any(|w| same_word(w, p)))
+}
+
+/// The values an answer offers for an argument: the texts it quotes, and the single words of
+/// a list after "one of", "allowed", "valid", "must be", "expected", "either" or "options".
+pub(super) fn offered_values(answer: &str) -> Vec<String> {
+    let mut out = quoted_values(answer);
+    let lower = answer.to_lowercase();
+    for cue in [
+        "one of", "allowed", "valid", "must be", "expected", "either", "options",
+    ] {
+        let Some(at) = lower.find(cue) else {
+            continue;
+        };
+        // Read from `lower`: its byte offsets are the ones found.
+        let rest = &lower[at + cue.len()..];
+        let rest = rest.trim_start_matches([':', ' ', '[', '(', '{']);
+        let end = rest
+            .find(['.', ';', ')', ']', '}', '\n'])
+            .unwrap_or(rest.len());
+        for item in rest[..end].split([',', '|', '/']) {
+            for part in item.split(" or ") {
+                let part = part.trim().trim_matches(['\'', '"', '`']).trim();
+                let single =
+                    !part.is_empty() && part.len() <= 40 && !part.contains(' ') && part != "be";
+                if single && !out.iter().any(|o| o.eq_ignore_ascii_case(part)) {
+                    out.push(part.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The numbers an answer gives.
+pub(super) fn numbers(answer: &str) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for w in answer.split(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        if let Ok(n) = w.trim_matches('.').parse::<f64>() {
+            if n.is_finite() && !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// The shape of text an answer asks for: a template (`YYYY-MM-DD`, `YYYY-MM-DDTHH:MM`), or an
+/// example of one (`times must look like 2024-06-17T09:30`), with the example.
+pub(super) fn asked_shape(answer: &str) -> Option<(Shape, Option<String>)> {
+    let upper = answer.to_uppercase();
+    if upper.contains("YYYY-MM-DD") {
+        let time = upper.contains("HH:MM") || upper.contains("YYYY-MM-DDT");
+        return Some((if time { Shape::DateTime } else { Shape::Date }, None));
+    }
+    for token in answer.split(|c: char| c.is_whitespace() || ",;()'\"".contains(c)) {
+        let token = token.trim_end_matches('.');
+        if let Some(fit) = Shape::DateTime.fit(token) {
+            return Some((Shape::DateTime, Some(fit)));
+        }
+    }
+    None
+}
+
+/// Phrases that say a value is taken.
+pub(super) const TAKEN: [&str; 9] = [
+    "already exists",
+    "already registered",
+    "already taken",
+    "already in use",
+    "in use",
+    "duplicate",
+    "exists",
+    "not available",
+    "already used",
+];
+
+/// A variant of a taken value: an address's local part, a domain's or file's name before its
+/// last dot, else the whole text, with `-n` added (`ann-123@x.io`, `harbor-123.org`).
+pub(super) fn variant(text: &str, n: usize) -> String {
+    if let Some((user, host)) = text.split_once('@') {
+        return format!("{user}-{n}@{host}");
+    }
+    match text.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.contains(' ') && !ext.contains('/') => {
+            format!("{stem}-{n}.{ext}")
+        }
+        _ => format!("{text}-{n}"),
+    }
+}
+
+/// Times to try for a date an answer constrains: a day after, a day before and a month after
+/// each date or date-time it gives, then the call's day, the next, and a week after.
+pub(super) fn dated(answer: &str, clock: f64) -> Vec<f64> {
+    const DAY: f64 = 86_400.0;
+    let mut out = Vec::new();
+    for token in answer.split(|c: char| c.is_whitespace() || ",;()'\"[]".contains(c)) {
+        let token = token.trim_end_matches('.');
+        if let Some(t) = envsim_core::clock::parse_time(token) {
+            out.extend([t + DAY, t - DAY, t + 30.0 * DAY]);
+        }
+    }
+    let today = (clock / DAY).floor() * DAY;
+    out.extend([today, today + DAY, today + 7.0 * DAY]);
+    out
+}
+
+/// A time written in a date's or date-time's shape, as long as `like` (the value it replaces)
+/// where that is a date or date-time too.
+pub(super) fn date_like(seconds: f64, shape: Shape, like: &str) -> String {
+    let full = envsim_core::clock::format_time(seconds);
+    let length = match shape {
+        Shape::Date => 10,
+        _ if Shape::DateTime.fit(like).is_some() => like.len().min(full.len()),
+        _ => 16,
+    };
+    full.chars().take(length).collect()
+}
+
+/// A value for a parameter of this schema from a text the answer offered.
+pub(super) fn typed(schema: &Value, text: &str) -> Option<Value> {
+    match schema_type(concrete(schema)) {
+        "integer" => text.parse::<i64>().ok().map(Value::from),
+        "number" => text.parse::<f64>().ok().map(Value::from),
+        "boolean" => match text.to_ascii_lowercase().as_str() {
+            "true" => Some(Value::Bool(true)),
+            "false" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        "array" => Some(Value::Array(vec![Value::String(text.to_owned())])),
+        "object" => None,
+        _ => Some(Value::String(text.to_owned())),
+    }
+}
+
+/// A scalar's text as an answer would say it.
+pub(super) fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_are_read_word_by_word() {
+        let w = words("Mailbox ann@x.io is suspended; msg-5 is not a draft.");
+        assert_eq!(
+            w,
+            [
+                "mailbox",
+                "ann@x.io",
+                "is",
+                "suspended",
+                "msg_5",
+                "is",
+                "not",
+                "a",
+                "draft"
+            ]
+        );
+        assert!(same_word("arrive", "arrived") && same_word("orders", "order"));
+        assert!(same_word("pending", "non_pending") && !same_word("non", "non_pending"));
+        assert!(!same_word("ship", "shipment") && !same_word("cat", "cats_"));
+        assert!(names_field(&w, "is_draft"));
+        assert!(names_field(&w, "mailbox"));
+        assert!(!names_field(&w, "is_not"));
+        assert!(says(&w, &json!("suspended")));
+        assert!(!says(&w, &json!("active")));
+        assert_eq!(
+            offered_values("status must be one of ['open', 'closed'] or 'held'"),
+            ["open", "closed", "held"]
+        );
+        assert_eq!(numbers("at most 3 items, 2.5 kg"), [3.0, 2.5]);
+    }
+}
