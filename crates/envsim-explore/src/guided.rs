@@ -47,11 +47,19 @@ struct Planned {
     tool: usize,
     args: Map<String, Value>,
     intent: Intent,
-    /// Set this parameter to the key of the record the call before created.
-    created: Option<String>,
+    /// An argument taken from what the call before did.
+    created: Option<Taken>,
     /// How many refusals led to it (0: drawn; a call of the package's own sequences counts as
     /// [`REPAIR_DEPTH`], so that its refusals, meant or not, are not read).
     depth: u8,
+}
+
+/// An argument a planned call takes from the call before it.
+enum Taken {
+    /// The key of the record that call created.
+    Created(String),
+    /// The field of that name in its answer.
+    Answered(String),
 }
 
 /// How many earlier answers arguments may be drawn from.
@@ -101,6 +109,8 @@ struct Guided<'c, 'a> {
     fresh: VecDeque<RecordRef>,
     /// The last record a call created (what a planned call after a creation takes).
     last_created: Option<RecordRef>,
+    /// The answer of the last call that succeeded, when it was an object.
+    last_answer: Option<Value>,
     /// The kinds of records ([`kind_of`]) each tool was drawn on, by collection.
     kinds: std::collections::HashSet<(usize, String, String)>,
     /// Calls in a row that brought nothing new.
@@ -144,6 +154,7 @@ pub(crate) async fn explore(
         answers_added: 0,
         fresh: VecDeque::new(),
         last_created: None,
+        last_answer: None,
         kinds: Default::default(),
         since_new: 0,
         cache: StateCache::default(),
@@ -159,6 +170,13 @@ pub(crate) async fn explore(
 impl Guided<'_, '_> {
     fn spent(&self) -> usize {
         self.cx.tally.calls
+    }
+
+    /// Whether every tool has been called.
+    fn warmed_up(&self) -> bool {
+        self.specs
+            .iter()
+            .all(|t| self.cx.tally.calls_of(&t.name) > 0)
     }
 
     fn plateaued(&self) -> bool {
@@ -294,6 +312,7 @@ impl Guided<'_, '_> {
             };
             let depth = planned.depth;
             let read = depth < REPAIR_DEPTH
+                && self.warmed_up()
                 && planned.intent == Intent::Valid
                 && self.cx.tally.successes(&self.specs[planned.tool].name) < READ_BELOW_SUCCESSES;
             let answers = self.answers_added;
@@ -357,13 +376,18 @@ impl Guided<'_, '_> {
     /// A call drawn for the state: its tool (tools that have not succeeded yet drawn more
     /// often), its intent, and its arguments.
     fn propose(&mut self, state: &Value, index: &StateIndex) -> Planned {
+        // Breadth before depth: every tool is called once before any is favoured (and before
+        // refusals are read), so that a small budget is not spent on the first tool refused.
+        let warm = self.warmed_up();
         let weights: Vec<f64> = self
             .specs
             .iter()
             .map(|t| {
                 let successes = self.cx.tally.successes(&t.name) as f64;
                 let calls = self.cx.tally.calls_of(&t.name) as f64;
-                if successes == 0.0 {
+                if !warm {
+                    f64::from(u8::from(calls == 0.0))
+                } else if successes == 0.0 {
                     (4.0 / (1.0 + calls / 16.0)).max(0.25)
                 } else {
                     1.0 + 2.0 / (1.0 + successes)
@@ -503,7 +527,12 @@ impl Guided<'_, '_> {
                     out.push(repair(first, args, None, depth));
                     out.push(match then {
                         Then::Same(args) => repair(at, args, None, depth),
-                        Then::Created { args, param } => repair(at, args, Some(param), depth),
+                        Then::Created { args, param } => {
+                            repair(at, args, Some(Taken::Created(param)), depth)
+                        }
+                        Then::Answered { args, param } => {
+                            repair(at, args, Some(Taken::Answered(param)), depth)
+                        }
                     });
                 }
             }
@@ -523,23 +552,32 @@ impl Guided<'_, '_> {
         text: &mut StateText,
         index: Option<&StateIndex>,
     ) -> Result<Option<TransitionRecord>, ExecError> {
-        if let Some(param) = planned.created.take() {
-            let Some(created) = &self.last_created else {
-                return Ok(None);
-            };
-            if value
-                .pointer(&created.place)
-                .and_then(|c| c.get(&created.key))
-                .is_none()
-            {
-                return Ok(None);
+        match planned.created.take() {
+            Some(Taken::Created(param)) => {
+                let Some(created) = &self.last_created else {
+                    return Ok(None);
+                };
+                if value
+                    .pointer(&created.place)
+                    .and_then(|c| c.get(&created.key))
+                    .is_none()
+                {
+                    return Ok(None);
+                }
+                let key = Value::String(created.key.clone());
+                let arg = match planned.args.get(&param) {
+                    Some(Value::Array(_)) => Value::Array(vec![key]),
+                    _ => key,
+                };
+                planned.args.insert(param, arg);
             }
-            let key = Value::String(created.key.clone());
-            let arg = match planned.args.get(&param) {
-                Some(Value::Array(_)) => Value::Array(vec![key]),
-                _ => key,
-            };
-            planned.args.insert(param, arg);
+            Some(Taken::Answered(param)) => {
+                let Some(found) = self.last_answer.as_ref().and_then(|a| a.get(&param)) else {
+                    return Ok(None);
+                };
+                planned.args.insert(param, found.clone());
+            }
+            None => {}
         }
         // A call is meant to succeed only when its arguments fit their schemas: a repair or a
         // mutation that pushed one outside (a bound, a value an answer offered) is a call with
@@ -588,6 +626,9 @@ impl Guided<'_, '_> {
             .record(&executed.record, executed.coverage.as_ref());
         (self.cx.tick)();
         let record = executed.record;
+        self.last_answer = (record.outcome == Outcome::Success
+            && record.observation_json.is_object())
+        .then(|| record.observation_json.clone());
         if record.outcome == Outcome::Success {
             if planned.intent == Intent::Valid {
                 match index {
@@ -644,7 +685,7 @@ impl Guided<'_, '_> {
 }
 
 /// A call that tries what a refusal proposed.
-fn repair(tool: usize, args: Map<String, Value>, created: Option<String>, depth: u8) -> Planned {
+fn repair(tool: usize, args: Map<String, Value>, created: Option<Taken>, depth: u8) -> Planned {
     Planned {
         tool,
         args,

@@ -281,6 +281,9 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
     if seen.is_empty() && draw.inferred {
         seen = index.related(name);
     }
+    if seen.is_empty() && draw.inferred {
+        seen = described(schema, draw, rng);
+    }
     match schema_type(schema) {
         "integer" => {
             let ints: Vec<&Value> = seen.iter().filter(|v| v.is_i64() || v.is_u64()).collect();
@@ -397,6 +400,31 @@ fn valid_text(name: &str, schema: &Value, draw: Draw<'_>, seen: &[Value], rng: &
         Some(k) if rng.chance(0.8) => Value::String((*k).clone()),
         _ => Value::String(format!("{name} {}", 1 + rng.below(99))),
     }
+}
+
+/// The values of the field a parameter's description names ("Your account email." for
+/// `username`): the first word of the description, of four letters or more, that names a field
+/// of the focus record or of the state.
+fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
+    let description = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    for word in description
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.len() >= 4)
+    {
+        let word = word.to_lowercase();
+        if let Some(offered) = draw.focus.map(|f| f.offered(&word, rng)) {
+            if !offered.is_empty() {
+                return offered;
+            }
+        }
+        if let Some(values) = draw.index.values.get(&word).filter(|v| !v.is_empty()) {
+            return values.clone();
+        }
+    }
+    Vec::new()
 }
 
 /// The values a description quotes: text between single or double quotes that open after a

@@ -74,6 +74,14 @@ pub enum Then {
         /// The parameter that takes the new record's key.
         param: String,
     },
+    /// With these arguments and `param` set to the field of that name in the preparing call's
+    /// answer (the `access_token` a `login` answers with).
+    Answered {
+        /// The arguments.
+        args: Map<String, Value>,
+        /// The parameter that takes the answer's field.
+        param: String,
+    },
 }
 
 /// How many other records of a collection are read for the values a field takes.
@@ -115,6 +123,7 @@ pub fn read(
     };
     // The rules in the order their proposals rank (and draw from `rng`).
     reading.taken_values(&mut out, rng);
+    reading.producers(&mut out, rng);
     let unanswered = reading.named_arguments(&mut out, rng);
     reading.another_record(&mut out, rng);
     reading.records_the_answer_names(&mut out);
@@ -262,6 +271,44 @@ impl<'a> Reading<'a> {
             }
         }
         unanswered
+    }
+
+    /// An argument the answer names whose description names the tool that gives it ("Access
+    /// token obtained from venmo app login."): that tool first, then the refused call with the
+    /// argument taken from its answer.
+    fn producers(&self, out: &mut Proposals<'_>, rng: &mut Rng) {
+        let refused = self.refused;
+        for param in &refused.tool.params {
+            let name = &param.name;
+            if !refused.args.contains_key(name) || !names_field(&self.answer_words, name) {
+                continue;
+            }
+            let description = param
+                .schema
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let described = words(description);
+            let producer = self.tools.iter().find(|t| {
+                t.name != refused.tool.name
+                    && crate::driver::name_words(&t.name)
+                        .iter()
+                        .all(|w| described.iter().any(|d| same_word(d, w)))
+            });
+            if let Some(tool) = producer {
+                // Drawn around one record (a login's address and password of one user).
+                let focus = self.index.focus(tool, refused.state, rng);
+                let args = arguments_explored(tool, self.index, Some(&focus), rng, Intent::Valid);
+                out.push(Next::Prepare {
+                    tool: tool.name.clone(),
+                    args,
+                    then: Then::Answered {
+                        args: refused.args.clone(),
+                        param: name.clone(),
+                    },
+                });
+            }
+        }
     }
 
     /// The parameters the answer names (not an id whose value names a record: the rules on

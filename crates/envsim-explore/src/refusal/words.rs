@@ -25,9 +25,22 @@ const FILLER: [&str; 12] = [
 ];
 
 /// The text of an answer that says why: the string values of an answer object (its `error`,
-/// its `message`; not its keys, which every answer repeats), a string answer itself, else the
-/// rendered answer.
+/// its `message`; not its keys, which every answer repeats) — also of an object embedded in a
+/// text answer (`Response status code is 401: {"message": "…"}`, the text before it kept) —
+/// a string answer itself, else the rendered answer.
 pub fn answer_text(answer: &Value, rendered: &str) -> String {
+    if let Value::String(text) = answer {
+        let read = envsim_core::answer::read_answer_text(text);
+        if read.value.is_object() {
+            let inner = answer_text(&read.value, text);
+            let before = text.find(['{', '[']).map_or("", |at| text[..at].trim());
+            return if before.is_empty() {
+                inner
+            } else {
+                format!("{before} {inner}")
+            };
+        }
+    }
     fn collect(value: &Value, depth: usize, out: &mut Vec<String>) {
         match value {
             Value::String(s) => out.push(s.clone()),
@@ -135,14 +148,20 @@ pub(super) fn names_field(answer_words: &[String], field: &str) -> bool {
 }
 
 /// The values an answer offers for an argument: the texts it quotes, and the single words of
-/// a list after "one of", "allowed", "valid", "must be", "expected", "either" or "options".
+/// a list after "one of", "allowed", "valid", "must be", "expected" or "options" (not "either":
+/// answers say "either not authorized or expired").
 pub(super) fn offered_values(answer: &str) -> Vec<String> {
     let mut out = quoted_values(answer);
     let lower = answer.to_lowercase();
     for cue in [
-        "one of", "allowed", "valid", "must be", "expected", "either", "options",
+        "one of", "allowed", "valid", "must be", "expected", "options",
     ] {
-        let Some(at) = lower.find(cue) else {
+        // The cue as a word of its own ("valid", not the end of "invalid").
+        let Some(at) = lower.match_indices(cue).map(|(at, _)| at).find(|&at| {
+            let before = lower[..at].chars().next_back();
+            let after = lower[at + cue.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        }) else {
             continue;
         };
         // Read from `lower`: its byte offsets are the ones found.
@@ -308,6 +327,18 @@ mod tests {
             offered_values("status must be one of ['open', 'closed'] or 'held'"),
             ["open", "closed", "held"]
         );
+        assert_eq!(
+            answer_text(
+                &json!("Response status code is 401:\n{\"message\":\"Invalid credentials\"}"),
+                ""
+            ),
+            "Response status code is 401: Invalid credentials"
+        );
+        assert_eq!(
+            answer_text(&json!({"success": false, "error": "no"}), "x"),
+            "no"
+        );
+        assert!(offered_values("your access token is missing, invalid or expired").is_empty());
         assert_eq!(numbers("at most 3 items, 2.5 kg"), [3.0, 2.5]);
     }
 }

@@ -17,7 +17,7 @@ use envsim_core::score::{strict_feedback, OUTPUT_KEYS};
 use envsim_core::stats::{mean, pearson};
 use envsim_eval::config::Decoding;
 use envsim_eval::runner::Predictor;
-use envsim_exec::{Call, Executor};
+use envsim_exec::{Call, ExecError, Executor};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -118,8 +118,18 @@ pub fn run(a: SimulateArgs) -> Result<()> {
                     seed: k as u64,
                     clock: clock + k as f64 * envsim_core::clock::DEFAULT_CLOCK_STEP,
                     ..Call::new(&package.code, &call.tool, &call.arguments, &state)
-                }))?;
-                let truth_feedback = strict_feedback(&Value::String(executed.observation.clone()));
+                }));
+                // A tool that raised is an answer too (exploration tries ill-typed calls):
+                // its text as the explorer records it, and the changes made before it raised.
+                let (truth_observation, truth_after) = match executed {
+                    Ok(done) => (done.observation, done.state_after),
+                    Err(e @ (ExecError::Spawn(_) | ExecError::Protocol(_))) => return Err(e.into()),
+                    Err(e) => {
+                        let after = e.state_after().cloned().unwrap_or_else(|| state.clone());
+                        (format!("Error: {e}"), after)
+                    }
+                };
+                let truth_feedback = strict_feedback(&Value::String(truth_observation));
                 let (observation, after, correct) =
                     match extract_object(&answer.content, &OUTPUT_KEYS) {
                         Ok(found) => {
@@ -129,7 +139,7 @@ pub fn run(a: SimulateArgs) -> Result<()> {
                                 object.get("config_changes").cloned().unwrap_or(json!([]));
                             let (after, _) = apply(&state, &Delta::from_value(&changes));
                             let correct = strict_feedback(&feedback) == truth_feedback
-                                && after == executed.state_after;
+                                && after == truth_after;
                             (feedback, after, correct)
                         }
                         // An answer that cannot be read changes nothing and is wrong.
