@@ -118,6 +118,7 @@ pub async fn learn(
 pub fn learned_from(package: &EnvPackage, runs: Vec<AuditTrajectory>) -> Learned {
     let tools = package.manifest.tool_names();
     let effects = Effects::learn(&runs)
+        .with_initial_states(package.states.iter().map(|(_, state)| state))
         .with_annotations(&package.manifest.effects)
         .with_code(
             &package.code.code,

@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub mod agreement;
+pub mod argument_fields;
 pub mod bias;
 mod drift;
 mod effects;

@@ -131,6 +131,56 @@ impl Exploration {
         out
     }
 
+    /// At most `per_state` whole paths from each initial state, each cut at `steps` calls:
+    /// what needs walks of a given shape (a simulator measured on N walks of M calls). The
+    /// guided strategy spends its budget on paths of its own lengths, so the longest are
+    /// chosen — ties in the order they were made — and none is the beginning of one already
+    /// chosen (it would be the same walk, shorter). A state whose paths are all shorter gives
+    /// shorter walks: the caller reports the steps it got, not the steps it asked for.
+    pub fn longest_paths(self, per_state: usize, steps: usize) -> Vec<TransitionRecord> {
+        let mut out = Vec::new();
+        for package in &self.packages {
+            let paths: Vec<(usize, Vec<&TransitionRecord>)> = (0..package.walks.len())
+                .map(|w| (w, package.path(w)))
+                .collect();
+            let states: std::collections::BTreeSet<usize> =
+                package.walks.iter().map(|w| w.state).collect();
+            for state in states {
+                let mut here: Vec<&(usize, Vec<&TransitionRecord>)> = paths
+                    .iter()
+                    .filter(|(w, _)| package.walks[*w].state == state)
+                    .collect();
+                // Stable: equal lengths stay in the order they were made.
+                here.sort_by_key(|(_, path)| std::cmp::Reverse(path.len().min(steps)));
+                let mut chosen: Vec<Vec<&TransitionRecord>> = Vec::new();
+                for (w, path) in here {
+                    if chosen.len() >= per_state {
+                        break;
+                    }
+                    let cut: Vec<&TransitionRecord> = path.iter().take(steps).copied().collect();
+                    let same = |a: &TransitionRecord, b: &TransitionRecord| {
+                        a.action == b.action && a.observation == b.observation
+                    };
+                    let repeated = chosen.iter().any(|c| {
+                        c.len() >= cut.len() && c.iter().zip(&cut).all(|(a, b)| same(a, b))
+                    });
+                    if repeated {
+                        continue;
+                    }
+                    for (step, record) in cut.iter().enumerate() {
+                        out.push(TransitionRecord {
+                            walk: package.walks[*w].id,
+                            step,
+                            ..(*record).clone()
+                        });
+                    }
+                    chosen.push(cut);
+                }
+            }
+        }
+        out
+    }
+
     /// The coverage reports, in package order.
     pub fn reports(&self) -> Vec<&CoverageReport> {
         self.packages.iter().map(|p| &p.report).collect()

@@ -256,6 +256,41 @@ async fn the_same_plan_gives_the_same_exploration_and_paths_chain() {
             .sum::<usize>()
     );
     assert!(paths.iter().filter(|r| r.step == 0).count() == first.walks.len());
+    // Walks of a given shape: per state, the longest paths cut at the steps asked for, none
+    // the beginning of another chosen.
+    let shaped = envsim_explore::Exploration {
+        packages: vec![first.clone()],
+    }
+    .longest_paths(3, 4);
+    let mut walks: std::collections::BTreeMap<
+        usize,
+        Vec<&envsim_explore::record::TransitionRecord>,
+    > = Default::default();
+    for r in &shaped {
+        walks.entry(r.walk).or_default().push(r);
+    }
+    assert_eq!(walks.len(), 3);
+    let longest = (0..first.walks.len())
+        .map(|w| first.path(w).len().min(4))
+        .max()
+        .unwrap();
+    assert_eq!(longest, 4, "the exploration holds paths of 4 calls or more");
+    for (w, walk) in &walks {
+        assert_eq!(walk.len(), 4, "walk {w}");
+        let path = first.path(first.walks.iter().position(|x| x.id == *w).unwrap());
+        for (k, r) in walk.iter().enumerate() {
+            assert_eq!(
+                (r.step, &r.action),
+                (k, &path[k].action),
+                "walk {w} step {k}"
+            );
+        }
+    }
+    let actions: std::collections::BTreeSet<Vec<String>> = walks
+        .values()
+        .map(|w| w.iter().map(|r| r.action.to_string()).collect())
+        .collect();
+    assert_eq!(actions.len(), 3, "no walk chosen twice");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -233,6 +233,11 @@ pub fn walk_transitions(
     explore(packages, walk.plan(seed, true), walk.workers)
 }
 
+/// How many times the calls of the walks asked for an exploration spends when walks of a
+/// given shape are chosen from its paths ([`envsim_explore::Exploration::longest_paths`]):
+/// guided paths have lengths of their own, and a larger pool holds long ones.
+pub const PATH_POOL: usize = 4;
+
 /// Walks of `steps` calls per initial state, as `bench build` explores.
 pub fn walk_args(walks: usize, steps: usize, workers: usize) -> WalkArgs {
     WalkArgs {

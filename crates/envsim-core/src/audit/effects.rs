@@ -289,6 +289,9 @@ pub struct Effects {
     /// Every field name of every tool's successful responses, what judges the answers of a
     /// tool whose own shape is not known ([`Vocabulary`]).
     vocabulary: Vocabulary,
+    /// Per type, the ids of every initial state of the package, and how many states there
+    /// are: what a trajectory that names none of them is held to ([`Effects::with_initial_states`]).
+    initial_ids: Option<(usize, BTreeMap<String, BTreeSet<String>>)>,
 }
 
 /// The field names of an environment's successful responses, across its tools: how often
@@ -727,6 +730,7 @@ impl Effects {
         }
         Effects {
             vocabulary,
+            initial_ids: None,
             successes: seen
                 .iter()
                 .map(|(tool, s)| (tool.clone(), s.successes))
@@ -839,6 +843,29 @@ impl Effects {
         match self.writes.get(tool) {
             Some(writes) => std::borrow::Cow::Borrowed(writes),
             None => std::borrow::Cow::Owned(implied::Writes::guess(tool)),
+        }
+    }
+
+    /// Adds the package's initial states: a trajectory that names none of them (calls only) is
+    /// held to all of them — a record whose id is in none, that nothing in it created, is a
+    /// phantom. Without states nothing changes.
+    pub fn with_initial_states<'a>(
+        mut self,
+        states: impl IntoIterator<Item = &'a Value>,
+    ) -> Effects {
+        let states: Vec<&Value> = states.into_iter().collect();
+        if !states.is_empty() {
+            self.initial_ids = Some((states.len(), implied::initial_ids(states)));
+        }
+        self
+    }
+
+    /// What a trajectory that names no initial state starts from: the ids of every initial
+    /// state of the package, when these effects know them.
+    pub fn any_initial_state(&self) -> implied::ImpliedState {
+        match &self.initial_ids {
+            Some((states, ids)) => implied::ImpliedState::from_any_initial(ids, *states),
+            None => implied::ImpliedState::default(),
         }
     }
 

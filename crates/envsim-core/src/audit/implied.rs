@@ -137,6 +137,12 @@ pub struct Writes {
     pub changes_seen: usize,
     /// Per field it sets (from an argument or to a constant), how many successes showed it.
     pub write_evidence: BTreeMap<String, usize>,
+    /// A listing's arguments: the field of the listed records each selects on (argument →
+    /// field; [`super::argument_fields`]).
+    pub filters: BTreeMap<String, String>,
+    /// A creation's arguments: the field of the created record each is stored in (field →
+    /// argument).
+    pub created_from: BTreeMap<String, String>,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -154,6 +160,8 @@ impl Default for Writes {
             reported_differs: BTreeSet::new(),
             changes_seen: 0,
             write_evidence: BTreeMap::new(),
+            filters: BTreeMap::new(),
+            created_from: BTreeMap::new(),
             source: EffectSource::Guessed,
         }
     }
@@ -520,10 +528,14 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             before_state = after_state;
         }
     }
+    let mut argument_fields = super::argument_fields::learn(trajectories);
     seen.into_iter()
         .map(|(tool, s)| {
+            let fields = argument_fields.remove(&tool).unwrap_or_default();
             let mut writes = Writes {
                 source: EffectSource::Observed,
+                filters: fields.filters,
+                created_from: fields.created_from,
                 ..Writes::default()
             };
             let target = s
@@ -677,6 +689,62 @@ pub enum Existence {
     Missing(usize),
 }
 
+/// What made the ids of a type known complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompleteSource {
+    /// The complete (unfiltered) listing of this step.
+    Listing(usize),
+    /// The trajectory's initial state.
+    Initial,
+    /// Every initial state of the package (this many), the trajectory naming none.
+    AnyInitial(usize),
+}
+
+impl CompleteSource {
+    /// The step, when a step's listing made them known.
+    pub fn step(self) -> Option<usize> {
+        match self {
+            CompleteSource::Listing(j) => Some(j),
+            CompleteSource::Initial | CompleteSource::AnyInitial(_) => None,
+        }
+    }
+
+    /// The clause an explanation says of an id it did not hold (`which the initial state did
+    /// not hold`).
+    pub fn not_held(self) -> String {
+        match self {
+            CompleteSource::Listing(j) => {
+                format!("which the complete listing of step {j} did not hold")
+            }
+            CompleteSource::Initial => "which the initial state did not hold".to_owned(),
+            CompleteSource::AnyInitial(1) => {
+                "which the package's initial state does not hold".to_owned()
+            }
+            CompleteSource::AnyInitial(n) => {
+                format!("which none of the package's {n} initial states holds")
+            }
+        }
+    }
+}
+
+/// Per type (the singular noun of its collection, as the calls name it), the ids of every
+/// record in any of `states`: what a trajectory that names no state is held to.
+pub fn initial_ids<'a>(
+    states: impl IntoIterator<Item = &'a Value>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for state in states {
+        for (collection, id) in resources(state).into_keys() {
+            if !collection.contains('*') {
+                out.entry(super::observed::singular(&collection))
+                    .or_default()
+                    .insert(id);
+            }
+        }
+    }
+    out
+}
+
 /// A value a change replaced: what a field held before a successful change moved it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replaced {
@@ -699,9 +767,9 @@ pub struct ImpliedState {
     /// Values successful changes replaced, per resource and field, until something moves
     /// the field again.
     pub replaced: HashMap<Key, BTreeMap<String, Replaced>>,
-    /// Per type: the ids a complete listing (or the initial state) held, and the step of it
-    /// (`None`: the initial state); creates add to it, deletes take from it.
-    pub complete: HashMap<String, (Option<usize>, BTreeSet<String>)>,
+    /// Per type: the ids a complete listing (or the initial state) held, and what made them
+    /// known; creates add to it, deletes take from it.
+    pub complete: HashMap<String, (CompleteSource, BTreeSet<String>)>,
     /// The last successful change not pinned to one resource.
     pub last_untargeted_change: Option<usize>,
     /// Per type, the last step that deleted one of its resources.
@@ -740,9 +808,24 @@ impl ImpliedState {
             }
             out.complete
                 .entry(noun)
-                .or_insert_with(|| (None, BTreeSet::new()))
+                .or_insert_with(|| (CompleteSource::Initial, BTreeSet::new()))
                 .1
                 .insert(id);
+        }
+        out
+    }
+
+    /// What a trajectory that names none of its package's initial states starts from: per
+    /// type, the ids of every one of them (`ids`, [`initial_ids`]) — a record of that type in
+    /// none of them, that nothing in the trajectory created, is a phantom. Nothing is known of
+    /// fields or of which records exist.
+    pub fn from_any_initial(ids: &BTreeMap<String, BTreeSet<String>>, states: usize) -> Self {
+        let mut out = ImpliedState::default();
+        for (noun, ids) in ids {
+            out.complete.insert(
+                noun.clone(),
+                (CompleteSource::AnyInitial(states), ids.clone()),
+            );
         }
         out
     }
@@ -797,10 +880,16 @@ impl ImpliedState {
     }
 
     /// Whether `key` is expected in a listing of its type made with `arguments` at this point:
-    /// it was created in this trajectory, every argument is a field of it with the same known
+    /// it was created in this trajectory, every argument is a field of it — the field it was
+    /// learned to select on (`filters`), else the field of its name — with the same known
     /// value, and nothing since its creation could have removed it (a delete of its type, a
     /// change of unknown reach). Returns the step it was created at.
-    pub fn expected_in_listing(&self, key: &Key, arguments: &Map<String, Value>) -> Option<usize> {
+    pub fn expected_in_listing(
+        &self,
+        key: &Key,
+        arguments: &Map<String, Value>,
+        filters: &BTreeMap<String, String>,
+    ) -> Option<usize> {
         let Existence::Exists(Some(created)) = self.existence.get(key)? else {
             return None;
         };
@@ -811,12 +900,14 @@ impl ImpliedState {
         }
         let facts = self.fields.get(key);
         let born = self.created_with.get(key);
-        let matches = arguments
-            .iter()
-            .all(|(name, value)| match facts.and_then(|f| f.get(name)) {
+        let matches = arguments.iter().all(|(argument, value)| {
+            // The field the argument was learned to select on, else the field it names.
+            let name = filters.get(argument).unwrap_or(argument);
+            match facts.and_then(|f| f.get(name)) {
                 Some(fact) => &fact.value == value,
                 None => born.and_then(|b| b.get(name)) == Some(value),
-            });
+            }
+        });
         matches.then_some(*created)
     }
 }
@@ -1100,7 +1191,7 @@ mod tests {
         assert!(!state.fields[&key].contains_key("tags"));
         assert_eq!(
             state.complete["ticket"],
-            (None, BTreeSet::from(["T1".to_owned()]))
+            (CompleteSource::Initial, BTreeSet::from(["T1".to_owned()]))
         );
     }
 }

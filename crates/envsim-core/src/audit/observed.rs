@@ -333,7 +333,10 @@ pub fn audit_calls(
     initial: Option<&Value>,
 ) -> TrajectoryAudit {
     let mut h = CallsHistory {
-        st: initial.map(ImpliedState::from_initial).unwrap_or_default(),
+        st: match initial {
+            Some(state) => ImpliedState::from_initial(state),
+            None => effects.any_initial_state(),
+        },
         listings: HashMap::new(),
         calls: HashMap::new(),
         reads: HashMap::new(),
@@ -1040,6 +1043,198 @@ mod tests {
             list("ann", &[]),
         ];
         assert_eq!(found(&deleted), []);
+    }
+
+    /// Executed walks of an issue tracker whose search takes `project_key` for the issues'
+    /// `project` and whose creation stores `project_key` there without answering it.
+    fn tracker_walks() -> Vec<super::super::AuditTrajectory> {
+        use std::sync::Arc;
+        let s0 = json!({"issues": {
+            "I1": {"issue_id": "I1", "project": "OPS", "title": "disk"},
+            "I2": {"issue_id": "I2", "project": "OPS", "title": "cpu"},
+            "I3": {"issue_id": "I3", "project": "WEB", "title": "css"},
+            "I4": {"issue_id": "I4", "project": "WEB", "title": "js"}}});
+        let mut s1 = s0.clone();
+        s1["issues"]["I5"] = json!({"issue_id": "I5", "project": "OPS", "title": "net"});
+        let mut s2 = s1.clone();
+        s2["issues"]["I6"] = json!({"issue_id": "I6", "project": "WEB", "title": "font"});
+        let listing = |ids: &[&str], state: &Value| -> Value {
+            let items: Vec<Value> = ids.iter().map(|i| state["issues"][*i].clone()).collect();
+            json!({"issues": items})
+        };
+        let step =
+            |tool: &str, args: Value, observation: Value, after: &Value| super::super::AuditStep {
+                tool: tool.into(),
+                arguments: args.as_object().cloned().unwrap(),
+                observation,
+                success: Some(true),
+                state_after: Arc::new(after.clone()),
+            };
+        vec![super::super::AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS"}),
+                    listing(&["I1", "I2"], &s0),
+                    &s0,
+                ),
+                step(
+                    "search_issues",
+                    json!({"project_key": "WEB"}),
+                    listing(&["I3", "I4"], &s0),
+                    &s0,
+                ),
+                step(
+                    "create_issue",
+                    json!({"project_key": "OPS", "title": "net"}),
+                    json!({"issue_id": "I5", "title": "net"}),
+                    &s1,
+                ),
+                step(
+                    "create_issue",
+                    json!({"project_key": "WEB", "title": "font"}),
+                    json!({"issue_id": "I6", "title": "font"}),
+                    &s2,
+                ),
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS"}),
+                    listing(&["I1", "I2", "I5"], &s2),
+                    &s2,
+                ),
+            ],
+        }]
+    }
+
+    #[test]
+    fn a_filtered_listing_holds_what_was_created_under_its_filter() {
+        let fx = Effects::learn(&tracker_walks());
+        assert_eq!(
+            fx.writes_of("search_issues").filters,
+            std::collections::BTreeMap::from([("project_key".to_owned(), "project".to_owned())])
+        );
+        let created = (
+            "create_issue",
+            json!({"project_key": "OPS", "title": "dns"}),
+            json!({"issue_id": "I9", "title": "dns"}),
+        );
+        let search = |ids: &[&str]| {
+            let items: Vec<Value> = ids
+                .iter()
+                .map(|i| json!({"issue_id": i, "project": "OPS"}))
+                .collect();
+            (
+                "search_issues",
+                json!({"project_key": "OPS"}),
+                json!({"issues": items}),
+            )
+        };
+        let omitted = t(&[created.clone(), search(&["I1", "I2"])]);
+        let report = audit_calls(&omitted, &fx, None);
+        let seen: Vec<_> = report
+            .violations
+            .iter()
+            .map(|v| {
+                (
+                    v.step,
+                    v.kind.name(),
+                    v.resource.clone(),
+                    v.conflicting_step,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [(1, "list_inconsistent", Some("issue/I9".to_owned()), Some(0))]
+        );
+        // Listed: nothing to say; another project's search: not expected there.
+        assert_eq!(
+            audit_calls(
+                &t(&[created.clone(), search(&["I1", "I2", "I9"])]),
+                &fx,
+                None
+            )
+            .violations,
+            []
+        );
+        let web = (
+            "search_issues",
+            json!({"project_key": "WEB"}),
+            json!({"issues": [{"issue_id": "I3", "project": "WEB"}]}),
+        );
+        assert_eq!(
+            audit_calls(&t(&[created.clone(), web]), &fx, None).violations,
+            []
+        );
+        // Without what the walks taught, `project_key` is no field of an issue: no claim.
+        assert_eq!(
+            audit_calls(&omitted, &Effects::default(), None).violations,
+            []
+        );
+    }
+
+    #[test]
+    fn a_record_in_no_initial_state_of_the_package_is_a_phantom() {
+        let states = [
+            json!({"issues": {"I1": {"title": "disk"}, "I2": {"title": "cpu"}}}),
+            json!({"issues": {"I3": {"title": "css"}}}),
+        ];
+        let fx = Effects::default().with_initial_states(&states);
+        let get = |id: &str| {
+            (
+                "get_issue",
+                json!({"issue_id": id}),
+                json!({"issue_id": id}),
+            )
+        };
+        let steps = [
+            get("I3"),
+            get("I9"),
+            (
+                "create_issue",
+                json!({"title": "new"}),
+                json!({"issue_id": "I10", "title": "new"}),
+            ),
+            get("I10"),
+        ];
+        let report = audit_calls(&t(&steps), &fx, None);
+        let seen: Vec<_> = report
+            .violations
+            .iter()
+            .map(|v| {
+                (
+                    v.step,
+                    v.kind.name(),
+                    v.resource.clone(),
+                    v.explanation.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [(
+                1,
+                "phantom_id",
+                Some("issue/I9".to_owned()),
+                "get_issue succeeds on issue/I9, which none of the package's 2 initial states holds; nothing created it since".to_owned()
+            )]
+        );
+        // Without the package's states nothing is known to be missing; with the trajectory's
+        // own state the claim is the narrower one.
+        assert_eq!(
+            audit_calls(&t(&steps), &Effects::default(), None).violations,
+            []
+        );
+        let own = audit_calls(&t(&steps), &fx, Some(&states[1]));
+        assert_eq!(
+            own.violations
+                .iter()
+                .map(|v| (v.step, v.kind.name()))
+                .collect::<Vec<_>>(),
+            [(1, "phantom_id")]
+        );
     }
 
     fn truth() -> super::super::AuditTrajectory {

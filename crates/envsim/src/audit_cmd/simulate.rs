@@ -97,10 +97,12 @@ pub fn run(a: SimulateArgs) -> Result<()> {
         let effects = crate::context::learn(&package, 10, 16, 2, a.seed.wrapping_add(1))?.effects;
         let walks = crate::context::explore(
             vec![package.clone()],
-            crate::context::walk_args(a.walks, a.steps, 2).plan(a.seed, false),
+            // Exploration makes paths of its own lengths: a larger budget, then the longest.
+            crate::context::walk_args(a.walks * crate::context::PATH_POOL, a.steps, 2)
+                .plan(a.seed, false),
             2,
         )?
-        .into_paths();
+        .longest_paths(a.walks, a.steps);
         for truth in trajectories_from_walks(&walks).into_values().flatten() {
             let clock = package.clock(0).seconds;
             let mut state = (*truth.initial_state).clone();

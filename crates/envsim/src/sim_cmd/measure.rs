@@ -114,10 +114,12 @@ pub fn run(a: MeasureArgs) -> Result<()> {
         let env = Arc::new(if a.no_code { env.without_code() } else { env });
         let walks = crate::context::explore(
             vec![package.clone()],
-            crate::context::walk_args(a.walks, a.steps, 2).plan(a.seed, false),
+            // Exploration makes paths of its own lengths: a larger budget, then the longest.
+            crate::context::walk_args(a.walks * crate::context::PATH_POOL, a.steps, 2)
+                .plan(a.seed, false),
             2,
         )?
-        .into_paths();
+        .longest_paths(a.walks, a.steps);
         let runs: Vec<_> = trajectories_from_walks(&walks)
             .into_values()
             .flatten()

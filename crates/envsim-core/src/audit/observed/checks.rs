@@ -3,6 +3,8 @@
 //! them in order and then learns what a success makes known.
 
 use super::*;
+use crate::audit::implied::CompleteSource;
+use std::collections::BTreeMap;
 
 /// What the calls so far imply, and what the checks remember of them.
 pub(super) struct CallsHistory {
@@ -194,19 +196,20 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             }
             Some(Existence::Exists(_)) => c.out.checked += 1,
             _ => {
-                if let Some((j, ids)) = st.complete.get(&key.0) {
+                if let Some((source, ids)) = st.complete.get(&key.0) {
                     c.out.checked += 1;
                     if c.role != Role::Create && !ids.contains(&key.1) {
-                        let source = match j {
-                            Some(j) => format!("the complete listing of step {j}"),
-                            None => "the initial state".to_owned(),
-                        };
-                        let explanation = format!("{} succeeds on {}, which {source} did not hold; nothing created it since", c.step.tool, show(key));
+                        let explanation = format!(
+                            "{} succeeds on {}, {}; nothing created it since",
+                            c.step.tool,
+                            show(key),
+                            source.not_held()
+                        );
                         c.out.flag(
                             ViolationKind::PhantomId,
                             Some(key),
                             Some(arg.clone()),
-                            *j,
+                            source.step(),
                             explanation,
                         );
                     }
@@ -308,20 +311,22 @@ pub(super) fn returned_records(
         // showed since: a phantom.
         let named_here = c.names.iter().any(|(_, n)| n == key);
         if !named_here && !st.existence.contains_key(key) {
-            if let Some((j, ids)) = st.complete.get(&key.0) {
+            if let Some((source, ids)) = st.complete.get(&key.0) {
                 c.out.checked += 1;
                 if !ids.contains(&key.1) {
-                    let source = match j {
-                        Some(j) => format!("the complete listing of step {j}"),
-                        None => "the initial state".to_owned(),
-                    };
                     let explanation = format!(
-                        "{} returns {}, which {source} did not hold; nothing created it since",
+                        "{} returns {}, {}; nothing created it since",
                         c.step.tool,
-                        show(key)
+                        show(key),
+                        source.not_held()
                     );
-                    c.out
-                        .flag(ViolationKind::PhantomId, Some(key), None, *j, explanation);
+                    c.out.flag(
+                        ViolationKind::PhantomId,
+                        Some(key),
+                        None,
+                        source.step(),
+                        explanation,
+                    );
                 }
             }
         }
@@ -488,7 +493,10 @@ pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &F
         .existence
         .keys()
         .filter(|key| key.0 == *noun && !listed.contains(&key.1))
-        .filter_map(|key| Some((key, st.expected_in_listing(key, &c.step.arguments)?)))
+        .filter_map(|key| {
+            let created = st.expected_in_listing(key, &c.step.arguments, &c.writes.filters)?;
+            Some((key, created))
+        })
         .filter(|(key, _)| {
             h.changed.get(*key).is_none_or(|(changed_at, _)| {
                 matches!(st.existence.get(*key), Some(Existence::Exists(Some(e))) if e > changed_at)
@@ -512,7 +520,7 @@ pub(super) fn listing(c: &mut CallCheck<'_, '_>, h: &mut CallsHistory, found: &F
     }
     if c.step.arguments.is_empty() {
         h.st.complete
-            .insert(noun.clone(), (Some(c.k), listed.clone()));
+            .insert(noun.clone(), (CompleteSource::Listing(c.k), listed.clone()));
     }
     h.listings.insert(c.signature.clone(), (c.k, listed));
 }
@@ -552,11 +560,20 @@ pub(super) fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: 
             }
             for (key, record, in_array) in found {
                 if !in_array {
-                    let scalars = record
+                    let mut scalars: BTreeMap<String, Value> = record
                         .iter()
                         .filter(|(_, v)| !v.is_object() && !v.is_array())
                         .map(|(f, v)| (f.clone(), v.clone()))
                         .collect();
+                    // What the walks showed the creation stores from its arguments, where the
+                    // answer did not say it.
+                    for (field, argument) in &c.writes.created_from {
+                        if let Some(value) = c.step.arguments.get(argument) {
+                            scalars
+                                .entry(field.clone())
+                                .or_insert_with(|| value.clone());
+                        }
+                    }
                     st.created_with.insert(key.clone(), scalars);
                 }
             }
