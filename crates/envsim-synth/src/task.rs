@@ -249,9 +249,22 @@ pub fn classify(run: &AuditTrajectory) -> TaskFamily {
 }
 
 /// A walk's tasks: the whole walk and its prefixes of 3 and 6 calls (shorter plans are often
-/// of another family, which gives the mix more to choose from). Ids are
-/// `<env>/walk-<state>-<walk>-<calls>`.
+/// of another family, which gives the mix more to choose from); and the same of the walk
+/// without its refused calls that changed nothing, when it has some (ids end `-ok-N`).
+/// Explored walks hold deliberately invalid calls and the refusals the explorer then met, so
+/// nearly every one reads as an error path or more: without its harmless refusals it is what
+/// an agent that makes no mistakes would do, and the ordinary tasks come from there. Ids are
+/// `<env>/walk-<state stem>-<walk>-<calls>`.
 pub fn walk_tasks(env: &str, state: &str, walk: &str, run: &AuditTrajectory) -> Vec<Task> {
+    let mut out = prefix_tasks(env, state, walk, run);
+    if let Some(clean) = without_harmless_refusals(run) {
+        out.extend(prefix_tasks(env, state, &format!("{walk}-ok"), &clean));
+    }
+    out
+}
+
+/// The walk's prefixes of 3 and 6 calls and the whole walk, as tasks.
+fn prefix_tasks(env: &str, state: &str, walk: &str, run: &AuditTrajectory) -> Vec<Task> {
     let mut lengths: Vec<usize> = [3, 6]
         .into_iter()
         .filter(|&n| n < run.steps.len())
@@ -270,6 +283,25 @@ pub fn walk_tasks(env: &str, state: &str, walk: &str, run: &AuditTrajectory) -> 
             walk_task(env, state, format!("{env}/walk-{stem}-{walk}-{n}"), &prefix)
         })
         .collect()
+}
+
+/// The walk without the failed calls that left the state as it was (each remaining call still
+/// starts from the state the one before it left), or `None` when it has none or nothing else.
+fn without_harmless_refusals(run: &AuditTrajectory) -> Option<AuditTrajectory> {
+    let mut before = run.initial_state.as_ref();
+    let mut kept = Vec::new();
+    for step in &run.steps {
+        let harmless = step.success == Some(false) && step.state_after.as_ref() == before;
+        if !harmless {
+            kept.push(step.clone());
+        }
+        before = step.state_after.as_ref();
+    }
+    (kept.len() < run.steps.len() && !kept.is_empty()).then(|| AuditTrajectory {
+        id: run.id.clone(),
+        initial_state: std::sync::Arc::clone(&run.initial_state),
+        steps: kept,
+    })
 }
 
 /// A walk as a task: its calls become the plan, and the instruction lists them.
@@ -702,8 +734,41 @@ mod tests {
         assert!(tasks[0]
             .instruction
             .contains("1. add_note()\n2. add_note()\n3. add_note()"));
-        let reads = run(s0.clone(), vec![step("get_order", true, s0)]);
+        let reads = run(s0.clone(), vec![step("get_order", true, s0.clone())]);
         assert_eq!(classify(&reads), TaskFamily::Ordinary);
+        // A refusal that changed nothing is left out of a second version of the walk: the
+        // error path becomes an ordinary task; a refusal that changed the state stays (above).
+        let s1 = json!({"orders": {"O1": {"status": "paid"}}, "carts": {"C1": {"n": 0}}});
+        let refused = run(
+            s0.clone(),
+            vec![
+                step("pay", true, s1.clone()),
+                step("ship", false, s1.clone()),
+                step("get_order", true, s1),
+            ],
+        );
+        let tasks = walk_tasks("shop", "s.json", "2", &refused);
+        let seen: Vec<(&str, TaskFamily, usize)> = tasks
+            .iter()
+            .map(|t| (t.id.as_str(), t.family, t.plan.len()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("shop/walk-s-2-3", TaskFamily::ErrorPath, 3),
+                ("shop/walk-s-2-ok-2", TaskFamily::Ordinary, 2)
+            ]
+        );
+        assert_eq!(
+            tasks[1]
+                .plan
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>(),
+            ["pay", "get_order"]
+        );
+        let only_refused = run(s0.clone(), vec![step("ship", false, s0)]);
+        assert_eq!(walk_tasks("shop", "s.json", "3", &only_refused).len(), 1);
     }
 
     fn task(id: &str, family: TaskFamily, tools: &[&str], text: &str) -> Task {

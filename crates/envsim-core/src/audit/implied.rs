@@ -900,13 +900,20 @@ impl ImpliedState {
         }
         let facts = self.fields.get(key);
         let born = self.created_with.get(key);
+        let known = |name: &str| {
+            facts
+                .and_then(|f| f.get(name))
+                .map(|fact| &fact.value)
+                .or_else(|| born.and_then(|b| b.get(name)))
+        };
         let matches = arguments.iter().all(|(argument, value)| {
-            // The field the argument was learned to select on, else the field it names.
-            let name = filters.get(argument).unwrap_or(argument);
-            match facts.and_then(|f| f.get(name)) {
-                Some(fact) => &fact.value == value,
-                None => born.and_then(|b| b.get(name)) == Some(value),
-            }
+            // The field the argument was learned to select on where the record's value of it
+            // is known, else the field it names.
+            let held = filters
+                .get(argument)
+                .and_then(|field| known(field))
+                .or_else(|| known(argument));
+            held == Some(value)
         });
         matches.then_some(*created)
     }
