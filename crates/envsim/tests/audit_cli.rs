@@ -1319,3 +1319,88 @@ fn validation_plants_faults_in_workflows_someone_else_wrote() {
         "{err}"
     );
 }
+
+/// A value as Python writes it (`repr`): what agent transcripts hold as tool answers.
+fn python_literal(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => {
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('\'', "\\'")
+                .replace('\n', "\\n");
+            format!("'{escaped}'")
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(python_literal).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Value::Object(map) => {
+            let inner: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("'{k}': {}", python_literal(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+    }
+}
+
+/// Issue 40's canonical stale read, on the bundled email client and without states: a draft
+/// updated through `update_draft(draft_id, subject)` answers success with `changed:
+/// ['subject']`, and the next `open_message` of it shows the old subject. Caught at that read,
+/// against the update; the transcript with the new subject is clean.
+#[test]
+fn a_draft_read_back_with_its_old_subject_is_a_stale_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs/email_client");
+    let package = dir.path().join("email_client");
+    std::fs::create_dir_all(package.join("states")).unwrap();
+    for file in ["manifest.json", "env.py", "tests.json"] {
+        std::fs::copy(corpus.join(file), package.join(file)).unwrap();
+    }
+    for entry in std::fs::read_dir(corpus.join("states")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            package.join("states").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(corpus.join("states/00_small.json")).unwrap(),
+    )
+    .unwrap();
+    let mut draft = state["messages"]["msg-5005"].clone();
+    assert_eq!(draft["is_draft"], true, "the small state's draft");
+    draft["message_id"] = json!("msg-5005");
+    let open = |subject: &str| {
+        let mut data = draft.clone();
+        data["subject"] = json!(subject);
+        json!({"action": {"name": "open_message", "arguments": {"message_id": "msg-5005"}},
+               "observation": python_literal(&json!({"success": true, "data": data, "marked_read": false}))})
+    };
+    let update = json!({"action": {"name": "update_draft", "arguments": {"draft_id": "msg-5005", "subject": "Q3 supplier review"}},
+        "observation": python_literal(&json!({"success": true, "message": "Draft msg-5005 updated", "changed": ["subject"]}))});
+    let old = draft["subject"].as_str().unwrap().to_owned();
+    let records = [
+        json!({"id": "stale", "env": "email_client", "steps": [open(&old), update.clone(), open(&old)]}),
+        json!({"id": "clean", "env": "email_client", "steps": [open(&old), update, open("Q3 supplier review")]}),
+    ];
+    let (summary, violations) = audit_records(dir.path(), &records, &[]);
+    assert_eq!(summary["trajectories"], 2);
+    // Records are named by their line: the stale one is line 1.
+    let found: Vec<(u64, u64, &str, u64)> = violations
+        .iter()
+        .map(|v| {
+            (
+                v["line"].as_u64().unwrap(),
+                v["step"].as_u64().unwrap(),
+                v["kind"].as_str().unwrap(),
+                v["conflicting_step"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .collect();
+    assert_eq!(found, [(1, 2, "stale_read", 1)], "{violations:?}");
+}

@@ -88,6 +88,10 @@ pub struct ToolEffects {
     /// `tickets` only at `self.tickets[ticket_id]` cannot make a ticket its arguments do not
     /// name).
     pub reach: Option<CodeReach>,
+    /// Its successes were seen often enough ([`MIN_EVIDENCE`]) and none created anything: what
+    /// its name suggests it may create stays allowed, but its calls are changes, not creations
+    /// (`open_message` marks a message read; the message it answers is no new one).
+    pub never_seen_creating: bool,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -200,6 +204,7 @@ impl ToolEffects {
             keeps: (!read_only && !creates && !deletes).then(BTreeSet::new),
             created_named_by: None,
             reach: None,
+            never_seen_creating: false,
             source: EffectSource::Guessed,
         }
     }
@@ -235,6 +240,7 @@ impl ToolEffects {
             keeps: None,
             created_named_by: None,
             reach: None,
+            never_seen_creating: false,
             source: EffectSource::Annotated,
         }
     }
@@ -744,6 +750,7 @@ impl Effects {
                     // Claims need evidence: what was never seen falls back to the name's guess,
                     // and the types the name suggests are added to those seen.
                     let guess = ToolEffects::guess(&tool);
+                    let never_seen_creating = s.successes >= MIN_EVIDENCE && s.creates.is_empty();
                     let mut creates = s.creates;
                     creates.extend(guess.creates.iter().cloned());
                     let mut deletes = s.deletes;
@@ -783,6 +790,7 @@ impl Effects {
                         } else {
                             s.max_created
                         },
+                        never_seen_creating,
                         source: EffectSource::Observed,
                     };
                     (tool, effects)

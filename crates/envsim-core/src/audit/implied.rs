@@ -137,6 +137,9 @@ pub struct Writes {
     pub changes_seen: usize,
     /// Per field it sets (from an argument or to a constant), how many successes showed it.
     pub write_evidence: BTreeMap<String, usize>,
+    /// Every field of its target any of its successes changed, rule or not: what its answer
+    /// may show otherwise than known before.
+    pub touches: BTreeSet<String>,
     /// A listing's arguments: the field of the listed records each selects on (argument →
     /// field; [`super::argument_fields`]).
     pub filters: BTreeMap<String, String>,
@@ -160,6 +163,7 @@ impl Default for Writes {
             reported_differs: BTreeSet::new(),
             changes_seen: 0,
             write_evidence: BTreeMap::new(),
+            touches: BTreeSet::new(),
             filters: BTreeMap::new(),
             created_from: BTreeMap::new(),
             source: EffectSource::Guessed,
@@ -552,6 +556,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             writes.only_target = target.is_some() && !s.off_target && s.changed >= 2;
             writes.changes_seen = s.changed;
             writes.reported_differs = s.reported_differs;
+            writes.touches = s.fields.keys().cloned().collect();
             writes.target = target;
             if writes.target.is_some() {
                 for (field, f) in &s.fields {

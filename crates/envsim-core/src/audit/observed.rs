@@ -304,7 +304,7 @@ pub fn role(fx: &ToolEffects) -> Role {
         && fx.creates.is_empty()
     {
         Role::Delete
-    } else if !fx.creates.is_empty() && fx.deletes.is_empty() {
+    } else if !fx.creates.is_empty() && fx.deletes.is_empty() && !fx.never_seen_creating {
         Role::Create
     } else {
         Role::Change
@@ -1171,6 +1171,89 @@ mod tests {
         // Without what the walks taught, `project_key` is no field of an issue: no claim.
         assert_eq!(
             audit_calls(&omitted, &Effects::default(), None).violations,
+            []
+        );
+    }
+
+    /// The issue's canonical stale read: a draft updated through `draft_id` is a message, and
+    /// the next `open_message` of it — a change, since it marks the message read — shows the
+    /// subject the update replaced, a field the walks never saw `open_message` write.
+    #[test]
+    fn an_update_through_another_noun_is_held_against_the_next_read() {
+        use std::sync::Arc;
+        let message = |subject: &str, read: bool| json!({"subject": subject, "read": read});
+        let s0 = json!({"messages": {
+            "m1": message("a", false), "m2": message("c", false), "m3": message("e", false)}});
+        let mut walk = Vec::new();
+        let mut state = s0.clone();
+        for (id, subject) in [("m1", "b"), ("m2", "d")] {
+            state["messages"][id]["subject"] = json!(subject);
+            walk.push(super::super::AuditStep {
+                tool: "update_draft".into(),
+                arguments: json!({"draft_id": id, "subject": subject})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+                observation: json!({"success": true, "changed": ["subject"]}),
+                success: Some(true),
+                state_after: Arc::new(state.clone()),
+            });
+        }
+        for id in ["m1", "m2", "m3"] {
+            state["messages"][id]["read"] = json!(true);
+            let mut data = state["messages"][id].clone();
+            data["message_id"] = json!(id);
+            walk.push(super::super::AuditStep {
+                tool: "open_message".into(),
+                arguments: json!({"message_id": id}).as_object().cloned().unwrap(),
+                observation: json!({"success": true, "data": data}),
+                success: Some(true),
+                state_after: Arc::new(state.clone()),
+            });
+        }
+        let fx = Effects::learn(&[super::super::AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: walk,
+        }]);
+        assert_eq!(
+            fx.writes_of("open_message").touches,
+            BTreeSet::from(["read".to_owned()])
+        );
+        let open = |subject: &str| {
+            (
+                "open_message",
+                json!({"message_id": "m1"}),
+                json!({"success": true, "data": {"message_id": "m1", "subject": subject, "read": true}}),
+            )
+        };
+        let update = (
+            "update_draft",
+            json!({"draft_id": "m1", "subject": "z"}),
+            json!({"success": true, "changed": ["subject"]}),
+        );
+        let stale = t(&[open("a"), update.clone(), open("a")]);
+        let seen: Vec<_> = audit_calls(&stale, &fx, None)
+            .violations
+            .into_iter()
+            .map(|v| (v.step, v.kind.name(), v.resource, v.conflicting_step))
+            .collect();
+        assert_eq!(
+            seen,
+            [(2, "stale_read", Some("message/m1".to_owned()), Some(1))]
+        );
+        assert_eq!(
+            audit_calls(&t(&[open("a"), update, open("z")]), &fx, None).violations,
+            []
+        );
+        // What the change writes may differ: a message read again is no stale read.
+        let unread = (
+            "open_message",
+            json!({"message_id": "m1"}),
+            json!({"success": true, "data": {"message_id": "m1", "subject": "a", "read": false}}),
+        );
+        assert_eq!(
+            audit_calls(&t(&[unread, open("a")]), &fx, None).violations,
             []
         );
     }

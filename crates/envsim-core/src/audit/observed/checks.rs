@@ -82,11 +82,18 @@ impl<'t, 'e> CallCheck<'t, 'e> {
         let noun = tool_noun(&step.tool);
         let names = named(&noun, &step.arguments);
         let writes = effects.writes_of(&step.tool);
+        // The record the walks showed the tool changing, typed by the collection they showed it
+        // in: `update_draft(draft_id=…)` changes a message, which reads return as a message.
         let aim: Option<Key> = writes
             .target
             .as_ref()
             .and_then(|t| names.iter().find(|(arg, _)| arg == t))
-            .map(|(_, key)| key.clone())
+            .map(|(_, key)| match &writes.target_collection {
+                Some(collection) if !collection.contains('*') => {
+                    (crate::audit::nouns::singular(collection), key.1.clone())
+                }
+                _ => key.clone(),
+            })
             .or_else(|| target(&noun, &names));
         let signature = format!(
             "{}\u{1}{}",
@@ -274,6 +281,16 @@ pub(super) fn preconditions(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
     }
 }
 
+/// Whether a change's answer holds `key` to what was known of it: the record is the change's
+/// target, and the walks showed what the change writes there (successes that changed it, at
+/// least [`MIN_EVIDENCE`]), so every other field of it is what it was.
+fn holds_unwritten_fields(c: &CallCheck<'_, '_>, key: &Key) -> bool {
+    c.role == Role::Change
+        && c.aim.as_ref() == Some(key)
+        && c.writes.source == EffectSource::Observed
+        && c.writes.changes_seen >= crate::audit::MIN_EVIDENCE
+}
+
 /// Returned records: deleted ones returned, and, for reads, phantoms no complete listing held
 /// and fields against what is known (stale reads, statuses moved back). Returns the records
 /// found stale.
@@ -302,15 +319,17 @@ pub(super) fn returned_records(
                 );
             }
         }
-        // A change's answer shows the state after it; only reads are held to what was known
-        // before.
-        if c.role != Role::Read {
+        // A change's answer shows the state after it: only reads are held to what was known
+        // before — and a change's own target, in the fields the walks never saw it write
+        // (`open_message` marks a message read; the subject it answers is the subject known).
+        let unwritten_only = c.role != Role::Read;
+        if unwritten_only && !holds_unwritten_fields(c, key) {
             continue;
         }
         // A record no complete listing (or the initial state) held, that nothing created or
         // showed since: a phantom.
         let named_here = c.names.iter().any(|(_, n)| n == key);
-        if !named_here && !st.existence.contains_key(key) {
+        if !unwritten_only && !named_here && !st.existence.contains_key(key) {
             if let Some((source, ids)) = st.complete.get(&key.0) {
                 c.out.checked += 1;
                 if !ids.contains(&key.1) {
@@ -334,6 +353,11 @@ pub(super) fn returned_records(
         let moved = st.replaced.get(key);
         for (field, value) in record.iter() {
             if value.is_object() || value.is_array() {
+                continue;
+            }
+            if unwritten_only
+                && (c.writes.touches.contains(field) || c.writes.reported_differs.contains(field))
+            {
                 continue;
             }
             let back = moved
