@@ -138,38 +138,36 @@ impl Exploration {
     /// chosen (it would be the same walk, shorter). A state whose paths are all shorter gives
     /// shorter walks: the caller reports the steps it got, not the steps it asked for.
     pub fn longest_paths(self, per_state: usize, steps: usize) -> Vec<TransitionRecord> {
+        let same = |a: &TransitionRecord, b: &TransitionRecord| {
+            a.action == b.action && a.observation == b.observation
+        };
         let mut out = Vec::new();
         for package in &self.packages {
-            let paths: Vec<(usize, Vec<&TransitionRecord>)> = (0..package.walks.len())
-                .map(|w| (w, package.path(w)))
-                .collect();
+            let paths: Vec<Vec<&TransitionRecord>> =
+                (0..package.walks.len()).map(|w| package.path(w)).collect();
             let states: std::collections::BTreeSet<usize> =
                 package.walks.iter().map(|w| w.state).collect();
             for state in states {
-                let mut here: Vec<&(usize, Vec<&TransitionRecord>)> = paths
-                    .iter()
-                    .filter(|(w, _)| package.walks[*w].state == state)
+                let mut here: Vec<usize> = (0..paths.len())
+                    .filter(|w| package.walks[*w].state == state)
                     .collect();
                 // Stable: equal lengths stay in the order they were made.
-                here.sort_by_key(|(_, path)| std::cmp::Reverse(path.len().min(steps)));
-                let mut chosen: Vec<Vec<&TransitionRecord>> = Vec::new();
-                for (w, path) in here {
+                here.sort_by_key(|w| std::cmp::Reverse(paths[*w].len().min(steps)));
+                let mut chosen: Vec<&[&TransitionRecord]> = Vec::new();
+                for w in here {
                     if chosen.len() >= per_state {
                         break;
                     }
-                    let cut: Vec<&TransitionRecord> = path.iter().take(steps).copied().collect();
-                    let same = |a: &TransitionRecord, b: &TransitionRecord| {
-                        a.action == b.action && a.observation == b.observation
-                    };
+                    let cut = &paths[w][..paths[w].len().min(steps)];
                     let repeated = chosen.iter().any(|c| {
-                        c.len() >= cut.len() && c.iter().zip(&cut).all(|(a, b)| same(a, b))
+                        c.len() >= cut.len() && c.iter().zip(cut).all(|(a, b)| same(a, b))
                     });
                     if repeated {
                         continue;
                     }
                     for (step, record) in cut.iter().enumerate() {
                         out.push(TransitionRecord {
-                            walk: package.walks[*w].id,
+                            walk: package.walks[w].id,
                             step,
                             ..(*record).clone()
                         });

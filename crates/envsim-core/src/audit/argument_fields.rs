@@ -94,30 +94,6 @@ fn usable(value: &Value) -> bool {
     }
 }
 
-/// Every scalar text and number an answer holds, as JSON text (what ids it lists).
-fn answer_scalars(observation: &Value, out: &mut BTreeSet<String>, depth: usize) {
-    if depth > 6 {
-        return;
-    }
-    match observation {
-        Value::String(s) => {
-            out.insert(s.clone());
-        }
-        Value::Number(n) => {
-            out.insert(n.to_string());
-        }
-        Value::Array(items) => items.iter().for_each(|i| answer_scalars(i, out, depth + 1)),
-        Value::Object(map) => {
-            for (key, value) in map {
-                // Records keyed by id: the keys are ids too.
-                out.insert(key.clone());
-                answer_scalars(value, out, depth + 1);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// A listing that changed nothing: per collection whose records it names, each argument
 /// whose value a field of every listed record holds — for, when the listed records are
 /// exactly those holding it; against, when a listed record holds another value.
@@ -127,8 +103,9 @@ fn listing_votes(
     observation: &Value,
     votes: &mut BTreeMap<(String, String), Votes>,
 ) {
-    let mut said = BTreeSet::new();
-    answer_scalars(observation, &mut said, 0);
+    // The ids the answer names, as values or as the keys of records keyed by id.
+    let mut said = std::collections::HashSet::new();
+    super::implied::id_texts(observation, true, &mut said);
     let mut by_collection: BTreeMap<&str, Records<'_>> = BTreeMap::new();
     let all = resources(state);
     for ((collection, id), record) in &all {
@@ -240,25 +217,20 @@ fn chosen(votes: &BTreeMap<(String, String), Votes>) -> BTreeMap<String, String>
 }
 
 /// Whether an argument's name and a field's name are the same word (`project_key` and
-/// `project`, `ownerId` and `owner`, `status` and `status`).
+/// `project`, `ownerId` and `owner`, `status` and `status`): their words, less a last word that
+/// says how a thing is named, are the same.
 fn related(argument: &str, field: &str) -> bool {
-    let stem = |name: &str| -> String {
-        // camelCase to snake_case first: `ownerId` is `owner_id`.
-        let mut snake = String::new();
-        for (i, ch) in name.chars().enumerate() {
-            if ch.is_uppercase() && i > 0 {
-                snake.push('_');
-            }
-            snake.extend(ch.to_lowercase());
+    let stem = |name: &str| {
+        let mut w = super::nouns::words(name);
+        if w.len() > 1
+            && matches!(
+                w.last().map(String::as_str),
+                Some("key" | "id" | "name" | "code")
+            )
+        {
+            w.pop();
         }
-        let snake = snake.replace(['-', ' '], "_");
-        let snake = snake.trim_matches('_');
-        for suffix in ["_key", "_id", "_name", "_code"] {
-            if let Some(s) = snake.strip_suffix(suffix).filter(|s| !s.is_empty()) {
-                return s.to_owned();
-            }
-        }
-        snake.to_owned()
+        w
     };
     stem(argument) == stem(field)
 }

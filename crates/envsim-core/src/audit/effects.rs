@@ -295,9 +295,9 @@ pub struct Effects {
     /// Every field name of every tool's successful responses, what judges the answers of a
     /// tool whose own shape is not known ([`Vocabulary`]).
     vocabulary: Vocabulary,
-    /// Per type, the ids of every initial state of the package, and how many states there
-    /// are: what a trajectory that names none of them is held to ([`Effects::with_initial_states`]).
-    initial_ids: Option<(usize, BTreeMap<String, BTreeSet<String>>)>,
+    /// What a trajectory that names none of the package's initial states is held to: the ids
+    /// of every one of them ([`Effects::with_initial_states`]).
+    any_initial: implied::ImpliedState,
 }
 
 /// The field names of an environment's successful responses, across its tools: how often
@@ -736,7 +736,7 @@ impl Effects {
         }
         Effects {
             vocabulary,
-            initial_ids: None,
+            any_initial: implied::ImpliedState::default(),
             successes: seen
                 .iter()
                 .map(|(tool, s)| (tool.clone(), s.successes))
@@ -862,19 +862,14 @@ impl Effects {
         states: impl IntoIterator<Item = &'a Value>,
     ) -> Effects {
         let states: Vec<&Value> = states.into_iter().collect();
-        if !states.is_empty() {
-            self.initial_ids = Some((states.len(), implied::initial_ids(states)));
-        }
+        self.any_initial = implied::ImpliedState::from_any_initial(&states);
         self
     }
 
     /// What a trajectory that names no initial state starts from: the ids of every initial
     /// state of the package, when these effects know them.
     pub fn any_initial_state(&self) -> implied::ImpliedState {
-        match &self.initial_ids {
-            Some((states, ids)) => implied::ImpliedState::from_any_initial(ids, *states),
-            None => implied::ImpliedState::default(),
-        }
+        self.any_initial.clone()
     }
 
     /// Adds the effects a manifest declares for the tools these effects know nothing of (what

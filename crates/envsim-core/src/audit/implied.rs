@@ -19,7 +19,7 @@
 
 use super::{resources, AuditTrajectory, EffectSource, ResourceKey, MIN_EVIDENCE};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// A resource of a transcript: its type (a noun: `ticket`, `student/*/course`) and its id.
 pub type Key = (String, String);
@@ -299,6 +299,27 @@ pub(crate) fn id_text(value: &Value) -> Option<String> {
         Value::String(s) if !s.is_empty() && s.len() <= 128 => Some(s.clone()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// Every id-like text of a value at any depth (strings and whole numbers, as [`id_text`]
+/// reads them); with `keys`, the keys of its objects too (records keyed by id).
+pub(crate) fn id_texts(value: &Value, keys: bool, out: &mut HashSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                if keys {
+                    out.insert(key.clone());
+                }
+                id_texts(v, keys, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| id_texts(v, keys, out)),
+        other => {
+            if let Some(id) = id_text(other) {
+                out.insert(id);
+            }
+        }
     }
 }
 
@@ -732,24 +753,6 @@ impl CompleteSource {
     }
 }
 
-/// Per type (the singular noun of its collection, as the calls name it), the ids of every
-/// record in any of `states`: what a trajectory that names no state is held to.
-pub fn initial_ids<'a>(
-    states: impl IntoIterator<Item = &'a Value>,
-) -> BTreeMap<String, BTreeSet<String>> {
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for state in states {
-        for (collection, id) in resources(state).into_keys() {
-            if !collection.contains('*') {
-                out.entry(super::observed::singular(&collection))
-                    .or_default()
-                    .insert(id);
-            }
-        }
-    }
-    out
-}
-
 /// A value a change replaced: what a field held before a successful change moved it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replaced {
@@ -784,21 +787,25 @@ pub struct ImpliedState {
     pub created_with: HashMap<Key, BTreeMap<String, Value>>,
 }
 
+/// The top-level resources of a state, each keyed by the singular noun of its collection
+/// (`tickets` → `ticket`), as the calls name them, and its id.
+fn typed_resources(state: &Value) -> impl Iterator<Item = (Key, &Value)> {
+    resources(state)
+        .into_iter()
+        .filter(|((collection, _), _)| !collection.contains('*'))
+        .map(|((collection, id), value)| ((super::observed::singular(&collection), id), value))
+}
+
 impl ImpliedState {
     /// The state a known initial state implies: every top-level resource exists with its
     /// scalar fields, and each collection is a complete listing of its type. Collections are
     /// typed by their singular noun (`tickets` → `ticket`), as the calls name them.
     pub fn from_initial(state: &Value) -> ImpliedState {
         let mut out = ImpliedState::default();
-        for ((collection, id), value) in resources(state) {
-            if collection.contains('*') {
-                continue;
-            }
-            let noun = super::observed::singular(&collection);
-            let key = (noun.clone(), id.clone());
+        for (key, value) in typed_resources(state) {
             out.existence.insert(key.clone(), Existence::Exists(None));
             if let Value::Object(map) = value {
-                let facts = out.fields.entry(key).or_default();
+                let facts = out.fields.entry(key.clone()).or_default();
                 for (field, v) in map {
                     if is_scalar(v) {
                         facts.insert(
@@ -812,25 +819,29 @@ impl ImpliedState {
                 }
             }
             out.complete
-                .entry(noun)
+                .entry(key.0)
                 .or_insert_with(|| (CompleteSource::Initial, BTreeSet::new()))
                 .1
-                .insert(id);
+                .insert(key.1);
         }
         out
     }
 
-    /// What a trajectory that names none of its package's initial states starts from: per
-    /// type, the ids of every one of them (`ids`, [`initial_ids`]) — a record of that type in
-    /// none of them, that nothing in the trajectory created, is a phantom. Nothing is known of
-    /// fields or of which records exist.
-    pub fn from_any_initial(ids: &BTreeMap<String, BTreeSet<String>>, states: usize) -> Self {
+    /// What a trajectory that names none of its package's initial `states` starts from: per
+    /// type, the ids of every one of them — a record of that type in none of them, that
+    /// nothing in the trajectory created, is a phantom. Nothing is known of fields or of which
+    /// records exist.
+    pub fn from_any_initial(states: &[&Value]) -> Self {
         let mut out = ImpliedState::default();
-        for (noun, ids) in ids {
-            out.complete.insert(
-                noun.clone(),
-                (CompleteSource::AnyInitial(states), ids.clone()),
-            );
+        let source = CompleteSource::AnyInitial(states.len());
+        for state in states {
+            for (key, _) in typed_resources(state) {
+                out.complete
+                    .entry(key.0)
+                    .or_insert_with(|| (source, BTreeSet::new()))
+                    .1
+                    .insert(key.1);
+            }
         }
         out
     }

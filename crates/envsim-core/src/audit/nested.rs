@@ -23,7 +23,7 @@
 //! call that may create succeeds (what it made need not have been shown): a simulator that
 //! copies a record under a new id (`gift_card_7-2`) invents what it refers to.
 
-use super::implied::id_text;
+use super::implied::{id_text, id_texts};
 use super::nouns::{id_noun, singular, tool_noun, words};
 use super::observed::CallTrajectory;
 use super::{resource_refs, Effects, Site, ToolEffects, Violation, ViolationKind};
@@ -239,15 +239,7 @@ fn known_ids(state: &Value) -> HashMap<String, HashSet<String>> {
 
 /// Every string and whole number of a value, as ids are compared.
 fn scalars(value: &Value, out: &mut HashSet<String>) {
-    match value {
-        Value::Object(map) => map.values().for_each(|v| scalars(v, out)),
-        Value::Array(items) => items.iter().for_each(|v| scalars(v, out)),
-        other => {
-            if let Some(id) = id_text(other) {
-                out.insert(id);
-            }
-        }
-    }
+    id_texts(value, false, out);
 }
 
 /// The references of an answer to known collections: (field, noun, id) for each
