@@ -21,6 +21,7 @@ use envsim_core::audit::bias::{
 use envsim_core::audit::observed::{
     audit_calls, guess_outcome, CallStep, CallTrajectory, Timeline,
 };
+use envsim_core::audit::transcript_effects::{self, MIN_TRANSCRIPTS};
 use envsim_core::audit::{
     audit, AnswerSummary, AuditStep, AuditSummary, AuditTrajectory, BiasSummary, Effects,
     EffectsOrigin, EnvironmentEffects, SpecViolation, SummaryTally, TrajectoryAudit, Violation,
@@ -75,6 +76,17 @@ pub enum AuditNotice {
         /// Whether the specification's paths declare effects the guess starts from.
         from_spec: bool,
     },
+    /// Tools of `env` whose writes were taken from what the file's own `transcripts`
+    /// transcripts show (tool, successes read back), the walks having seen none succeed:
+    /// weaker evidence than executed calls.
+    FromTranscripts {
+        /// The environment.
+        env: String,
+        /// Its transcripts without states in the file.
+        transcripts: usize,
+        /// The tools, with the successes whose target a later answer showed.
+        tools: Vec<(String, usize)>,
+    },
     /// The calls of `runs` runs are re-executed for the expected outcome distribution.
     Replaying {
         /// How many.
@@ -112,6 +124,10 @@ pub struct FileAuditConfig {
     pub drawing: Drawing,
     /// The least share of a file's answers that must read (0 accepts anything).
     pub min_read: f64,
+    /// Whether a file holding many transcripts without states of one environment is read
+    /// once more, first, for what its calls show of the writes of tools the walks never saw
+    /// succeed ([`envsim_core::audit::transcript_effects`]).
+    pub transcript_evidence: bool,
 }
 
 impl Default for FileAuditConfig {
@@ -124,6 +140,7 @@ impl Default for FileAuditConfig {
             replay: true,
             drawing: Drawing::Nothing,
             min_read: 0.5,
+            transcript_evidence: true,
         }
     }
 }
@@ -185,6 +202,8 @@ pub struct FileAuditReport {
 /// What is known of an environment the records name.
 struct Known {
     effects: Effects,
+    /// Tools whose writes the audited file's transcripts showed.
+    from_transcripts: Vec<String>,
     /// Its outcome rule, when the host holds it.
     rule: Option<OutcomeRule>,
     /// The package, when the host holds it.
@@ -341,12 +360,78 @@ impl<'h> FileAudit<'h> {
     /// flags) is kept.
     pub fn audit_file(&mut self, path: &Path) -> Result<(), FileAuditError> {
         let source = path.display().to_string();
+        if self.config.transcript_evidence {
+            self.learn_from_transcripts(path, &source)?;
+        }
         for_each_record_in(path, |value, location, index| {
             self.record(value, location, index, &source)
         })?;
         self.audited.push(source.clone());
         if self.tally.trajectories() > 0 {
             self.refuse_unread(&source)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the file's records without states once, by environment; where an environment has
+    /// [`MIN_TRANSCRIPTS`] of them or more, what their successful calls show is taken as the
+    /// writes of its tools that have none learned from walks, and said so to the host.
+    fn learn_from_transcripts(&mut self, path: &Path, source: &str) -> Result<(), FileAuditError> {
+        let mut by_env: BTreeMap<String, Vec<CallTrajectory>> = BTreeMap::new();
+        for_each_record_in(path, |value, location, index| {
+            let env = (self.config.env.clone())
+                .or_else(|| value.get("env").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_default();
+            let calls: Vec<(String, serde_json::Map<String, Value>, Answer)> =
+                match read_record(value, location, index, source)? {
+                    AuditRecord::Transcript(t) => t
+                        .calls
+                        .into_iter()
+                        .map(|mut c| {
+                            let answer = c.take_answer();
+                            (c.tool, c.arguments, answer)
+                        })
+                        .collect(),
+                    AuditRecord::Run(run) if run.initial_state.is_none() => run
+                        .steps
+                        .into_iter()
+                        .map(|s| {
+                            let answer = Answer::of_value(s.observation.as_ref());
+                            (s.tool, s.arguments, answer)
+                        })
+                        .collect(),
+                    AuditRecord::Run(_) => return Ok::<(), FileAuditError>(()),
+                };
+            let known = self.known(&env)?;
+            let steps = calls
+                .into_iter()
+                .map(|(tool, arguments, answer)| known.call_step(tool, arguments, answer).0)
+                .collect();
+            by_env.entry(env).or_default().push(CallTrajectory {
+                id: location.to_owned(),
+                steps,
+            });
+            Ok(())
+        })?;
+        for (env, runs) in by_env {
+            if runs.len() < MIN_TRANSCRIPTS {
+                continue;
+            }
+            let known = self.known.get_mut(&env).expect("learned while reading");
+            let learned = transcript_effects::learn(&runs, &known.effects);
+            let taken = known.effects.with_transcript_writes(&learned);
+            if taken.is_empty() {
+                continue;
+            }
+            let tools = (taken.iter())
+                .map(|tool| (tool.clone(), learned[tool].read_back))
+                .collect();
+            known.from_transcripts.extend(taken);
+            self.host.notice(AuditNotice::FromTranscripts {
+                env,
+                transcripts: runs.len(),
+                tools,
+            });
         }
         Ok(())
     }
@@ -366,6 +451,7 @@ impl<'h> FileAudit<'h> {
                 } else {
                     EffectsOrigin::Guessed
                 },
+                writes_from_transcripts: k.from_transcripts.clone(),
             })
             .collect();
         Ok(FileAuditReport {
@@ -415,6 +501,7 @@ impl<'h> FileAudit<'h> {
                         (self.host.learn(&package, &plan)).map_err(FileAuditError::Host)?;
                     Known {
                         effects: learned.effects.with_annotations(&declared),
+                        from_transcripts: Vec::new(),
                         rule: Some(package.outcome.clone()),
                         package: Some(package),
                     }
@@ -426,6 +513,7 @@ impl<'h> FileAudit<'h> {
                     });
                     Known {
                         effects: Effects::default().with_annotations(&declared),
+                        from_transcripts: Vec::new(),
                         rule: None,
                         package: None,
                     }
@@ -979,7 +1067,8 @@ mod tests {
             summary.environments,
             vec![EnvironmentEffects {
                 env: "desk".into(),
-                effects: EffectsOrigin::Learned
+                effects: EffectsOrigin::Learned,
+                writes_from_transcripts: Vec::new(),
             }]
         );
         assert_eq!(summary.scs.consistent_trajectories, 2);

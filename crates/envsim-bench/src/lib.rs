@@ -8,8 +8,10 @@
 //! [`slice_check`] is the prompt-slicing oracle over a benchmark (`envsim bench slice-check`);
 //! [`verify`] replays a benchmark from its own file (`envsim bench verify`, and the last step
 //! of `envsim bench build`). [`file_audit`] audits a file of trajectories or transcripts
-//! record by record (`envsim audit FILE`), reading them with [`records`].
+//! record by record (`envsim audit FILE`), reading them with [`records`]. [`agent_workflows`]
+//! is the audit's second validation set, written independently of its injector.
 
+pub mod agent_workflows;
 pub mod audit_check;
 pub mod composition;
 pub mod export;

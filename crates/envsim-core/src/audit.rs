@@ -40,6 +40,7 @@ pub mod nouns;
 pub mod observed;
 mod summary;
 mod timeline;
+pub mod transcript_effects;
 
 pub use drift::{drift, Drift, DriftTally};
 pub(crate) use effects::{names_of, MIN_EVIDENCE};

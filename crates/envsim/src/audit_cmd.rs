@@ -6,6 +6,7 @@ mod html;
 mod report;
 #[cfg(feature = "local")]
 mod simulate;
+mod workflows;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -70,6 +71,13 @@ struct CheckArgs {
     /// Do not re-execute the calls to learn the expected outcome distribution.
     #[arg(long)]
     no_replay: bool,
+    /// Do not read a file of many transcripts of one environment (20 or more, without
+    /// states) for what its calls show of the writes of tools the learning walks never saw
+    /// succeed (an argument a later read shows in the field it names, a status the call
+    /// moves, shown by most of them): such writes are weaker than executed evidence, and
+    /// reported as taken from the transcripts.
+    #[arg(long)]
+    no_transcript_evidence: bool,
     /// Walks per initial state that effects are learned from, at the least: a package with
     /// many tools for its states gets enough for 16 calls per tool in all (0: none).
     #[arg(long, default_value_t = 6)]
@@ -134,6 +142,17 @@ enum AuditCommand {
     /// walks), one per trajectory in a `--rate` share of them, kinds in turn; write the faulty
     /// trajectories and the labels (trajectory, step, kind, resource).
     Inject(InjectArgs),
+    /// The second validation set, written independently of the injector: agent-style
+    /// workflows over the corpus (look up, create then read back, update then verify, cancel
+    /// then check, search after creating, act on something missing), executed for the truth,
+    /// one fault planted in a `--rate` share of them at a step where the workflow shows it,
+    /// written as call-only OpenAI chat transcripts (answers as JSON, Python literals or
+    /// sentences) with their labels. Audit them with `--out`, then `envsim audit score`.
+    Workflows(workflows::WorkflowsArgs),
+    /// Score the audit's violations (`--out`) of a set `envsim audit workflows` wrote against
+    /// its labels: recall per fault kind (found: flagged at the planted step or later in the
+    /// same trajectory; at the step itself beside it) and the clean trajectories flagged.
+    Score(workflows::ScoreArgs),
 }
 
 #[derive(Debug, Args)]
@@ -202,6 +221,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
         Some(AuditCommand::Validate(a)) => validate_cmd(a),
         Some(AuditCommand::Inject(a)) => inject_cmd(a),
         Some(AuditCommand::Agree(a)) => agree::run(a),
+        Some(AuditCommand::Workflows(a)) => workflows::run_workflows(a),
+        Some(AuditCommand::Score(a)) => workflows::run_score(a),
         #[cfg(feature = "local")]
         Some(AuditCommand::Simulate(a)) => simulate::run(a),
         None => check_cmd(args.check),
@@ -282,6 +303,7 @@ fn check_cmd(a: CheckArgs) -> Result<()> {
         spec,
         learn_walks: a.learn_walks,
         replay: !a.no_replay,
+        transcript_evidence: !a.no_transcript_evidence,
         drawing: match (&a.draw, format) {
             (_, f) if f != SummaryFormat::Html => Drawing::Nothing,
             (Some(text), _) => Drawing::Containing(text.clone()),
@@ -414,6 +436,19 @@ impl AuditHost for CorpusHost {
                         self.corpus.display()
                     ),
                 }
+            }
+            AuditNotice::FromTranscripts {
+                env,
+                transcripts,
+                tools,
+            } => {
+                let tools: Vec<String> = (tools.iter())
+                    .map(|(tool, read_back)| format!("{tool} ({read_back} read back)"))
+                    .collect();
+                eprintln!(
+                    "{env}: writes of {} taken from what the file's {transcripts} transcripts show (no executed success of them was seen; weaker evidence than executed calls; --no-transcript-evidence leaves them out)",
+                    tools.join(", ")
+                );
             }
             AuditNotice::Replaying { runs } => eprintln!(
                 "re-executing the calls of {runs} runs for the expected outcomes (--no-replay skips this)"

@@ -1404,3 +1404,342 @@ fn a_draft_read_back_with_its_old_subject_is_a_stale_read() {
         .collect();
     assert_eq!(found, [(1, 2, "stale_read", 1)], "{violations:?}");
 }
+
+/// Runs `envsim audit ARGS`, with `--envs` the bundled corpus's folder when `corpus`.
+fn envsim_with(corpus: bool, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_envsim"));
+    command.arg("audit").args(args);
+    if corpus {
+        command
+            .arg("--envs")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs"));
+    }
+    command.output().expect("runs")
+}
+
+/// The second validation set (`audit workflows`, written without the injector) on three
+/// bundled environments: the planted faults (pinned per kind) and the forms of the answers,
+/// the same files for the same seed, and the score of the audit's violations against the
+/// labels, recomputed here from the two files (what the audit finds is not pinned: the checks
+/// change, the arithmetic must not).
+#[test]
+fn independent_workflows_are_generated_audited_and_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let generate = |out: &str, labels: &str| {
+        let out = envsim_with(
+            true,
+            &[
+                "workflows",
+                "--env",
+                "issue_tracker",
+                "--env",
+                "car_rental",
+                "--env",
+                "email_client",
+                "--per-env",
+                "5",
+                "--seed",
+                "7",
+                "--out",
+                out,
+                "--labels",
+                labels,
+            ],
+        );
+        succeeded(&out);
+    };
+    generate(&path("set.jsonl"), &path("labels.jsonl"));
+    let transcripts = read_jsonl(&dir.path().join("set.jsonl"));
+    let labels = read_jsonl(&dir.path().join("labels.jsonl"));
+    assert_eq!((transcripts.len(), labels.len()), (15, 15));
+    let mut planted = std::collections::BTreeMap::new();
+    for (i, (t, l)) in transcripts.iter().zip(&labels).enumerate() {
+        assert_eq!(l["line"], i + 1);
+        assert_eq!(
+            (&t["task_id"], &t["id"]),
+            (&l["trajectory"], &l["trajectory"])
+        );
+        assert_eq!((&t["env"], &t["state"]), (&l["env"], &l["state"]));
+        assert!(t.get("initial_state").is_none(), "call-only");
+        let answers: Vec<&str> = t["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap())
+            .collect();
+        assert_eq!(answers.len() as u64, l["steps"].as_u64().unwrap());
+        assert!((4..=12).contains(&answers.len()));
+        let prefix = match l["style"].as_str().unwrap() {
+            "json" => "{\"",
+            "python_literal" => "{'",
+            "sentence" => "The ",
+            other => panic!("style {other}"),
+        };
+        assert!(answers.iter().all(|a| a.starts_with(prefix)), "{answers:?}");
+        if let Some(kind) = l["fault"]["kind"].as_str() {
+            *planted.entry(kind).or_insert(0) += 1;
+            assert!(l["fault"]["step"].as_u64().unwrap() < answers.len() as u64);
+        }
+    }
+    assert_eq!(
+        planted,
+        std::collections::BTreeMap::from([
+            ("happy_path_flip", 1),
+            ("list_omission", 1),
+            ("phantom_copy", 1),
+            ("schema_drift", 1),
+            ("stale_read", 2),
+            ("vanished_create", 1),
+        ])
+    );
+    // The same seed writes the same files.
+    generate(&path("again.jsonl"), &path("again_labels.jsonl"));
+    for (a, b) in [
+        ("set.jsonl", "again.jsonl"),
+        ("labels.jsonl", "again_labels.jsonl"),
+    ] {
+        assert_eq!(
+            std::fs::read(dir.path().join(a)).unwrap(),
+            std::fs::read(dir.path().join(b)).unwrap(),
+            "{a}"
+        );
+    }
+    // The audit, then the score.
+    let out = envsim_with(
+        true,
+        &[&path("set.jsonl"), "--json", "--out", &path("v.jsonl")],
+    );
+    succeeded(&out);
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["trajectories"], 15);
+    assert_eq!(summary["inputs"], json!({"openai_chat": 15}));
+    let score_args = [
+        "score".to_owned(),
+        path("v.jsonl"),
+        "--labels".to_owned(),
+        path("labels.jsonl"),
+    ];
+    let score_args: Vec<&str> = score_args.iter().map(String::as_str).collect();
+    let out = envsim_with(false, &[&score_args[..], &["--json"]].concat());
+    succeeded(&out);
+    let score: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The score's arithmetic, recomputed from the files: found = flagged at the planted step or
+    // later in the same trajectory (by the record id the audit writes).
+    let violations = read_jsonl(&dir.path().join("v.jsonl"));
+    let flagged_steps = |id: &Value| -> Vec<u64> {
+        violations
+            .iter()
+            .filter(|v| &v["record"] == id)
+            .map(|v| v["step"].as_u64().unwrap())
+            .collect()
+    };
+    let mut per_kind: std::collections::BTreeMap<&str, [u64; 3]> = Default::default();
+    let (mut clean, mut clean_flagged) = (0u64, 0u64);
+    for l in &labels {
+        let steps = flagged_steps(&l["trajectory"]);
+        match (l["fault"]["kind"].as_str(), l["fault"]["step"].as_u64()) {
+            (Some(kind), Some(step)) => {
+                for key in [kind, "all"] {
+                    let entry = per_kind.entry(key).or_default();
+                    entry[0] += 1;
+                    entry[1] += u64::from(steps.iter().any(|s| *s >= step));
+                    entry[2] += u64::from(steps.contains(&step));
+                }
+            }
+            _ => {
+                clean += 1;
+                clean_flagged += u64::from(!steps.is_empty());
+            }
+        }
+    }
+    for (kind, [n, found, at_step]) in &per_kind {
+        let s = if *kind == "all" {
+            &score["overall"]
+        } else {
+            &score["per_kind"][kind]
+        };
+        assert_eq!(
+            (&s["planted"], &s["found"], &s["found_at_step"]),
+            (&json!(n), &json!(found), &json!(at_step)),
+            "{kind}"
+        );
+        assert_eq!(s["recall"], json!(*found as f64 / *n as f64), "{kind}");
+    }
+    assert_eq!(per_kind["all"][0], 7);
+    assert_eq!(
+        score["per_kind"]["resurrection_by_status"]["recall"],
+        Value::Null
+    );
+    assert_eq!(clean, 8);
+    assert_eq!(
+        (&score["clean"]["total"], &score["clean"]["flagged"]),
+        (&json!(clean), &json!(clean_flagged))
+    );
+    // The table says the same.
+    let out = envsim_with(false, &score_args);
+    succeeded(&out);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let line = format!(
+        "clean trajectories flagged: {clean_flagged} of {clean} ({:.3})",
+        clean_flagged as f64 / clean as f64
+    );
+    assert!(table.contains(&line), "{table}");
+    // Violations of another file do not join these labels; a rate past 1 is refused.
+    std::fs::write(
+        dir.path().join("other.jsonl"),
+        r#"{"record": "elsewhere-1", "line": 40, "step": 0, "kind": "phantom_id"}"#,
+    )
+    .unwrap();
+    let out = envsim_with(
+        false,
+        &[
+            "score",
+            &path("other.jsonl"),
+            "--labels",
+            &path("labels.jsonl"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("other.jsonl: line 1: the violation names record Some(\"elsewhere-1\")"),
+        "{err}"
+    );
+    let out = envsim_with(
+        true,
+        &[
+            "workflows",
+            "--rate",
+            "2",
+            "--out",
+            &path("x"),
+            "--labels",
+            &path("y"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rate must be between 0 and 1, got 2"));
+}
+
+/// A mailbox-and-tickets transcript of an environment the corpus does not hold: a draft read,
+/// updated and read back; a ticket read, triaged and read back. `subject` and `status` are
+/// what the read-backs show.
+fn unknown_env_chat(n: usize, subject: &str, status: &str) -> Value {
+    let (draft, ticket) = (format!("msg-{n}"), format!("T{n}"));
+    let message = |subject: &str| {
+        python_literal(&json!({"id": draft, "subject": subject, "folder": "drafts"}))
+    };
+    let record = |status: &str| python_literal(&json!({"ticket_id": ticket, "status": status}));
+    let mut chat = literal_chat(
+        &format!("run-{n}"),
+        &[
+            (
+                "get_message",
+                json!({"message_id": draft}),
+                &message("Draft"),
+            ),
+            (
+                "update_draft",
+                json!({"draft_id": draft, "subject": format!("Plan {n}")}),
+                "{'success': True, 'changed': ['subject']}",
+            ),
+            (
+                "get_message",
+                json!({"message_id": draft}),
+                &message(subject),
+            ),
+            ("get_ticket", json!({"ticket_id": ticket}), &record("new")),
+            (
+                "triage_ticket",
+                json!({"ticket_id": ticket}),
+                "{'success': True}",
+            ),
+            ("get_ticket", json!({"ticket_id": ticket}), &record(status)),
+        ],
+    );
+    chat["env"] = json!("helpdesk_mail");
+    chat
+}
+
+#[test]
+fn many_transcripts_of_an_unknown_environment_show_what_its_changes_write() {
+    let dir = tempfile::tempdir().unwrap();
+    write_desk(dir.path());
+    // 22 right transcripts, one whose update is not read back, one whose triage is.
+    let mut runs: Vec<Value> = (0..22)
+        .map(|n| unknown_env_chat(n, &format!("Plan {n}"), "triaged"))
+        .collect();
+    runs.push(unknown_env_chat(98, "Draft", "triaged"));
+    runs.push(unknown_env_chat(99, "Plan 99", "new"));
+    let file = dir.path().join("runs.jsonl");
+    let write = |runs: &[Value]| {
+        let text: Vec<String> = runs.iter().map(Value::to_string).collect();
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+    };
+    write(&runs);
+    let out = dir.path().join("violations.jsonl");
+    let o = envsim(
+        dir.path(),
+        &[
+            file.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("helpdesk_mail: writes of triage_ticket (24 read back), update_draft (24 read back) taken from what the file's 24 transcripts show"),
+        "{stderr}"
+    );
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        summary["environments"][0]["writes_from_transcripts"],
+        json!(["triage_ticket", "update_draft"])
+    );
+    let found: Vec<(String, u64, String)> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["trajectory"].as_str().unwrap().to_owned(),
+                v["step"].as_u64().unwrap(),
+                v["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // The update's subject lost (held to the argument's value), and the ticket back at `new`
+    // (held to the status most transcripts show triage leaving), each at its read-back.
+    assert_eq!(
+        found,
+        vec![
+            ("line 23 run-98".to_owned(), 2, "stale_read".to_owned()),
+            ("line 24 run-99".to_owned(), 5, "status_reverted".to_owned()),
+        ],
+        "{stderr}"
+    );
+    // Without the transcripts' evidence (or with too few of them) the triage's revert is not
+    // found: `triage` is no status verb. The lost subject still is (the read typed the draft
+    // as a message, and the guess sets the field its argument names).
+    let counts = |summary: &Value| {
+        (
+            summary["by_kind"]["stale_read"].clone(),
+            summary["by_kind"]["status_reverted"].clone(),
+        )
+    };
+    let o = envsim(
+        dir.path(),
+        &[file.to_str().unwrap(), "--json", "--no-transcript-evidence"],
+    );
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(counts(&summary), (json!(1), json!(0)), "{summary}");
+    write(&runs[runs.len() - 19..]);
+    let o = envsim(dir.path(), &[file.to_str().unwrap(), "--json"]);
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(counts(&summary), (json!(1), json!(0)), "{summary}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("taken from"));
+}

@@ -94,9 +94,16 @@ fn usable(value: &Value) -> bool {
     }
 }
 
+/// Whether a record's field holds an argument's value: equal to it, or a list holding it (a
+/// label filter lists the issues whose `labels` hold the label).
+pub fn selects(held: &Value, value: &Value) -> bool {
+    held == value || held.as_array().is_some_and(|items| items.contains(value))
+}
+
 /// A listing that changed nothing: per collection whose records it names, each argument
 /// whose value a field of every listed record holds — for, when the listed records are
-/// exactly those holding it; against, when a listed record holds another value.
+/// exactly those holding it, or exactly those it and another argument's field both select;
+/// against, when a listed record holds another value.
 fn listing_votes(
     state: &Value,
     arguments: &serde_json::Map<String, Value>,
@@ -129,27 +136,41 @@ fn listing_votes(
         if listed.len() < 2 {
             continue;
         }
+        let fields: BTreeSet<&String> = records
+            .iter()
+            .filter(|(id, _)| listed.contains(id))
+            .flat_map(|(_, r)| r.keys())
+            .collect();
+        // Per (argument, field) whose value some record holds, the records holding it.
+        let mut selections: Vec<((&String, &String), BTreeSet<&str>)> = Vec::new();
         for (argument, value) in arguments.iter().filter(|(_, v)| usable(v)) {
-            let fields: BTreeSet<&String> = records
-                .iter()
-                .filter(|(id, _)| listed.contains(id))
-                .flat_map(|(_, r)| r.keys())
-                .collect();
-            for field in fields {
+            for field in &fields {
                 let holding: BTreeSet<&str> = records
                     .iter()
-                    .filter(|(_, r)| r.get(field.as_str()) == Some(value))
+                    .filter(|(_, r)| r.get(field.as_str()).is_some_and(|h| selects(h, value)))
                     .map(|(id, _)| *id)
                     .collect();
-                if holding.is_empty() {
-                    continue;
+                if !holding.is_empty() {
+                    selections.push(((argument, *field), holding));
                 }
-                let slot = votes.entry((argument.clone(), field.clone())).or_default();
-                if holding == listed {
-                    slot.for_ += 1;
-                } else if !listed.is_subset(&holding) {
-                    slot.against += 1;
-                }
+            }
+        }
+        for ((argument, field), holding) in &selections {
+            let slot = votes
+                .entry(((*argument).clone(), (*field).clone()))
+                .or_default();
+            if *holding == listed {
+                slot.for_ += 1;
+            } else if !listed.is_subset(holding) {
+                slot.against += 1;
+            } else if selections.iter().any(|((other, _), also)| {
+                // A listing narrowed by a second filter (`project_key` and `status`) shows
+                // the first one too: exactly the records both select are listed.
+                other != argument
+                    && listed.is_subset(also)
+                    && holding.intersection(also).count() == listed.len()
+            }) {
+                slot.for_ += 1;
             }
         }
     }
@@ -219,7 +240,7 @@ fn chosen(votes: &BTreeMap<(String, String), Votes>) -> BTreeMap<String, String>
 /// Whether an argument's name and a field's name are the same word (`project_key` and
 /// `project`, `ownerId` and `owner`, `status` and `status`): their words, less a last word that
 /// says how a thing is named, are the same.
-fn related(argument: &str, field: &str) -> bool {
+pub(crate) fn related(argument: &str, field: &str) -> bool {
     let stem = |name: &str| {
         let mut w = super::nouns::words(name);
         if w.len() > 1
@@ -349,6 +370,95 @@ mod tests {
         assert!(learn(&walks)
             .get("search_issues")
             .is_none_or(|f| !f.filters.contains_key("project_key")));
+    }
+
+    #[test]
+    fn a_listing_narrowed_by_a_second_filter_shows_both() {
+        let s0 = walks()[0].initial_state.as_ref().clone();
+        let list = |ids: &[&str]| json!({"issues": ids.iter().map(|i| json!({"id": i})).collect::<Vec<_>>()});
+        // Two listings of OPS's open issues: a strict subset of OPS's issues and of the open
+        // ones, exactly those both select — each argument is shown to select its field.
+        let mut s1 = s0.clone();
+        s1["issues"]["I7"] = json!({"project": "OPS", "title": "db", "status": "open"});
+        let learned = learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s1.clone()),
+            steps: vec![
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS", "status": "open"}),
+                    list(&["I1", "I7"]),
+                    &s1,
+                ),
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS", "status": "open"}),
+                    list(&["I1", "I7"]),
+                    &s1,
+                ),
+            ],
+        }]);
+        assert_eq!(
+            learned["search_issues"].filters,
+            BTreeMap::from([
+                ("project_key".into(), "project".into()),
+                ("status".into(), "status".into())
+            ]),
+        );
+        // A listing that leaves out a record both filters select shows neither.
+        let learned = learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s1.clone()),
+            steps: vec![
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS", "status": "open"}),
+                    list(&["I1", "I2"]),
+                    &s1,
+                ),
+                step(
+                    "search_issues",
+                    json!({"project_key": "OPS", "status": "open"}),
+                    list(&["I1", "I2"]),
+                    &s1,
+                ),
+            ],
+        }]);
+        assert!(!learned.contains_key("search_issues"), "{learned:?}");
+    }
+
+    #[test]
+    fn a_label_filter_selects_the_records_whose_list_holds_it() {
+        let s = json!({"issues": {
+            "I1": {"project": "OPS", "labels": ["db", "ops"]},
+            "I2": {"project": "OPS", "labels": ["db"]},
+            "I3": {"project": "OPS", "labels": []},
+            "I4": {"project": "WEB", "labels": ["db"]}
+        }});
+        let list = json!({"data": [{"id": "I1"}, {"id": "I2"}]});
+        let call = || {
+            step(
+                "search_issues",
+                json!({"project_key": "OPS", "label": "db"}),
+                list.clone(),
+                &s,
+            )
+        };
+        let learned = learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s.clone()),
+            steps: vec![call(), call()],
+        }]);
+        assert_eq!(
+            learned["search_issues"].filters,
+            BTreeMap::from([
+                ("label".into(), "labels".into()),
+                ("project_key".into(), "project".into())
+            ]),
+        );
+        assert!(selects(&json!(["db", "ops"]), &json!("ops")));
+        assert!(!selects(&json!(["db"]), &json!("ops")));
+        assert!(!selects(&json!("dbx"), &json!("db")));
     }
 
     #[test]

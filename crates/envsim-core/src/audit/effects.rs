@@ -19,6 +19,10 @@ pub enum EffectSource {
     Annotated,
     /// Guessed from the tool's name.
     Guessed,
+    /// Read from what many transcripts of a file show (calls read back), for a tool the
+    /// walks never saw succeed: weaker than executed evidence
+    /// ([`super::transcript_effects`]).
+    Transcripts,
 }
 
 /// What a manifest declares a tool does to one resource type (`"effects": {"close_ticket":
@@ -592,7 +596,15 @@ impl ResponseShape {
         let mut out: Vec<String> = fields
             .into_iter()
             .filter_map(|(path, kind)| match self.fields.get(&path) {
-                None if self.in_open_map(&path) || !self.parent_seen(&path) => None,
+                // An entry keyed by an id (`payments.*`) is data, not a field: a map the
+                // walks only saw empty gets entries without departing from anything.
+                None if self.in_open_map(&path)
+                    || !self.parent_seen(&path)
+                    || path == "*"
+                    || path.ends_with(".*") =>
+                {
+                    None
+                }
                 None => Some(format!("field {path} was never in its responses")),
                 Some(seen) if kind != "null" && !seen.contains(kind) && !seen.contains("null") => {
                     let seen: Vec<&str> = seen.iter().copied().collect();
@@ -852,6 +864,27 @@ impl Effects {
             Some(writes) => std::borrow::Cow::Borrowed(writes),
             None => std::borrow::Cow::Owned(implied::Writes::guess(tool)),
         }
+    }
+
+    /// Adds the writes a file's transcripts showed ([`super::transcript_effects::learn`]) for
+    /// the tools these effects hold no writes learned from walks or declared for; returns the
+    /// tools it gave writes to.
+    pub fn with_transcript_writes(
+        &mut self,
+        learned: &BTreeMap<String, super::transcript_effects::TranscriptWrites>,
+    ) -> Vec<String> {
+        let mut taken = Vec::new();
+        for (tool, found) in learned {
+            let weaker = self
+                .writes
+                .get(tool)
+                .is_none_or(|w| w.source == EffectSource::Guessed);
+            if weaker {
+                self.writes.insert(tool.clone(), found.writes.clone());
+                taken.push(tool.clone());
+            }
+        }
+        taken
     }
 
     /// Adds the package's initial states: a trajectory that names none of them (calls only) is

@@ -895,6 +895,14 @@ impl ImpliedState {
         }
     }
 
+    /// Whether the trajectory made or showed `key`'s id under another type: a draft created as
+    /// `draft_id` is the message `open_message(message_id=…)` opens, so that id is no phantom.
+    pub fn seen_as_another_type(&self, key: &Key) -> bool {
+        self.existence
+            .iter()
+            .any(|(k, e)| k.1 == key.1 && k.0 != key.0 && matches!(e, Existence::Exists(Some(_))))
+    }
+
     /// Whether `key` is expected in a listing of its type made with `arguments` at this point:
     /// it was created in this trajectory, every argument is a field of it — the field it was
     /// learned to select on (`filters`), else the field of its name — with the same known
@@ -929,7 +937,7 @@ impl ImpliedState {
                 .get(argument)
                 .and_then(|field| known(field))
                 .or_else(|| known(argument));
-            held == Some(value)
+            held.is_some_and(|held| super::argument_fields::selects(held, value))
         });
         matches.then_some(*created)
     }

@@ -346,6 +346,7 @@ pub fn audit_calls(
     let mut checked = 0usize;
     for (k, step) in trajectory.steps.iter().enumerate() {
         let mut c = CallCheck::new(&trajectory.id, k, step, effects);
+        c.settle_aim(&h.st);
         repeated_call(&mut c, &h);
         response_shape(&mut c);
         match step.success {
@@ -817,6 +818,167 @@ mod tests {
     }
 
     #[test]
+    fn a_read_showing_none_of_the_fields_a_change_sets_may_repeat() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: delay_flight moves a flight's status to "delayed", nothing else.
+        let s0 = json!({"flights": {"F1": {"status": "on_time", "seats": 3},
+                                    "F2": {"status": "on_time", "seats": 4},
+                                    "F3": {"status": "on_time", "seats": 5}}});
+        let mut s1 = s0.clone();
+        s1["flights"]["F1"]["status"] = json!("delayed");
+        let mut s2 = s1.clone();
+        s2["flights"]["F2"]["status"] = json!("delayed");
+        let mut s3 = s2.clone();
+        s3["flights"]["F3"]["status"] = json!("delayed");
+        let step = |id: &str, after: &Value| AuditStep {
+            tool: "delay_flight".into(),
+            arguments: json!({"flight_id": id}).as_object().cloned().unwrap(),
+            observation: json!({"success": true}),
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: vec![step("F1", &s1), step("F2", &s2), step("F3", &s3)],
+        }]);
+        assert_eq!(
+            fx.writes_of("delay_flight").constants,
+            std::collections::BTreeMap::from([("status".to_owned(), json!("delayed"))])
+        );
+        let delay = (
+            "delay_flight",
+            json!({"flight_id": "F1"}),
+            json!({"success": true}),
+        );
+        let seat_map = (
+            "get_seat_map",
+            json!({"flight_id": "F1"}),
+            json!({"rows": [{"row": 1, "free": ["A", "C"]}]}),
+        );
+        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, None).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        // The seat map never shows a status: the same map after the delay is no stale read.
+        assert_eq!(
+            findings(&[seat_map.clone(), delay.clone(), seat_map.clone()]),
+            []
+        );
+        // A view that shows the status, repeated word for word, is.
+        let board = (
+            "get_flight_board",
+            json!({"flight_id": "F1"}),
+            json!({"lines": [{"status": "on_time"}]}),
+        );
+        assert_eq!(
+            findings(&[board.clone(), delay, board]),
+            [(2, "stale_read")]
+        );
+    }
+
+    #[test]
+    fn a_change_typed_by_its_collection_aims_at_the_record_the_reads_returned() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: put_on_hold(rx_id) moves a prescription's status; reads answer the record by
+        // `rx_id`, so the transcript types it `rx`, the walks `prescription`.
+        let s0 = json!({"prescriptions": {"R1": {"status": "active"}, "R2": {"status": "active"},
+                                          "R3": {"status": "active"}}});
+        let (mut s1, mut s2, mut s3) = (s0.clone(), s0.clone(), s0.clone());
+        s1["prescriptions"]["R1"]["status"] = json!("on_hold");
+        s2["prescriptions"] = s1["prescriptions"].clone();
+        s2["prescriptions"]["R2"]["status"] = json!("on_hold");
+        s3["prescriptions"] = s2["prescriptions"].clone();
+        s3["prescriptions"]["R3"]["status"] = json!("on_hold");
+        let step = |id: &str, after: &Value| AuditStep {
+            tool: "put_on_hold".into(),
+            arguments: json!({"rx_id": id}).as_object().cloned().unwrap(),
+            observation: json!({"success": true}),
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: vec![step("R1", &s1), step("R2", &s2), step("R3", &s3)],
+        }]);
+        assert_eq!(
+            fx.writes_of("put_on_hold").target_collection.as_deref(),
+            Some("prescriptions")
+        );
+        let get = |status: &str| {
+            (
+                "get_prescription",
+                json!({"rx_id": "R1"}),
+                json!({"rx_id": "R1", "status": status}),
+            )
+        };
+        let hold = (
+            "put_on_hold",
+            json!({"rx_id": "R1"}),
+            json!({"success": true}),
+        );
+        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, None).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        // The hold is read back: no stale read of the status the hold moved.
+        assert_eq!(findings(&[get("active"), hold.clone(), get("on_hold")]), []);
+        // Read back at the old status, it is caught as moved back.
+        assert_eq!(
+            findings(&[get("active"), hold, get("active")]),
+            [(2, "status_reverted")]
+        );
+    }
+
+    #[test]
+    fn what_a_change_answers_by_a_new_id_exists() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: cancel_appointment cancelled, and never promoted anyone (so never created).
+        let s0 = json!({"appointments": {"A1": {"status": "booked"}, "A5": {"status": "booked"}}});
+        let mut s1 = s0.clone();
+        s1["appointments"]["A5"]["status"] = json!("cancelled");
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![AuditStep {
+                tool: "cancel_appointment".into(),
+                arguments: json!({"appointment_id": "A5"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+                observation: json!({"success": true}),
+                success: Some(true),
+                state_after: Arc::new(s1),
+            }],
+        }])
+        .with_initial_states([&s0]);
+        let get = |id: &str| {
+            (
+                "get_appointment",
+                json!({"appointment_id": id}),
+                json!({"appointment_id": id, "status": "booked"}),
+            )
+        };
+        // Cancelling A1 promotes the waitlist into A2, which its answer names.
+        let cancel = (
+            "cancel_appointment",
+            json!({"appointment_id": "A1"}),
+            json!({"success": true, "new_appointment_id": "A2"}),
+        );
+        let report = audit_calls(&t(&[cancel, get("A2"), get("A3")]), &fx, None);
+        let seen: Vec<_> = (report.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.resource.clone()))
+            .collect();
+        assert_eq!(seen, [(2, "phantom_id", Some("appointment/A3".to_owned()))]);
+    }
+
+    #[test]
     fn a_status_a_change_moved_does_not_come_back() {
         let get = |status: &str| {
             (
@@ -1000,6 +1162,55 @@ mod tests {
             .map(|v| (v.step, v.kind.name(), v.resource, v.conflicting_step))
             .collect();
         assert_eq!(found, [(4, "stale_read", Some("note/N2".into()), Some(1))]);
+    }
+
+    #[test]
+    fn a_change_that_cannot_create_a_type_leaves_its_ids_known() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: bid_on_listing makes a bid and raises its listing's price and the bidder's
+        // count (two records changed: not pinned to its target).
+        let s0 = json!({"listings": {"L1": {"price": 5}, "L2": {"price": 7}},
+                        "users": {"U1": {"bids": 0}}, "bids": {}});
+        let mut s1 = s0.clone();
+        s1["listings"]["L1"]["price"] = json!(6);
+        s1["users"]["U1"]["bids"] = json!(1);
+        s1["bids"]["B1"] = json!({"listing": "L1"});
+        let mut s2 = s1.clone();
+        s2["listings"]["L2"]["price"] = json!(8);
+        s2["users"]["U1"]["bids"] = json!(2);
+        s2["bids"]["B2"] = json!({"listing": "L2"});
+        let step = |id: &str, after: &Value| AuditStep {
+            tool: "bid_on_listing".into(),
+            arguments: json!({"listing_id": id, "user_id": "U1"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            observation: json!({"success": true}),
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![step("L1", &s1), step("L2", &s2)],
+        }])
+        .with_initial_states([&s0]);
+        let listing = |ids: &[&str]| {
+            let items: Vec<Value> = ids.iter().map(|id| json!({"listing_id": id})).collect();
+            ("browse_listings", json!({}), json!({"listings": items}))
+        };
+        let bid = (
+            "bid_on_listing",
+            json!({"listing_id": "L1", "user_id": "U1"}),
+            json!({"success": true}),
+        );
+        // L9 is in no initial state, and a bid makes no listing.
+        let report = audit_calls(&t(&[bid, listing(&["L1", "L2", "L9"])]), &fx, None);
+        let seen: Vec<_> = (report.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.resource.clone()))
+            .collect();
+        assert_eq!(seen, [(1, "phantom_id", Some("listing/L9".to_owned()))]);
     }
 
     #[test]
@@ -1318,6 +1529,35 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(1, "phantom_id")]
         );
+    }
+
+    #[test]
+    fn an_id_created_under_another_name_is_no_phantom() {
+        let states = [json!({"messages": {"msg-1": {"subject": "hi"}}})];
+        let fx = Effects::default().with_initial_states(&states);
+        let get = |id: &str| {
+            (
+                "get_message",
+                json!({"message_id": id}),
+                json!({"id": id, "subject": "x"}),
+            )
+        };
+        // A draft is a message: the id `create_draft` answered as `draft_id` is the one a
+        // later `get_message` opens; an id nothing made stays a phantom.
+        let steps = [
+            (
+                "create_draft",
+                json!({"subject": "x"}),
+                json!({"success": true, "draft_id": "msg-2"}),
+            ),
+            get("msg-2"),
+            get("msg-7"),
+        ];
+        let report = audit_calls(&t(&steps), &fx, None);
+        let seen: Vec<_> = (report.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.resource.clone()))
+            .collect();
+        assert_eq!(seen, [(2, "phantom_id", Some("message/msg-7".to_owned()))]);
     }
 
     fn truth() -> super::super::AuditTrajectory {

@@ -78,6 +78,10 @@ pub struct EnvironmentEffects {
     pub env: String,
     /// Where its effects came from.
     pub effects: EffectsOrigin,
+    /// Tools whose writes were taken from what the audited file's transcripts show, the
+    /// walks having seen none succeed (weaker evidence than executed calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes_from_transcripts: Vec<String>,
 }
 
 /// The tool answers of one input file, by the form they were written in.
@@ -533,6 +537,7 @@ mod tests {
             let envs = vec![EnvironmentEffects {
                 env: "notes".into(),
                 effects: EffectsOrigin::Learned,
+                writes_from_transcripts: Vec::new(),
             }];
             let s = t.finish(envs, BiasSummary::of(&observed, expectation));
             let value = serde_json::to_value(&s).unwrap();

@@ -33,6 +33,19 @@ pub fn markdown_summary(s: &AuditSummary) -> String {
             out.push_str(&format!("| {file} | {} |\n", t.describe()));
         }
     }
+    let from_transcripts: Vec<_> = (s.environments.iter())
+        .filter(|e| !e.writes_from_transcripts.is_empty())
+        .collect();
+    if !from_transcripts.is_empty() {
+        out.push_str("\n## Writes taken from the transcripts\n\nThe learning walks saw these tools succeed nowhere; what most of the file's transcripts show them write is taken instead, weaker evidence than executed calls.\n\n| environment | tools |\n|---|---|\n");
+        for e in from_transcripts {
+            out.push_str(&format!(
+                "| {} | {} |\n",
+                e.env,
+                e.writes_from_transcripts.join(", ")
+            ));
+        }
+    }
     if let Some(spec) = &s.spec {
         out.push_str(&format!(
             "\n## Specification\n\n| steps | violating | SpecCS | drift slope | 95% interval |\n|---|---|---|---|---|\n| {} | {} | {} | {} | {} |\n",
@@ -77,6 +90,17 @@ fn print_counts(s: &AuditSummary) {
     );
     for (file, t) in &s.answers {
         println!("{file}: {}", t.describe());
+    }
+    for e in s
+        .environments
+        .iter()
+        .filter(|e| !e.writes_from_transcripts.is_empty())
+    {
+        println!(
+            "{}: writes of {} taken from the file's transcripts (weaker than executed evidence)",
+            e.env,
+            e.writes_from_transcripts.join(", ")
+        );
     }
     println!(
         "SCS: mean {:.4}, min {:.4}, 10th percentile {:.4}; {} of {} trajectories hold every checked constraint",

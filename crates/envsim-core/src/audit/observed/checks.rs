@@ -6,6 +6,9 @@ use super::*;
 use crate::audit::implied::CompleteSource;
 use std::collections::BTreeMap;
 
+/// A value a change set: in this field, or (`None`) in a field not known.
+pub(super) type SetValue = (Option<String>, Value);
+
 /// What the calls so far imply, and what the checks remember of them.
 pub(super) struct CallsHistory {
     /// Existence, field values, complete listings.
@@ -19,7 +22,7 @@ pub(super) struct CallsHistory {
     pub(super) reads: HashMap<String, (usize, Value)>,
     /// Per resource: the last successful change of it, with the values it set that differ
     /// from what was known.
-    pub(super) changed: HashMap<Key, (usize, Vec<Value>)>,
+    pub(super) changed: HashMap<Key, (usize, Vec<SetValue>)>,
 }
 
 /// The records of a successful answer: each with its record and whether it sat in a list.
@@ -126,6 +129,23 @@ impl<'t, 'e> CallCheck<'t, 'e> {
     }
 }
 
+impl CallCheck<'_, '_> {
+    /// The target as this trajectory already knows it: a change typed by the collection the
+    /// walks saw it change (`put_on_hold(rx_id=…)` changes a prescription), whose record the
+    /// trajectory's reads returned under another type only (`rx`, from the answer's
+    /// `rx_id`), aims at the record the reads returned.
+    pub(super) fn settle_aim(&mut self, st: &ImpliedState) {
+        let Some(aim) = &self.aim else { return };
+        if st.fields.contains_key(aim) {
+            return;
+        }
+        let mut others = (st.fields.keys()).filter(|key| key.1 == aim.1 && key.0 != aim.0);
+        if let (Some(one), None) = (others.next(), others.next()) {
+            self.aim = Some(one.clone());
+        }
+    }
+}
+
 /// The same call, with nothing changed since: the same outcome and answer.
 pub(super) fn repeated_call(c: &mut CallCheck<'_, '_>, h: &CallsHistory) {
     if let Some((j, outcome, answer)) = h.calls.get(&c.signature) {
@@ -205,7 +225,10 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             _ => {
                 if let Some((source, ids)) = st.complete.get(&key.0) {
                     c.out.checked += 1;
-                    if c.role != Role::Create && !ids.contains(&key.1) {
+                    if c.role != Role::Create
+                        && !ids.contains(&key.1)
+                        && !st.seen_as_another_type(key)
+                    {
                         let explanation = format!(
                             "{} succeeds on {}, {}; nothing created it since",
                             c.step.tool,
@@ -332,7 +355,7 @@ pub(super) fn returned_records(
         if !unwritten_only && !named_here && !st.existence.contains_key(key) {
             if let Some((source, ids)) = st.complete.get(&key.0) {
                 c.out.checked += 1;
-                if !ids.contains(&key.1) {
+                if !ids.contains(&key.1) && !st.seen_as_another_type(key) {
                     let explanation = format!(
                         "{} returns {}, {}; nothing created it since",
                         c.step.tool,
@@ -450,10 +473,18 @@ pub(super) fn repeated_read(
                 if changed_at <= j || set.is_empty() || stale_here.contains(key) {
                     continue;
                 }
+                // A read that shows none of the fields the change is known to set is another
+                // view of the record (a flight's seat map, an account's history): the same
+                // answer is no evidence of anything. A value of unknown field may be anywhere.
+                let shown =
+                    |field: &Option<String>| field.as_ref().is_none_or(|f| has_field(before, f));
+                if !set.iter().any(|(field, _)| shown(field)) {
+                    continue;
+                }
                 c.out.checked += 1;
                 if !set
                     .iter()
-                    .any(|v| contains_value(&c.step.observation, v, &text))
+                    .any(|(_, v)| contains_value(&c.step.observation, v, &text))
                 {
                     let explanation = format!("{} repeats word for word its answer of step {j}, from before step {changed_at} changed {}; none of the values step {changed_at} set is in it", c.step.tool, show(key));
                     c.out.flag(
@@ -469,6 +500,15 @@ pub(super) fn repeated_read(
     }
     h.reads
         .insert(c.signature.clone(), (c.k, c.step.observation.clone()));
+}
+
+/// Whether an answer holds a field of this name at any depth.
+fn has_field(value: &Value, field: &str) -> bool {
+    match value {
+        Value::Object(map) => map.iter().any(|(k, v)| k == field || has_field(v, field)),
+        Value::Array(items) => items.iter().any(|v| has_field(v, field)),
+        _ => false,
+    }
 }
 
 /// Listings: a repeat with nothing changed between lists the same ids, and the resources a
@@ -580,7 +620,7 @@ pub(super) fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: 
             if created.is_empty() {
                 st.existence
                     .retain(|_, s| !matches!(s, Existence::Missing(_)));
-                st.complete.clear();
+                keep_ids_it_cannot_create(st, &c.fx);
             }
             for (key, record, in_array) in found {
                 if !in_array {
@@ -619,6 +659,25 @@ pub(super) fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: 
         learn_change(c, h);
     }
     let st = &mut h.st;
+    if role == Role::Change {
+        // A change may make what its answer names by an id the call did not give
+        // (`cancel_appointment` answering the `new_appointment_id` it promoted from the
+        // waitlist): that exists now, typed by the key's last word.
+        let given: Vec<String> = c.step.arguments.values().filter_map(id_text).collect();
+        for (field, value) in payload(&c.step.observation).into_iter().flatten() {
+            let (Some(of), Some(id)) = (id_noun(field), id_text(value)) else {
+                continue;
+            };
+            let Some(kind) = words(&of).pop() else {
+                continue;
+            };
+            if !given.contains(&id) {
+                st.existence
+                    .entry((kind, id))
+                    .or_insert(Existence::Exists(Some(k)));
+            }
+        }
+    }
     let writes = &c.writes;
     for (key, record, _) in found {
         if role != Role::Delete || target(noun, names).as_ref() != Some(key) {
@@ -694,21 +753,22 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
     }
     if role == Role::Change {
         if !pinned {
-            // It may change what a listing shows (another user's view, say).
-            st.complete.clear();
+            // It may change what a listing shows (another user's view, say); the ids the
+            // initial state holds of a type it cannot create stay all there are.
+            keep_ids_it_cannot_create(st, &c.fx);
         }
         match aim {
             Some(key) => {
                 // What it may have computed besides what it set (a timestamp, a total) is no
                 // longer known of its target, pinned or not.
                 st.fields.remove(key);
-                let mut news: Vec<Value> = set
+                let mut news: Vec<SetValue> = set
                     .iter()
                     .filter(|(f, v)| old.get(*f).is_none_or(|fact| fact.value != **v))
-                    .map(|(_, v)| v.clone())
+                    .map(|(f, v)| (Some(f.clone()), v.clone()))
                     .collect();
                 // Without learned writes, any value the call gives that the resource did not
-                // hold may be what it set.
+                // hold may be what it set, in a field of any name.
                 if writes.source != EffectSource::Observed {
                     news.extend(
                         step.arguments
@@ -719,7 +779,7 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
                                     && matches!(v, Value::String(t) if t.len() >= 2)
                                     && !old.values().any(|fact| fact.value == **v)
                             })
-                            .map(|(_, v)| v.clone()),
+                            .map(|(_, v)| (None, v.clone())),
                     );
                 }
                 h.changed.insert(key.clone(), (k, news));
@@ -739,8 +799,29 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
     if role == Role::Change && !c.fx.creates.is_empty() {
         st.existence
             .retain(|_, s| !matches!(s, Existence::Missing(_)));
-        st.complete.clear();
+        keep_ids_it_cannot_create(st, &c.fx);
     }
+}
+
+/// After a change of unknown reach: only the ids known from the initial state of types the
+/// tool is known not to create are still all there are — an id appears only by a creation,
+/// and a listing may show otherwise after any change. (A `place_bid` that creates bids leaves
+/// the listings of the package's states the only listings there are.)
+fn keep_ids_it_cannot_create(st: &mut ImpliedState, fx: &ToolEffects) {
+    let may_create = |noun: &str| {
+        !fx.creates_known
+            || fx.creates.iter().any(|collection| {
+                collection == "*"
+                    || collection == noun
+                    || crate::audit::nouns::singular(collection) == noun
+            })
+    };
+    st.complete.retain(|noun, (source, _)| {
+        matches!(
+            source,
+            CompleteSource::Initial | CompleteSource::AnyInitial(_)
+        ) && !may_create(noun)
+    });
 }
 
 /// A failure that says "not found" of a resource known to exist (nothing deleted it since);
