@@ -74,6 +74,9 @@ pub(crate) fn nested_list_checks(
     // Whether a call that may have created something succeeded: ids it made need not have
     // been shown (`submit_exam` answering only "Submitted"), so references are judged no more.
     let mut created = false;
+    // Per record, the entries calls that may create made under it (`add_comment(issue_id=…)`
+    // answering `comment_id`): (step, entry noun, id).
+    let mut made: HashMap<Record, Vec<(usize, String, String)>> = HashMap::new();
     for (k, step) in trajectory.steps.iter().enumerate() {
         let fx = effects.of(&step.tool);
         let adds = may_create(&fx, &step.tool);
@@ -121,9 +124,23 @@ pub(crate) fn nested_list_checks(
         if !known.is_empty() {
             scalars(&step.observation, &mut seen);
         }
+        // A creation the walks saw make one thing at most, whose answer names what it made,
+        // made nothing unshown: references stay judged, with its ids known.
+        let mut in_call = HashSet::new();
+        step.arguments
+            .values()
+            .for_each(|v| scalars(v, &mut in_call));
+        let made_ids: Vec<String> = (new_entries(&step.observation, &in_call).into_iter())
+            .map(|(_, id)| id)
+            .collect();
+        let made_all_shown = fx.max_created <= 1 && !made_ids.is_empty();
+        if step.success == Some(true) && made_all_shown {
+            seen.extend(made_ids);
+        }
         created |= step.success == Some(true)
             && !fx.read_only
-            && (!fx.creates.is_empty() || !fx.creates_known);
+            && (!fx.creates.is_empty() || !fx.creates_known)
+            && !made_all_shown;
         if step.success == Some(true) && !adds {
             for record in &named {
                 let Some((j, lists)) = shown.get(record) else {
@@ -203,12 +220,58 @@ pub(crate) fn nested_list_checks(
                 }
             }
         }
+        // The record answered after a call made an entry under it lists the entry, in the
+        // list of its noun (`comments` for a comment) or in one whose entries are named like
+        // it (`lines` keyed `K-20115`, `K-20116` for a ticket `K-20210`).
+        if step.success == Some(true) && fx.read_only {
+            if let Some(answer) = super::observed::payload(&step.observation) {
+                for (record, entries) in &made {
+                    if !is_record(answer, record) {
+                        continue;
+                    }
+                    for (j, noun, id) in entries {
+                        let Some((field, listed)) = entry_list(answer, noun, id) else {
+                            continue;
+                        };
+                        checked += 1;
+                        if !listed.contains(id) {
+                            let explanation = format!(
+                                "{} answers {} {} with {field} without {noun} {id}, which step {j} made under it; nothing changed {} {} since",
+                                step.tool, record.0, record.1, record.0, record.1
+                            );
+                            violations.push(list_inconsistent(record, noun, *j, explanation));
+                        }
+                    }
+                }
+            }
+        }
         if step.success != Some(false) && !fx.read_only {
             if named.is_empty() {
                 shown.clear();
+                made.clear();
             } else {
+                let mut in_call = HashSet::new();
+                step.arguments
+                    .values()
+                    .for_each(|v| scalars(v, &mut in_call));
                 for record in &named {
                     shown.remove(record);
+                    made.remove(record);
+                }
+                // A call naming a made entry may remove or move it.
+                for entries in made.values_mut() {
+                    entries.retain(|(_, _, id)| !in_call.contains(id));
+                }
+                if adds && step.success == Some(true) {
+                    for (noun, id) in new_entries(&step.observation, &in_call) {
+                        for record in &named {
+                            made.entry(record.clone()).or_default().push((
+                                k,
+                                noun.clone(),
+                                id.clone(),
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -224,6 +287,74 @@ pub(crate) fn nested_list_checks(
         }
     }
     (checked, violations)
+}
+
+/// The entries an answer says a call made: each `<noun>_id` of its payload whose value the
+/// call did not give.
+fn new_entries(observation: &Value, given: &HashSet<String>) -> Vec<(String, String)> {
+    let Some(map) = super::observed::payload(observation) else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(field, value)| {
+            let noun = record_noun(field)?;
+            let id = id_text(value)?;
+            (!given.contains(&id)).then_some((noun, id))
+        })
+        .collect()
+}
+
+/// Whether an answer is `record` itself: its `<noun>_id`, or its bare `id`, is the record's.
+fn is_record(answer: &Map<String, Value>, record: &Record) -> bool {
+    let (noun, id) = record;
+    [format!("{noun}_id"), "id".to_owned()]
+        .iter()
+        .any(|key| answer.get(key).and_then(id_text).as_deref() == Some(id.as_str()))
+}
+
+/// The list of a record's answer a made entry belongs in, and the ids it holds: the field whose
+/// singular is the entry's noun (`comments`), else one whose entries' ids all have the entry
+/// id's shape (`K-20115` for `K-20210`). Entries are a list of ids, of objects with
+/// `<noun>_id` or `id`, or a map keyed by ids.
+fn entry_list<'a>(
+    answer: &'a Map<String, Value>,
+    noun: &str,
+    id: &str,
+) -> Option<(&'a str, HashSet<String>)> {
+    let ids_of = |value: &Value| -> Option<HashSet<String>> {
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::Object(fields) => [format!("{noun}_id"), "id".to_owned()]
+                        .iter()
+                        .find_map(|key| fields.get(key))
+                        .and_then(id_text),
+                    other => id_text(other),
+                })
+                .collect(),
+            Value::Object(map) => Some(map.keys().cloned().collect()),
+            _ => None,
+        }
+    };
+    let named = answer
+        .iter()
+        .find(|(field, value)| singular(field) == noun && **field != noun && !value.is_string());
+    if let Some((field, value)) = named {
+        return Some((field.as_str(), ids_of(value)?));
+    }
+    answer.iter().find_map(|(field, value)| {
+        let ids = ids_of(value)?;
+        (!ids.is_empty() && ids.iter().all(|other| shape(other) == shape(id)))
+            .then_some((field.as_str(), ids))
+    })
+}
+
+/// An id's shape: its characters with every digit as `9` (`K-20115` → `K-99999`).
+fn shape(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect()
 }
 
 /// The ids of every collection of a state (its resources, [`super::resources`]), by the
@@ -468,6 +599,63 @@ mod tests {
                 .map(|v| (v.step, v.conflicting_step, v.resource.clone()))
                 .collect(),
         )
+    }
+
+    #[test]
+    fn an_entry_a_call_made_under_a_record_is_in_its_list() {
+        let issue = |comments: Value| json!({"success": true, "data": {"id": "PAY-2", "title": "x", "comments": comments}});
+        let get =
+            |comments: Value| call("get_issue", json!({"issue_id": "PAY-2"}), issue(comments));
+        let add = call(
+            "add_comment",
+            json!({"issue_id": "PAY-2", "body": "fixed"}),
+            json!({"success": true, "comment_id": "C-3"}),
+        );
+        // Read back without the comment: flagged at the read, against the addition.
+        assert_eq!(
+            checks(vec![add.clone(), get(json!([{"comment_id": "C-1"}]))]),
+            (1, vec![(1, Some(0), Some("issue/PAY-2".to_owned()))])
+        );
+        assert_eq!(
+            checks(vec![
+                add.clone(),
+                get(json!([{"comment_id": "C-1"}, {"comment_id": "C-3"}]))
+            ])
+            .1,
+            vec![]
+        );
+        // Deleted since (a call naming it): not expected.
+        let delete = call(
+            "delete_comment",
+            json!({"comment_id": "C-3"}),
+            json!({"success": true}),
+        );
+        assert_eq!(checks(vec![add, delete, get(json!([]))]).1, vec![]);
+        // A map keyed by ids of the made entry's shape (`lines` of a bill, a ticket made).
+        let order = call(
+            "place_order",
+            json!({"bill_id": "B1", "item_id": "SOUP"}),
+            json!({"success": true, "ticket_id": "K-20210"}),
+        );
+        let bill = |lines: Value| {
+            call(
+                "get_bill",
+                json!({"bill_id": "B1"}),
+                json!({"success": true, "data": {"bill_id": "B1", "lines": lines}}),
+            )
+        };
+        assert_eq!(
+            checks(vec![order.clone(), bill(json!({"K-20115": {"qty": 1}}))]).1,
+            vec![(1, Some(0), Some("bill/B1".to_owned()))]
+        );
+        assert_eq!(
+            checks(vec![
+                order,
+                bill(json!({"K-20115": {"qty": 1}, "K-20210": {"qty": 1}}))
+            ])
+            .1,
+            vec![]
+        );
     }
 
     #[test]
@@ -725,6 +913,55 @@ mod tests {
             ),
         ]);
         assert_eq!(found, []);
+        // A creation the walks saw make one thing, answering its id: what it made is known,
+        // and a copy under another id is still a phantom (a guessed one may have made more).
+        let s0 = initial.clone();
+        let mut s1 = s0.clone();
+        s1["users"]["u1"]["payment_methods"]["card_5"] = json!({"brand": "amex"});
+        let learned = Effects::learn(&[crate::audit::AuditTrajectory {
+            id: "w".into(),
+            initial_state: std::sync::Arc::new(s0),
+            steps: vec![crate::audit::AuditStep {
+                tool: "add_payment_method".into(),
+                arguments: json!({"user_id": "u1"}).as_object().cloned().unwrap(),
+                observation: json!({"payment_method_id": "card_5"}),
+                success: Some(true),
+                state_after: std::sync::Arc::new(s1),
+            }],
+        }]);
+        assert_eq!(learned.of("add_payment_method").max_created, 1);
+        let steps = |copy: &str| CallTrajectory {
+            id: "t".into(),
+            steps: vec![
+                call(
+                    "add_payment_method",
+                    json!({"user_id": "u1"}),
+                    json!({"success": true, "payment_method_id": "card_9"}),
+                ),
+                call(
+                    "get_order_details",
+                    json!({"order_id": "#W1"}),
+                    answer(copy),
+                ),
+            ],
+        };
+        let phantoms = |t: &CallTrajectory, fx: &Effects| -> Vec<Option<String>> {
+            (nested_list_checks(t, fx, Some(&initial)).1.into_iter())
+                .map(|v| v.resource)
+                .collect()
+        };
+        assert_eq!(
+            phantoms(&steps("card_9"), &learned),
+            Vec::<Option<String>>::new()
+        );
+        assert_eq!(
+            phantoms(&steps("card_9-2"), &learned),
+            [Some("payment_method/card_9-2".to_owned())]
+        );
+        assert_eq!(
+            phantoms(&steps("card_9-2"), &Effects::default()),
+            Vec::<Option<String>>::new()
+        );
         // Without the initial state nothing is compared.
         let t = CallTrajectory {
             id: "t".into(),

@@ -176,7 +176,7 @@ pub(crate) fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
 
 /// An object answer's payload: what its first wrapper key (`data`, `result`, ...) holds when
 /// that is an object, else the answer itself.
-fn payload(observation: &Value) -> Option<&Map<String, Value>> {
+pub(crate) fn payload(observation: &Value) -> Option<&Map<String, Value>> {
     let map = observation.as_object()?;
     Some(
         WRAPPERS
@@ -933,6 +933,47 @@ mod tests {
             findings(&[get("active"), hold, get("active")]),
             [(2, "status_reverted")]
         );
+    }
+
+    #[test]
+    fn a_creation_is_held_to_the_other_things_it_names() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: report_damage makes a damage report about an existing reservation.
+        let s0 = json!({"reservations": {"R1": {"status": "active"}, "R2": {"status": "active"}},
+                        "damage_reports": {}});
+        let mut s1 = s0.clone();
+        s1["damage_reports"]["D1"] = json!({"reservation": "R1"});
+        let mut s2 = s1.clone();
+        s2["damage_reports"]["D2"] = json!({"reservation": "R2"});
+        let step = |id: &str, report: &str, after: &Value| AuditStep {
+            tool: "report_damage".into(),
+            arguments: json!({"reservation_id": id}).as_object().cloned().unwrap(),
+            observation: json!({"success": true, "report_id": report}),
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![step("R1", "D1", &s1), step("R2", "D2", &s2)],
+        }])
+        .with_initial_states([&s0]);
+        assert_eq!(role(&fx.of("report_damage")), Role::Create);
+        let report = |id: &str, report: &str| {
+            (
+                "report_damage",
+                json!({"reservation_id": id}),
+                json!({"success": true, "report_id": report}),
+            )
+        };
+        // A report about R9, which no state holds, is a success on a phantom; one about R1 is
+        // not, and the report it makes is its own.
+        let audit = audit_calls(&t(&[report("R1", "D7"), report("R9", "D8")]), &fx, None);
+        let seen: Vec<_> = (audit.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.resource.clone()))
+            .collect();
+        assert_eq!(seen, [(1, "phantom_id", Some("reservation/R9".to_owned()))]);
     }
 
     #[test]

@@ -225,10 +225,7 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             _ => {
                 if let Some((source, ids)) = st.complete.get(&key.0) {
                     c.out.checked += 1;
-                    if c.role != Role::Create
-                        && !ids.contains(&key.1)
-                        && !st.seen_as_another_type(key)
-                    {
+                    if !may_make(c, key) && !ids.contains(&key.1) && !st.seen_as_another_type(key) {
                         let explanation = format!(
                             "{} succeeds on {}, {}; nothing created it since",
                             c.step.tool,
@@ -247,6 +244,21 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             }
         }
     }
+}
+
+/// Whether the call may make what `key` names: a creation, of its own type or of a type its
+/// walks saw it create (or of any type, where that is not known). A creation names other
+/// things that must exist (`report_damage(reservation_id=…)` makes a damage report about an
+/// existing reservation).
+fn may_make(c: &CallCheck<'_, '_>, key: &Key) -> bool {
+    c.role == Role::Create
+        && (key.0 == c.noun
+            || !c.fx.creates_known
+            || c.fx.creates.iter().any(|collection| {
+                collection == "*"
+                    || collection == &key.0
+                    || crate::audit::nouns::singular(collection) == key.0
+            }))
 }
 
 /// Preconditions the tool's walks showed, against what is known of its target.
