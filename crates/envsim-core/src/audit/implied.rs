@@ -785,6 +785,9 @@ pub struct ImpliedState {
     /// The scalar fields each resource created in the trajectory was created with (what a
     /// listing's filters select it by, when nothing changed it since).
     pub created_with: HashMap<Key, BTreeMap<String, Value>>,
+    /// Nouns the initial states use for one of their collections (`seller` → `user`, where
+    /// every `seller_id` a record holds is a user's id): an argument `seller_id` names a user.
+    pub aliases: HashMap<String, String>,
 }
 
 /// The top-level resources of a state, each keyed by the singular noun of its collection
@@ -794,6 +797,48 @@ fn typed_resources(state: &Value) -> impl Iterator<Item = (Key, &Value)> {
         .into_iter()
         .filter(|((collection, _), _)| !collection.contains('*'))
         .map(|((collection, id), value)| ((super::observed::singular(&collection), id), value))
+}
+
+/// Nouns the states' records use for one of their collections: a `<noun>_id` field whose
+/// values, two or more distinct ones, are all ids of exactly one collection, and whose noun is
+/// no collection's own (`seller_id` on listings holding users' ids: `seller` → `user`).
+fn reference_aliases(
+    states: &[&Value],
+    complete: &HashMap<String, (CompleteSource, BTreeSet<String>)>,
+) -> HashMap<String, String> {
+    let mut values: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for state in states {
+        for (_, record) in typed_resources(state) {
+            let Value::Object(record) = record else {
+                continue;
+            };
+            for (field, value) in record {
+                let Some(noun) = super::nouns::id_noun(field).filter(|n| !n.is_empty()) else {
+                    continue;
+                };
+                if complete.contains_key(&noun) {
+                    continue;
+                }
+                if let Some(id) = id_text(value) {
+                    values.entry(noun).or_default().insert(id);
+                }
+            }
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(_, ids)| ids.len() >= 2)
+        .filter_map(|(noun, ids)| {
+            let mut holding = complete
+                .iter()
+                .filter(|(_, (_, known))| ids.is_subset(known))
+                .map(|(collection, _)| collection);
+            match (holding.next(), holding.next()) {
+                (Some(one), None) => Some((noun, one.clone())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 impl ImpliedState {
@@ -824,7 +869,18 @@ impl ImpliedState {
                 .1
                 .insert(key.1);
         }
+        out.aliases = reference_aliases(&[state], &out.complete);
         out
+    }
+
+    /// The complete listing of `noun`'s type, or of the collection it stands for
+    /// ([`ImpliedState::aliases`]).
+    pub fn complete_of(&self, noun: &str) -> Option<&(CompleteSource, BTreeSet<String>)> {
+        self.complete.get(noun).or_else(|| {
+            self.aliases
+                .get(noun)
+                .and_then(|collection| self.complete.get(collection))
+        })
     }
 
     /// What a trajectory that names none of its package's initial `states` starts from: per
@@ -843,6 +899,7 @@ impl ImpliedState {
                     .insert(key.1);
             }
         }
+        out.aliases = reference_aliases(states, &out.complete);
         out
     }
 

@@ -977,6 +977,110 @@ mod tests {
     }
 
     #[test]
+    fn an_argument_named_for_a_role_names_the_collection_the_states_use_it_for() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Every `seller_id` a listing holds is a user's id: a seller is a user.
+        let s0 = json!({"users": {"U1": {"name": "a"}, "U2": {"name": "b"}},
+                        "listings": {"L1": {"seller_id": "U1"}, "L2": {"seller_id": "U2"}}});
+        let mut s1 = s0.clone();
+        s1["listings"]["L3"] = json!({"seller_id": "U1"});
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![AuditStep {
+                tool: "create_listing".into(),
+                arguments: json!({"seller_id": "U1"}).as_object().cloned().unwrap(),
+                observation: json!({"success": true, "listing_id": "L3"}),
+                success: Some(true),
+                state_after: Arc::new(s1),
+            }],
+        }])
+        .with_initial_states([&s0]);
+        assert_eq!(
+            fx.any_initial_state().aliases,
+            HashMap::from([("seller".to_owned(), "user".to_owned())])
+        );
+        let create = |seller: &str, id: &str| {
+            (
+                "create_listing",
+                json!({"seller_id": seller}),
+                json!({"success": true, "listing_id": id}),
+            )
+        };
+        let audit = audit_calls(
+            &t(&[create("U2", "L7"), create("U-10050", "L8")]),
+            &fx,
+            None,
+        );
+        let seen: Vec<_> = (audit.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.resource.clone()))
+            .collect();
+        assert_eq!(seen, [(1, "phantom_id", Some("seller/U-10050".to_owned()))]);
+    }
+
+    #[test]
+    fn a_creation_leaves_unknown_the_ids_of_what_else_it_made_unnamed() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: create_instance makes an instance and its boot disk; create_snapshot makes a
+        // snapshot of a disk.
+        let s0 = json!({"instances": {"vm-1": {}}, "disks": {"d-1": {}}, "snapshots": {}});
+        let mut s1 = s0.clone();
+        s1["instances"]["vm-2"] = json!({});
+        s1["disks"]["d-2"] = json!({});
+        let mut s2 = s1.clone();
+        s2["snapshots"]["sn-1"] = json!({"disk": "d-2"});
+        let step = |tool: &str, args: Value, answer: Value, after: &Value| AuditStep {
+            tool: tool.into(),
+            arguments: args.as_object().cloned().unwrap(),
+            observation: answer,
+            success: Some(true),
+            state_after: Arc::new(after.clone()),
+        };
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps: vec![
+                step(
+                    "create_instance",
+                    json!({"name": "a"}),
+                    json!({"instance_id": "vm-2", "boot_disk": "d-2"}),
+                    &s1,
+                ),
+                step(
+                    "create_snapshot",
+                    json!({"disk_id": "d-2"}),
+                    json!({"snapshot_id": "sn-1"}),
+                    &s2,
+                ),
+            ],
+        }])
+        .with_initial_states([&s0]);
+        let snapshot = |disk: &str| {
+            (
+                "create_snapshot",
+                json!({"disk_id": disk}),
+                json!({"snapshot_id": "sn-9"}),
+            )
+        };
+        let instance = (
+            "create_instance",
+            json!({"name": "b"}),
+            json!({"instance_id": "vm-7", "boot_disk": "d-7"}),
+        );
+        let found = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, None).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        // A snapshot of a disk no state holds is of a phantom, until an instance made a disk
+        // its answer did not name as one.
+        assert_eq!(found(&[snapshot("d-7")]), [(0, "phantom_id")]);
+        assert_eq!(found(&[instance, snapshot("d-7")]), []);
+    }
+
+    #[test]
     fn what_a_change_answers_by_a_new_id_exists() {
         use crate::audit::{AuditStep, AuditTrajectory};
         use std::sync::Arc;

@@ -223,9 +223,12 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
             }
             Some(Existence::Exists(_)) => c.out.checked += 1,
             _ => {
-                if let Some((source, ids)) = st.complete.get(&key.0) {
+                if let Some((source, ids)) = st.complete_of(&key.0) {
                     c.out.checked += 1;
-                    if !may_make(c, key) && !ids.contains(&key.1) && !st.seen_as_another_type(key) {
+                    if !may_make(c, key, st)
+                        && !ids.contains(&key.1)
+                        && !st.seen_as_another_type(key)
+                    {
                         let explanation = format!(
                             "{} succeeds on {}, {}; nothing created it since",
                             c.step.tool,
@@ -250,15 +253,20 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
 /// walks saw it create (or of any type, where that is not known). A creation names other
 /// things that must exist (`report_damage(reservation_id=…)` makes a damage report about an
 /// existing reservation).
-fn may_make(c: &CallCheck<'_, '_>, key: &Key) -> bool {
+fn may_make(c: &CallCheck<'_, '_>, key: &Key, st: &ImpliedState) -> bool {
+    let noun = st.aliases.get(&key.0).unwrap_or(&key.0);
+    let is = |collection: &String| {
+        collection == noun || crate::audit::nouns::singular(collection) == *noun
+    };
+    // Where its successes were seen, what they made is known: the "any type" its name lets
+    // it make is no evidence (`create_listing` names a seller, who is a user: the walks saw it
+    // make listings only).
+    let seen = c.fx.source == EffectSource::Observed && c.fx.creates_known;
     c.role == Role::Create
         && (key.0 == c.noun
             || !c.fx.creates_known
-            || c.fx.creates.iter().any(|collection| {
-                collection == "*"
-                    || collection == &key.0
-                    || crate::audit::nouns::singular(collection) == key.0
-            }))
+            || (c.fx.creates.iter())
+                .any(|collection| (collection == "*" && !seen) || is(collection)))
 }
 
 /// Preconditions the tool's walks showed, against what is known of its target.
@@ -633,6 +641,17 @@ pub(super) fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: 
                 st.existence
                     .retain(|_, s| !matches!(s, Existence::Missing(_)));
                 keep_ids_it_cannot_create(st, &c.fx);
+            } else {
+                // What else the walks saw it make, its answer did not name (`create_instance`
+                // answers the instance; the boot disk it made is under `boot_disk`): those
+                // types' ids are no longer all known.
+                let named: BTreeSet<&str> = created.iter().map(|key| key.0.as_str()).collect();
+                for collection in c.fx.creates.iter().filter(|c| *c != "*") {
+                    let noun = crate::audit::nouns::singular(collection);
+                    if !named.contains(noun.as_str()) {
+                        st.complete.remove(&noun);
+                    }
+                }
             }
             for (key, record, in_array) in found {
                 if !in_array {
