@@ -22,6 +22,7 @@ use envsim_core::audit::observed::{
     audit_calls, guess_outcome, CallStep, CallTrajectory, Timeline,
 };
 use envsim_core::audit::transcript_effects::{self, MIN_TRANSCRIPTS};
+
 use envsim_core::audit::{
     audit, AnswerSummary, AuditStep, AuditSummary, AuditTrajectory, BiasSummary, Effects,
     EffectsOrigin, EnvironmentEffects, SpecViolation, SummaryTally, TrajectoryAudit, Violation,
@@ -34,6 +35,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
+
+/// Transcripts of one environment read for the writes they show, at the most (the first of
+/// the file): more outvote no better, and memory holds them all while they are read.
+const MAX_TRANSCRIPTS: usize = 5_000;
 
 /// Calls per learning walk.
 const LEARNING_STEPS: usize = 16;
@@ -403,11 +408,16 @@ impl<'h> FileAudit<'h> {
                     AuditRecord::Run(_) => return Ok::<(), FileAuditError>(()),
                 };
             let known = self.known(&env)?;
+            let runs = by_env.entry(env).or_default();
+            // Enough to outvote the faulty ones; memory holds no more of a large file.
+            if runs.len() >= MAX_TRANSCRIPTS {
+                return Ok(());
+            }
             let steps = calls
                 .into_iter()
                 .map(|(tool, arguments, answer)| known.call_step(tool, arguments, answer).0)
                 .collect();
-            by_env.entry(env).or_default().push(CallTrajectory {
+            runs.push(CallTrajectory {
                 id: location.to_owned(),
                 steps,
             });
@@ -417,7 +427,9 @@ impl<'h> FileAudit<'h> {
             if runs.len() < MIN_TRANSCRIPTS {
                 continue;
             }
-            let known = self.known.get_mut(&env).expect("learned while reading");
+            let Some(known) = self.known.get_mut(&env) else {
+                continue;
+            };
             let learned = transcript_effects::learn(&runs, &known.effects);
             let taken = known.effects.with_transcript_writes(&learned);
             if taken.is_empty() {
