@@ -788,6 +788,10 @@ pub struct ImpliedState {
     /// Nouns the initial states use for one of their collections (`seller` → `user`, where
     /// every `seller_id` a record holds is a user's id): an argument `seller_id` names a user.
     pub aliases: HashMap<String, String>,
+    /// Fields not named like ids whose values, in the initial states, are all keys of one
+    /// collection (`symbol` → `instrument`, `category` → `category`): an argument of that
+    /// name names a record of it.
+    pub keyed_by: HashMap<String, String>,
 }
 
 /// The top-level resources of a state, each keyed by the singular noun of its collection
@@ -841,6 +845,55 @@ fn reference_aliases(
         .collect()
 }
 
+/// Fields not named like ids whose text values, three distinct ones or more, are all keys of
+/// exactly one collection (`"symbol": "ORCV"` on orders, where instruments are keyed by
+/// symbol): [`ImpliedState::keyed_by`].
+fn key_fields(
+    states: &[&Value],
+    complete: &HashMap<String, (CompleteSource, BTreeSet<String>)>,
+) -> HashMap<String, String> {
+    let mut values: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut other: BTreeSet<String> = BTreeSet::new();
+    for state in states {
+        for (_, record) in typed_resources(state) {
+            let Value::Object(record) = record else {
+                continue;
+            };
+            for (field, value) in record {
+                if field == "id" || super::nouns::id_noun(field).is_some() {
+                    continue;
+                }
+                match value {
+                    Value::String(text) => {
+                        values
+                            .entry(field.clone())
+                            .or_default()
+                            .insert(text.clone());
+                    }
+                    Value::Null => {}
+                    _ => {
+                        other.insert(field.clone());
+                    }
+                }
+            }
+        }
+    }
+    values
+        .into_iter()
+        .filter(|(field, texts)| texts.len() >= 3 && !other.contains(field))
+        .filter_map(|(field, texts)| {
+            let mut holding = complete
+                .iter()
+                .filter(|(_, (_, known))| texts.is_subset(known))
+                .map(|(collection, _)| collection);
+            match (holding.next(), holding.next()) {
+                (Some(one), None) => Some((field, one.clone())),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 impl ImpliedState {
     /// The state a known initial state implies: every top-level resource exists with its
     /// scalar fields, and each collection is a complete listing of its type. Collections are
@@ -870,6 +923,7 @@ impl ImpliedState {
                 .insert(key.1);
         }
         out.aliases = reference_aliases(&[state], &out.complete);
+        out.keyed_by = key_fields(&[state], &out.complete);
         out
     }
 
@@ -900,6 +954,7 @@ impl ImpliedState {
             }
         }
         out.aliases = reference_aliases(states, &out.complete);
+        out.keyed_by = key_fields(states, &out.complete);
         out
     }
 

@@ -37,8 +37,8 @@ mod checks;
 use super::implied::{Existence, Fact, FactSource, Guard, ImpliedState, Key};
 use super::{EffectSource, Effects, ToolEffects, TrajectoryAudit, ViolationKind};
 use checks::{
-    learn_success, listing, named_resources, not_found, preconditions, repeated_call,
-    repeated_read, response_shape, returned_records, CallCheck, CallsHistory,
+    keyed_arguments, learn_success, listing, named_resources, not_found, preconditions,
+    repeated_call, repeated_read, response_shape, returned_records, CallCheck, CallsHistory,
 };
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -352,6 +352,7 @@ pub fn audit_calls(
         match step.success {
             Some(true) => {
                 named_resources(&mut c, &h.st);
+                keyed_arguments(&mut c, &h.st);
                 preconditions(&mut c, &h.st);
                 let found = step_records(
                     &step.observation,
@@ -1078,6 +1079,48 @@ mod tests {
         // its answer did not name as one.
         assert_eq!(found(&[snapshot("d-7")]), [(0, "phantom_id")]);
         assert_eq!(found(&[instance, snapshot("d-7")]), []);
+    }
+
+    #[test]
+    fn an_argument_holding_a_key_of_a_collection_names_its_record() {
+        // Orders hold instruments' keys under `symbol`: a symbol names an instrument.
+        let states = [json!({
+            "instruments": {"ORCV": {"price": 3}, "CRVX": {"price": 480}, "ABC": {"price": 9}},
+            "orders": {"O1": {"symbol": "ORCV"}, "O2": {"symbol": "CRVX"}, "O3": {"symbol": "ABC"}}
+        })];
+        let fx = Effects::default().with_initial_states(&states);
+        assert_eq!(
+            fx.any_initial_state().keyed_by,
+            HashMap::from([("symbol".to_owned(), "instrument".to_owned())])
+        );
+        let price = |symbol: &str| {
+            (
+                "update_price",
+                json!({"symbol": symbol, "last_price": 480}),
+                json!({"success": true}),
+            )
+        };
+        // (Each first: a guessed change may create anything, after it nothing is known whole.)
+        assert_eq!(audit_calls(&t(&[price("CRVX")]), &fx, None).violations, []);
+        // A read's argument may be a filter's sentinel: not held to the keys.
+        let search = (
+            "search_orders",
+            json!({"symbol": "any"}),
+            json!({"success": true, "data": []}),
+        );
+        assert_eq!(audit_calls(&t(&[search]), &fx, None).violations, []);
+        let report = audit_calls(&t(&[price("CRVX-2")]), &fx, None);
+        let seen: Vec<_> = (report.violations.iter())
+            .map(|v| (v.step, v.kind.name(), v.explanation.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [(
+                0,
+                "phantom_id",
+                "update_price succeeds on symbol = \"CRVX-2\", naming instrument/CRVX-2, which the package's initial state does not hold; nothing created it since".to_owned()
+            )]
+        );
     }
 
     #[test]

@@ -249,6 +249,49 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
     }
 }
 
+/// Arguments not named like ids that name a record all the same (`update_price(symbol=…)`,
+/// where the states key instruments by symbol): a success on a value no complete listing of
+/// that collection holds, that nothing made, is a phantom.
+pub(super) fn keyed_arguments(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
+    // A read's argument may be a filter's sentinel (`assignee="unassigned"`), and only what
+    // the package's states hold is known whole (a listing's records may be another view).
+    if c.role == Role::Read {
+        return;
+    }
+    for (arg, value) in &c.step.arguments {
+        let (Some(collection), Value::String(text)) = (st.keyed_by.get(arg), value) else {
+            continue;
+        };
+        let key: Key = (collection.clone(), text.clone());
+        if st.existence.contains_key(&key) || c.names.iter().any(|(_, n)| n.1 == key.1) {
+            continue;
+        }
+        let Some((source, ids)) = st.complete.get(collection).filter(|(source, _)| {
+            matches!(
+                source,
+                CompleteSource::Initial | CompleteSource::AnyInitial(_)
+            )
+        }) else {
+            continue;
+        };
+        c.out.checked += 1;
+        if !ids.contains(text) && !may_make(c, &key, st) && !st.seen_as_another_type(&key) {
+            let explanation = format!(
+                "{} succeeds on {arg} = {text:?}, naming {collection}/{text}, {}; nothing created it since",
+                c.step.tool,
+                source.not_held()
+            );
+            c.out.flag(
+                ViolationKind::PhantomId,
+                Some(&key),
+                Some(arg.clone()),
+                source.step(),
+                explanation,
+            );
+        }
+    }
+}
+
 /// Whether the call may make what `key` names: a creation, of its own type or of a type its
 /// walks saw it create (or of any type, where that is not known). A creation names other
 /// things that must exist (`report_damage(reservation_id=…)` makes a damage report about an
