@@ -6,77 +6,7 @@ use serde_json::{json, Value};
 /// `value` as Python's `repr` writes the equivalent dict/list/str/int/float/bool/None: what a
 /// harness that logs `str(result)` produces.
 pub fn python_literal(value: &Value) -> String {
-    let mut out = String::new();
-    write_python(value, &mut out);
-    out
-}
-
-fn write_python(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => out.push_str(&i.to_string()),
-            (None, Some(u), _) => out.push_str(&u.to_string()),
-            // Python writes a whole float with `.0`, which Rust's shortest form leaves out.
-            (None, None, Some(f)) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e16 => {
-                out.push_str(&format!("{f:.1}"))
-            }
-            _ => out.push_str(&n.to_string()),
-        },
-        Value::String(s) => write_python_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python_str(k, out);
-                out.push_str(": ");
-                write_python(v, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// A string as `repr` quotes it: single quotes unless the text holds a single quote and no
-/// double quote.
-fn write_python_str(s: &str, out: &mut String) {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
+    envsim_core::python::repr(&envsim_core::python::value::PyValue::from_json(value))
 }
 
 /// The text of a tool message answering `tool` with `answer` in `style`. A tool that returns

@@ -829,16 +829,26 @@ fn reference_aliases(
             }
         }
     }
+    only_holders(values, 2, complete)
+}
+
+/// Per name, the one collection whose ids hold all its values (at least `least` distinct
+/// ones); names whose values no collection, or several, hold are left out.
+fn only_holders(
+    values: BTreeMap<String, BTreeSet<String>>,
+    least: usize,
+    complete: &HashMap<String, (CompleteSource, BTreeSet<String>)>,
+) -> HashMap<String, String> {
     values
         .into_iter()
-        .filter(|(_, ids)| ids.len() >= 2)
-        .filter_map(|(noun, ids)| {
+        .filter(|(_, ids)| ids.len() >= least)
+        .filter_map(|(name, ids)| {
             let mut holding = complete
                 .iter()
                 .filter(|(_, (_, known))| ids.is_subset(known))
                 .map(|(collection, _)| collection);
             match (holding.next(), holding.next()) {
-                (Some(one), None) => Some((noun, one.clone())),
+                (Some(one), None) => Some((name, one.clone())),
                 _ => None,
             }
         })
@@ -878,20 +888,8 @@ fn key_fields(
             }
         }
     }
-    values
-        .into_iter()
-        .filter(|(field, texts)| texts.len() >= 3 && !other.contains(field))
-        .filter_map(|(field, texts)| {
-            let mut holding = complete
-                .iter()
-                .filter(|(_, (_, known))| texts.is_subset(known))
-                .map(|(collection, _)| collection);
-            match (holding.next(), holding.next()) {
-                (Some(one), None) => Some((field, one.clone())),
-                _ => None,
-            }
-        })
-        .collect()
+    values.retain(|field, _| !other.contains(field));
+    only_holders(values, 3, complete)
 }
 
 impl ImpliedState {

@@ -126,16 +126,10 @@ pub(crate) fn nested_list_checks(
         }
         // A creation the walks saw make one thing at most, whose answer names what it made,
         // made nothing unshown: references stay judged, with its ids known.
-        let mut in_call = HashSet::new();
-        step.arguments
-            .values()
-            .for_each(|v| scalars(v, &mut in_call));
-        let made_ids: Vec<String> = (new_entries(&step.observation, &in_call).into_iter())
-            .map(|(_, id)| id)
-            .collect();
-        let made_all_shown = fx.max_created <= 1 && !made_ids.is_empty();
+        let answered = super::observed::ids_answered(&step.observation, &step.arguments);
+        let made_all_shown = fx.max_created <= 1 && !answered.is_empty();
         if step.success == Some(true) && made_all_shown {
-            seen.extend(made_ids);
+            seen.extend(answered.iter().map(|(_, id)| id.clone()));
         }
         created |= step.success == Some(true)
             && !fx.read_only
@@ -263,7 +257,7 @@ pub(crate) fn nested_list_checks(
                     entries.retain(|(_, _, id)| !in_call.contains(id));
                 }
                 if adds && step.success == Some(true) {
-                    for (noun, id) in new_entries(&step.observation, &in_call) {
+                    for (noun, id) in &answered {
                         for record in &named {
                             made.entry(record.clone()).or_default().push((
                                 k,
@@ -287,21 +281,6 @@ pub(crate) fn nested_list_checks(
         }
     }
     (checked, violations)
-}
-
-/// The entries an answer says a call made: each `<noun>_id` of its payload whose value the
-/// call did not give.
-fn new_entries(observation: &Value, given: &HashSet<String>) -> Vec<(String, String)> {
-    let Some(map) = super::observed::payload(observation) else {
-        return Vec::new();
-    };
-    map.iter()
-        .filter_map(|(field, value)| {
-            let noun = record_noun(field)?;
-            let id = id_text(value)?;
-            (!given.contains(&id)).then_some((noun, id))
-        })
-        .collect()
 }
 
 /// Whether an answer is `record` itself: its `<noun>_id`, or its bare `id`, is the record's.

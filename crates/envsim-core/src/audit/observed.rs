@@ -174,6 +174,29 @@ pub(crate) fn unwrapped(observation: &Value) -> Option<&Map<String, Value>> {
     (scalars >= 2 && !object.values().all(Value::is_object)).then_some(object)
 }
 
+/// What an answer says a call made: each `<noun>_id` of its payload (not a bare `id`) whose
+/// value is none of the ids the call's arguments give, as (noun, id) (`add_comment` answering
+/// `comment_id`, `cancel_appointment` the `new_appointment_id` it promoted).
+pub(crate) fn ids_answered(
+    observation: &Value,
+    arguments: &Map<String, Value>,
+) -> Vec<(String, String)> {
+    let Some(map) = payload(observation) else {
+        return Vec::new();
+    };
+    let mut given = std::collections::HashSet::new();
+    arguments
+        .values()
+        .for_each(|v| super::implied::id_texts(v, false, &mut given));
+    map.iter()
+        .filter_map(|(field, value)| {
+            let noun = id_noun(field).filter(|noun| !noun.is_empty())?;
+            let id = id_text(value)?;
+            (!given.contains(&id)).then_some((noun, id))
+        })
+        .collect()
+}
+
 /// An object answer's payload: what its first wrapper key (`data`, `result`, ...) holds when
 /// that is an object, else the answer itself.
 pub(crate) fn payload(observation: &Value) -> Option<&Map<String, Value>> {

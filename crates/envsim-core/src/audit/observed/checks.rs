@@ -298,9 +298,6 @@ pub(super) fn keyed_arguments(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
 /// existing reservation).
 fn may_make(c: &CallCheck<'_, '_>, key: &Key, st: &ImpliedState) -> bool {
     let noun = st.aliases.get(&key.0).unwrap_or(&key.0);
-    let is = |collection: &String| {
-        collection == noun || crate::audit::nouns::singular(collection) == *noun
-    };
     // Where its successes were seen, what they made is known: the "any type" its name lets
     // it make is no evidence (`create_listing` names a seller, who is a user: the walks saw it
     // make listings only).
@@ -309,7 +306,12 @@ fn may_make(c: &CallCheck<'_, '_>, key: &Key, st: &ImpliedState) -> bool {
         && (key.0 == c.noun
             || !c.fx.creates_known
             || (c.fx.creates.iter())
-                .any(|collection| (collection == "*" && !seen) || is(collection)))
+                .any(|collection| (collection == "*" && !seen) || holds(collection, noun)))
+}
+
+/// Whether a collection (`listings`) holds records of the type a noun names (`listing`).
+fn holds(collection: &str, noun: &str) -> bool {
+    collection == noun || crate::audit::nouns::singular(collection) == noun
 }
 
 /// Preconditions the tool's walks showed, against what is known of its target.
@@ -737,15 +739,8 @@ pub(super) fn learn_success(c: &CallCheck<'_, '_>, h: &mut CallsHistory, found: 
         // A change may make what its answer names by an id the call did not give
         // (`cancel_appointment` answering the `new_appointment_id` it promoted from the
         // waitlist): that exists now, typed by the key's last word.
-        let given: Vec<String> = c.step.arguments.values().filter_map(id_text).collect();
-        for (field, value) in payload(&c.step.observation).into_iter().flatten() {
-            let (Some(of), Some(id)) = (id_noun(field), id_text(value)) else {
-                continue;
-            };
-            let Some(kind) = words(&of).pop() else {
-                continue;
-            };
-            if !given.contains(&id) {
+        for (of, id) in ids_answered(&c.step.observation, &c.step.arguments) {
+            if let Some(kind) = words(&of).pop() {
                 st.existence
                     .entry((kind, id))
                     .or_insert(Existence::Exists(Some(k)));
@@ -884,11 +879,7 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
 fn keep_ids_it_cannot_create(st: &mut ImpliedState, fx: &ToolEffects) {
     let may_create = |noun: &str| {
         !fx.creates_known
-            || fx.creates.iter().any(|collection| {
-                collection == "*"
-                    || collection == noun
-                    || crate::audit::nouns::singular(collection) == noun
-            })
+            || (fx.creates.iter()).any(|collection| collection == "*" || holds(collection, noun))
     };
     st.complete.retain(|noun, (source, _)| {
         matches!(
