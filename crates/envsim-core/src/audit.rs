@@ -505,10 +505,12 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         removed_at: HashMap::new(),
         changes: &changes,
     };
+    let mut last_change: Option<&AuditStep> = None;
     for (k, step) in trajectory.steps.iter().enumerate() {
         let mut c = StepCheck {
             k,
             step,
+            last_change,
             fx: effects.of(&step.tool),
             changed: history.changes[k],
             trajectory: &trajectory.id,
@@ -521,6 +523,9 @@ pub fn audit(trajectory: &AuditTrajectory, effects: &Effects) -> TrajectoryAudit
         }
         checked += c.checked;
         violations.append(&mut c.violations);
+        if c.changed {
+            last_change = Some(step);
+        }
         let (added, removed) = &history.deltas[k];
         transitions.push(bias::transition_kind(
             c.changed,
@@ -572,6 +577,8 @@ struct History<'h, 't> {
 struct StepCheck<'s, 't> {
     k: usize,
     step: &'t AuditStep,
+    /// The last step before it that changed the state.
+    last_change: Option<&'t AuditStep>,
     fx: ToolEffects,
     changed: bool,
     trajectory: &'s str,
@@ -601,10 +608,22 @@ impl StepCheck<'_, '_> {
     }
 }
 
+/// Whether `step` is the same successful call as `last_change`, the last call that changed
+/// the state: made again on what it just did, it may change nothing.
+pub(crate) fn repeats(last_change: Option<&AuditStep>, step: &AuditStep) -> bool {
+    last_change.is_some_and(|last| {
+        last.success == Some(true) && last.tool == step.tool && last.arguments == step.arguments
+    })
+}
+
 /// Outcome and change: a success that changes nothing from a tool whose successes always change the state, a failure that changes it from one whose failures never do.
 fn outcome(c: &mut StepCheck<'_, '_>, h: &mut History<'_, '_>) {
     match c.step.success {
-        Some(true) if c.fx.success_changes && !restates(&h.found[c.k], &c.step.arguments) => {
+        Some(true)
+            if c.fx.success_changes
+                && !restates(&h.found[c.k], &c.step.arguments)
+                && !(c.fx.repeat_keeps && repeats(c.last_change, c.step)) =>
+        {
             c.checked += 1;
             if !c.changed {
                 c.violation(
@@ -1270,13 +1289,7 @@ mod tests {
             initial_state: before.clone().into(),
             steps: vec![step(tool, args, ok.clone(), true, after)],
         };
-        let kinds = |t: &AuditTrajectory| -> Vec<ViolationKind> {
-            audit(t, &effects)
-                .violations
-                .iter()
-                .map(|v| v.kind)
-                .collect()
-        };
+        let kinds = |t: &AuditTrajectory| kinds_of(t, &effects);
         // A phantom under a call that names T1.
         let phantom = one(
             "scan_ticket",
@@ -1371,6 +1384,75 @@ mod tests {
         assert_eq!(kinds("a"), []);
         // Retitled to another and nothing changed: a dropped update.
         assert_eq!(kinds("z"), [ViolationKind::SuccessWithoutChange]);
+    }
+
+    /// The kinds of the violations the audit of `t` with `effects` finds, in order.
+    fn kinds_of(t: &AuditTrajectory, effects: &Effects) -> Vec<ViolationKind> {
+        audit(t, effects)
+            .violations
+            .iter()
+            .map(|v| v.kind)
+            .collect()
+    }
+
+    #[test]
+    fn the_same_call_made_again_on_what_it_did_may_change_nothing() {
+        // `grow(size=4)` makes the ticket BIG; made again, BIG is there and nothing changes.
+        let s0 = json!({"tickets": {"T1": {"title": "a"}}});
+        let s1 = json!({"tickets": {"T1": {"title": "a"}, "BIG": {"title": "xxxx"}}});
+        let grow = |after: &Value| {
+            step(
+                "grow",
+                json!({"size": 4}),
+                json!({"success": true}),
+                true,
+                after.clone(),
+            )
+        };
+        let walk = |steps: Vec<AuditStep>| AuditTrajectory {
+            id: "w".into(),
+            initial_state: s0.clone().into(),
+            steps,
+        };
+        let walks = [
+            walk(vec![grow(&s1), grow(&s1)]),
+            walk(vec![grow(&s1)]),
+            walk(vec![grow(&s1), grow(&s1)]),
+        ];
+        let effects = Effects::learn(&walks);
+        assert!(effects.of("grow").success_changes && effects.of("grow").repeat_keeps);
+        let kinds = |t: &AuditTrajectory| kinds_of(t, &effects);
+        assert_eq!(kinds(&walks[0]), []);
+        // Walks whose repeats always changed something (each call makes one more) excuse no
+        // repeat that changes nothing.
+        let once = Effects::learn(&[walks[1].clone(), walks[1].clone(), walks[1].clone()]);
+        assert!(once.of("grow").success_changes && !once.of("grow").repeat_keeps);
+        assert_eq!(
+            kinds_of(&walks[0], &once),
+            [ViolationKind::SuccessWithoutChange]
+        );
+        // The first call changing nothing is a dropped write.
+        assert_eq!(
+            kinds(&walk(vec![grow(&s0)])),
+            [ViolationKind::SuccessWithoutChange]
+        );
+        // A success that changed nothing after another change is evidence that its successes
+        // may change nothing.
+        let mut s2 = s1.clone();
+        s2["tickets"]["T2"] = json!({"title": "b"});
+        let add = step(
+            "add_ticket",
+            json!({"title": "b"}),
+            json!({"success": true}),
+            true,
+            s2.clone(),
+        );
+        let learned = Effects::learn(&[
+            walks[0].clone(),
+            walks[1].clone(),
+            walk(vec![grow(&s1), add, grow(&s2)]),
+        ]);
+        assert!(!learned.of("grow").success_changes);
     }
 
     /// A reference to another resource (the card a change would charge) is not a value the

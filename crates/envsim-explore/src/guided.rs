@@ -83,6 +83,11 @@ const REPAIR_ALLOWANCE: usize = 12;
 /// How often an extension starts with a mutation of the call that reached its node, made from
 /// the state that call was made in.
 const MUTATION_SHARE: f64 = 0.35;
+/// Successes of a tool under which it is drawn three times as often as one seen more.
+const THREE_SUCCESSES: f64 = 3.0;
+/// How often an extension of a node a change reached (not starting with a mutation) starts
+/// with that change again.
+const REPEAT_SHARE: f64 = 0.1;
 /// Share of the budget the package's own sequences may take.
 const SEED_SHARE: f64 = 0.5;
 
@@ -256,6 +261,19 @@ impl Guided<'_, '_> {
             Some((tool, args, before)) if self.rng.chance(MUTATION_SHARE) => {
                 Some((*tool, args.clone(), before.clone()))
             }
+            // The change that reached it, made again on what it changed: whether a tool
+            // refuses to move a record where it already is (a line suspended twice) is what
+            // a guard is learned from, and random draws seldom try it.
+            Some((tool, args, before)) if *before != node.text && self.rng.chance(REPEAT_SHARE) => {
+                queue.push_back(Planned {
+                    tool: *tool,
+                    args: args.clone(),
+                    intent: Intent::Valid,
+                    created: None,
+                    depth: 0,
+                });
+                None
+            }
             _ => None,
         };
         let (state, mut origin, mut steps) = (node.state, node.origin, node.steps);
@@ -389,6 +407,10 @@ impl Guided<'_, '_> {
                     f64::from(u8::from(calls == 0.0))
                 } else if successes == 0.0 {
                     (4.0 / (1.0 + calls / 16.0)).max(0.25)
+                } else if successes < THREE_SUCCESSES {
+                    // What learns from walks (an answer's shape, a write) takes three
+                    // successes for evidence.
+                    3.0
                 } else {
                     1.0 + 2.0 / (1.0 + successes)
                 }

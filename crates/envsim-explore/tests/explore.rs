@@ -351,3 +351,30 @@ async fn scripted_tests_seed_the_exploration_and_a_plateau_stops_it() {
     assert_eq!(stopped.report.stop, Stop::Plateau);
     assert!(stopped.report.calls < stopped.report.budget);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_is_made_again_on_what_it_changed() {
+    // Whether `pay` refuses an order already paid is what a guard is learned from; drawn at
+    // random, the same order is seldom paid twice.
+    let dir = tempfile::tempdir().unwrap();
+    let package = write_package(dir.path(), None);
+    let guided = explore(&package, plan(Strategy::Guided)).await;
+    let mut repeats = Vec::new();
+    for w in 0..guided.walks.len() {
+        for pair in guided.path(w).windows(2) {
+            let (first, again) = (pair[0], pair[1]);
+            if first.outcome == Outcome::Success
+                && first.config_after != first.config_before
+                && again.action == first.action
+            {
+                repeats.push((again.action["name"].clone(), again.outcome));
+            }
+        }
+    }
+    assert!(
+        repeats
+            .iter()
+            .any(|(_, outcome)| *outcome == Outcome::Failure),
+        "{repeats:?}"
+    );
+}

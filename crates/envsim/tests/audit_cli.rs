@@ -242,20 +242,21 @@ fn faults_of(v: &Value) -> Vec<(String, u64, u64)> {
 }
 
 /// The calls-form counts of the pinned validation. Without states every record is held to
-/// the package's initial states: each phantom is an id none of them holds, and six of the
-/// eight flips answer success for such an id (a call refused for a corrupted id).
-const CALLS_CLEAN: u64 = 31;
+/// the package's initial states: each phantom is an id none of them holds, and eight of the
+/// eleven flips answer success for such an id (a call refused for a corrupted id) or where a
+/// guard the exploration learned applies.
+const CALLS_CLEAN: u64 = 29;
 const CALLS_FAULTS: [(&str, u64, u64); 10] = [
-    ("happy_path_flip", 8, 6),
+    ("happy_path_flip", 11, 8),
     ("list_omission", 0, 0),
     ("phantom_copy", 0, 0),
     ("phantom_entity", 8, 8),
     ("resurrected_delete", 0, 0),
-    ("reverted_status", 1, 1),
-    ("schema_drift", 7, 7),
-    ("stale_read", 4, 2),
-    ("vanished_create", 5, 5),
-    ("wrong_error", 7, 0),
+    ("reverted_status", 3, 2),
+    ("schema_drift", 10, 10),
+    ("stale_read", 2, 2),
+    ("vanished_create", 4, 4),
+    ("wrong_error", 10, 0),
 ];
 
 /// A validation form's trajectories, clean trajectories and clean trajectories flagged.
@@ -337,7 +338,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     let v = &forms[0];
     assert_eq!(v["form"], "states");
     // Seeded exploration and seeded faults: the same numbers on every machine. The budget
-    // of 40 walks of 8 calls is spent as 71 sequences (the whole paths of the kept sequences
+    // of 40 walks of 8 calls is spent as 77 sequences (the whole paths of the kept sequences
     // the explorer extended).
     assert_eq!(
         (
@@ -346,18 +347,18 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             v["clean_flagged"].clone(),
             v["steps"].clone()
         ),
-        (json!(71), json!(42), json!(0), json!(564))
+        (json!(77), json!(46), json!(0), json!(535))
     );
     let planted_found = faults_of(v);
     assert_eq!(
         planted_found,
         [
-            ("dropped_update".to_owned(), 5, 5),
-            ("happy_path_flip".to_owned(), 4, 1),
+            ("dropped_update".to_owned(), 6, 6),
+            ("happy_path_flip".to_owned(), 5, 4),
             ("phantom_entity".to_owned(), 5, 5),
             ("resurrected_delete".to_owned(), 0, 0),
-            ("schema_drift".to_owned(), 4, 4),
-            ("stale_read".to_owned(), 2, 2),
+            ("schema_drift".to_owned(), 5, 5),
+            ("stale_read".to_owned(), 1, 1),
             ("vanished_create".to_owned(), 5, 5),
             ("wrong_error".to_owned(), 4, 0),
         ]
@@ -366,61 +367,61 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     for (kind, c) in v["checks"].as_object().unwrap() {
         assert_eq!(c["false_positives"], 0, "{kind}");
     }
-    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 7);
-    assert_eq!(v["checks"]["response_shape"]["true_positives"], 8);
+    assert_eq!(v["checks"]["success_without_change"]["true_positives"], 10);
+    assert_eq!(v["checks"]["response_shape"]["true_positives"], 10);
     // The same walks with their states dropped, faults planted in the observations.
     let v = &forms[1];
     assert_eq!(v["form"], "calls");
     let planted_found = faults_of(v);
-    assert_eq!(totals(v), (json!(71), json!(CALLS_CLEAN), json!(0)));
+    assert_eq!(totals(v), (json!(77), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         planted_found,
         CALLS_FAULTS.map(|(k, p, f)| (k.to_owned(), p, f))
     );
     // The same calls and faults with the initial state known: every phantom is an id it never
-    // held, every reverted status is seen, and seven of the eight flips are successes where a
-    // guard the exploration learned applies.
+    // held, and the same flips and reverted statuses are seen as without it (the desk's
+    // records all have ids the initial states hold whole).
     let v = &forms[2];
     assert_eq!(v["form"], "calls_initial");
-    assert_eq!(totals(v), (json!(71), json!(CALLS_CLEAN), json!(0)));
+    assert_eq!(totals(v), (json!(77), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         faults_of(v),
         [
-            ("happy_path_flip".to_owned(), 8, 7),
+            ("happy_path_flip".to_owned(), 11, 8),
             ("list_omission".to_owned(), 0, 0),
             ("phantom_copy".to_owned(), 0, 0),
             ("phantom_entity".to_owned(), 8, 8),
             ("resurrected_delete".to_owned(), 0, 0),
-            ("reverted_status".to_owned(), 1, 1),
-            ("schema_drift".to_owned(), 7, 7),
-            ("stale_read".to_owned(), 4, 2),
-            ("vanished_create".to_owned(), 5, 5),
-            ("wrong_error".to_owned(), 7, 0),
+            ("reverted_status".to_owned(), 3, 2),
+            ("schema_drift".to_owned(), 10, 10),
+            ("stale_read".to_owned(), 2, 2),
+            ("vanished_create".to_owned(), 4, 4),
+            ("wrong_error".to_owned(), 10, 0),
         ]
     );
     // The same calls with only the OpenAPI description generated from the package.
     let v = &forms[3];
     assert_eq!(v["form"], "openapi");
-    assert_eq!(totals(v), (json!(71), json!(CALLS_CLEAN), json!(0)));
+    assert_eq!(totals(v), (json!(77), json!(CALLS_CLEAN), json!(0)));
     assert_eq!(
         faults_of(v),
         [
-            ("happy_path_flip".to_owned(), 8, 2),
+            ("happy_path_flip".to_owned(), 11, 1),
             ("list_omission".to_owned(), 0, 0),
             ("phantom_copy".to_owned(), 0, 0),
             ("phantom_entity".to_owned(), 8, 0),
             ("resurrected_delete".to_owned(), 0, 0),
-            ("reverted_status".to_owned(), 1, 0),
-            ("schema_drift".to_owned(), 7, 7),
-            ("stale_read".to_owned(), 4, 0),
-            ("vanished_create".to_owned(), 5, 5),
-            ("wrong_error".to_owned(), 7, 0),
+            ("reverted_status".to_owned(), 3, 0),
+            ("schema_drift".to_owned(), 10, 10),
+            ("stale_read".to_owned(), 2, 0),
+            ("vanished_create".to_owned(), 4, 4),
+            ("wrong_error".to_owned(), 10, 0),
         ]
     );
     // The renamed and retyped fields break the learned response schema or depart from the
-    // description's vocabulary (15 violations at faulty steps), and nothing else does. The desk
-    // accepts titles that are not strings, which its description refuses: counted apart, not
-    // flagged.
+    // description's vocabulary (21 violations at faulty steps), and nothing else does. The desk
+    // accepts titles that are not strings, which its description refuses: such calls are
+    // counted apart, not flagged (these walks send none; seed 45's send 13).
     let c = &v["checks"]["response_schema"];
     assert_eq!(
         (
@@ -428,10 +429,10 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
             c["false_positives"].clone(),
             c["clean_flagged"].clone()
         ),
-        (json!(15), json!(0), json!(0))
+        (json!(21), json!(0), json!(0))
     );
     assert!(v["checks"].get("argument_schema").is_none());
-    assert_eq!(v["accepted_invalid_calls"], 2);
+    assert_eq!(v["accepted_invalid_calls"], 0);
 }
 
 #[test]

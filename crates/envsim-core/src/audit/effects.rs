@@ -3,7 +3,7 @@
 //! ([`ToolEffects::guess`]); the learned shape of each tool's successful responses
 //! ([`ResponseShape`]); and, through [`super::implied`], what each tool's successes write.
 
-use super::{implied, resource_refs, AuditTrajectory};
+use super::{implied, resource_refs, AuditStep, AuditTrajectory};
 use crate::slice::{AttrUse, CodeSlice, KeyPart};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -96,6 +96,9 @@ pub struct ToolEffects {
     /// its name suggests it may create stays allowed, but its calls are changes, not creations
     /// (`open_message` marks a message read; the message it answers is no new one).
     pub never_seen_creating: bool,
+    /// Its walks saw it succeed, made again on what it just did, without changing anything
+    /// (`grow(size=4)` twice): such a repeat changing nothing is no dropped write.
+    pub repeat_keeps: bool,
     /// Where this came from.
     pub source: EffectSource,
 }
@@ -134,6 +137,14 @@ impl CodeReach {
             })
             .collect();
         Some(CodeReach { tables })
+    }
+
+    /// Whether the code can change a record of the type `noun` names (`bin`: the `bins`
+    /// table) keyed `id`, on a call with `arguments`.
+    pub fn can_touch_noun(&self, noun: &str, id: &str, arguments: &Map<String, Value>) -> bool {
+        (self.tables.keys())
+            .filter(|table| *table == noun || super::nouns::singular(table) == noun)
+            .any(|table| self.can_touch(table, id, arguments))
     }
 
     /// Whether the code can make or remove the top-level resource `kind`/`id` on a call with
@@ -209,6 +220,7 @@ impl ToolEffects {
             created_named_by: None,
             reach: None,
             never_seen_creating: false,
+            repeat_keeps: false,
             source: EffectSource::Guessed,
         }
     }
@@ -245,6 +257,7 @@ impl ToolEffects {
             created_named_by: None,
             reach: None,
             never_seen_creating: false,
+            repeat_keeps: false,
             source: EffectSource::Annotated,
         }
     }
@@ -650,6 +663,7 @@ impl Effects {
             deletes: BTreeSet<String>,
             changed: bool,
             success_unchanged: bool,
+            repeat_unchanged: bool,
             failure_changed: bool,
             unnamed_delete: bool,
             max_created: usize,
@@ -669,6 +683,8 @@ impl Effects {
 
         for t in trajectories {
             let mut before = &t.initial_state;
+            // The last call that changed the state.
+            let mut last_change: Option<&AuditStep> = None;
             for step in &t.steps {
                 if step.success == Some(true) {
                     shapes
@@ -691,9 +707,14 @@ impl Effects {
                         // A call that sets only what its target holds changes nothing by
                         // construction (baggage counts saved unchanged): no evidence that the
                         // tool's successes may leave the state as it was.
+                        // Nor is the same call made again on what it just did (`grow(size=4)`
+                        // twice: the ticket it makes is there).
+                        let repeat = super::repeats(last_change, step);
+                        s.repeat_unchanged |= !changed && repeat;
                         s.success_unchanged |= !changed
                             && !(before_resources.as_ref())
-                                .is_some_and(|a| super::restates(a, &step.arguments));
+                                .is_some_and(|a| super::restates(a, &step.arguments))
+                            && !repeat;
                     }
                     Some(false) => {
                         s.failures += 1;
@@ -742,6 +763,9 @@ impl Effects {
                     for kind in present.difference(&deleted_kinds) {
                         *s.kept.entry((*kind).to_owned()).or_default() += 1;
                     }
+                }
+                if changed {
+                    last_change = Some(step);
                 }
                 before = &step.state_after;
             }
@@ -803,6 +827,7 @@ impl Effects {
                             s.max_created
                         },
                         never_seen_creating,
+                        repeat_keeps: s.repeat_unchanged,
                         source: EffectSource::Observed,
                     };
                     (tool, effects)

@@ -30,12 +30,32 @@ struct Failures {
     targets: BTreeSet<String>,
     /// Their answers' [`gist`]s.
     reasons: BTreeSet<String>,
+    /// Each failure: the resource it named and its answer's gist.
+    each: Vec<(String, String)>,
+    /// One of them was given the value as an argument.
+    echoed: bool,
 }
 
 impl Failures {
     fn note(&mut self, target: &str, observation: &Value) {
+        let reason = gist(observation);
         self.targets.insert(target.to_owned());
-        self.reasons.insert(gist(observation));
+        self.reasons.insert(reason.clone());
+        self.each.push((target.to_owned(), reason));
+    }
+
+    /// Those whose answers said none of `elsewhere`.
+    fn saying_none_of(&self, elsewhere: &BTreeSet<&str>) -> Failures {
+        let mut out = Failures::default();
+        for (target, reason) in &self.each {
+            if !elsewhere.contains(reason.as_str()) {
+                out.targets.insert(target.clone());
+                out.reasons.insert(reason.clone());
+                out.each.push((target.clone(), reason.clone()));
+            }
+        }
+        out.echoed = self.echoed;
+        out
     }
 
     /// Whether they could share one cause: on at least [`MIN_GUARD_TARGETS`] resources (walks
@@ -87,6 +107,26 @@ fn beyond_chance(failures: usize, ok: usize, failed: usize) -> bool {
     (1.0 - success).powi(failures as i32) < GUARD_CHANCE
 }
 
+/// How many failures that name the value they refused under make a guard
+/// ([`names_value`]).
+const MIN_QUOTED: usize = 2;
+
+/// Whether a failure's reason names a field's value as a word of its own (`Order # is filled`
+/// names `filled`), a value of three characters or more.
+fn names_value(reason: &str, value: &Value) -> bool {
+    let Value::String(value) = value else {
+        return false;
+    };
+    if value.chars().count() < 3 {
+        return false;
+    }
+    let value = value.to_lowercase();
+    reason
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .any(|word| word == value)
+}
+
 /// How many distinct resources a guard's failures must have named.
 const MIN_GUARD_TARGETS: usize = 2;
 
@@ -126,6 +166,10 @@ pub struct Writes {
     /// Fields every successful call moves to a value not known in advance (away from the
     /// one they held).
     pub moves: BTreeSet<String>,
+    /// Other records its arguments name whose fields every success that named one moved
+    /// (argument → the records' collection and those fields): `checkout(copy_id, member_id)`
+    /// changes the copy, and the member's `active_loans` each time.
+    pub side_moves: BTreeMap<String, (String, BTreeSet<String>)>,
     /// Nothing but the target changes, so what is known of other resources still holds.
     pub only_target: bool,
     /// States of the target under which it always failed.
@@ -158,6 +202,7 @@ impl Default for Writes {
             from_arguments: BTreeMap::new(),
             constants: BTreeMap::new(),
             moves: BTreeSet::new(),
+            side_moves: BTreeMap::new(),
             only_target: false,
             guards: Vec::new(),
             reported_differs: BTreeSet::new(),
@@ -359,6 +404,39 @@ fn named_resource(
     find(true).or_else(|| find(false))
 }
 
+/// Every argument of a call naming exactly one top-level record of `state` (by its id, the
+/// argument's noun choosing among collections that share it), with that record.
+fn named_records(
+    arguments: &Map<String, Value>,
+    state: &BTreeMap<ResourceKey, &Value>,
+) -> Vec<(String, ResourceKey)> {
+    arguments
+        .iter()
+        .filter_map(|(name, value)| {
+            let id = id_text(value)?;
+            let candidates: Vec<&ResourceKey> = state
+                .keys()
+                .filter(|k| !k.0.contains('*') && k.1 == id)
+                .collect();
+            let noun = super::observed::id_noun(name).filter(|n| !n.is_empty());
+            let chosen = match candidates.as_slice() {
+                [one] => *one,
+                many => {
+                    let mut by_noun = many.iter().filter(|k| {
+                        noun.as_deref()
+                            .is_some_and(|n| super::observed::singular(&k.0) == n)
+                    });
+                    match (by_noun.next(), by_noun.next()) {
+                        (Some(one), None) => *one,
+                        _ => return None,
+                    }
+                }
+            };
+            Some((name.clone(), chosen.clone()))
+        })
+        .collect()
+}
+
 /// Changes a tool must have made before a change elsewhere is flagged as a spurious write
 /// (another resource than the one it names): side effects that happen under
 /// some conditions only are rare, so flagging needs more evidence than keeping what is known
@@ -376,6 +454,10 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         times: usize,
         values: BTreeSet<String>,
         last: Value,
+        /// The ids of the records it changed the field of.
+        targets: BTreeSet<String>,
+        /// The values it changed the field from (as JSON).
+        before: BTreeSet<String>,
         from_argument: BTreeMap<String, usize>,
     }
     #[derive(Default)]
@@ -400,6 +482,18 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
         /// Every success whose arguments name a resource: its arguments, the naming
         /// argument, and that resource before and after (what a claimed write is held to).
         named_successes: Vec<(Map<String, Value>, String, Value, Value)>,
+        /// Per argument: the other records it named in successes ([`SideSeen`]).
+        side: BTreeMap<String, SideSeen>,
+    }
+    /// What the successes did to the records one argument named.
+    #[derive(Default)]
+    struct SideSeen {
+        /// Successes that named a record with it, one that still exists after.
+        named: usize,
+        /// Those records' collections, with how many of them.
+        collections: BTreeMap<String, usize>,
+        /// Per scalar field: how many of them it changed.
+        changed: BTreeMap<String, usize>,
     }
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for t in trajectories {
@@ -440,10 +534,14 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                                 slot.0 += 1;
                             } else {
                                 slot.1 += 1;
-                                s.failed
+                                let failures = s
+                                    .failed
                                     .entry((field.clone(), value.to_string()))
-                                    .or_default()
-                                    .note(&key.1, &step.observation);
+                                    .or_default();
+                                failures.note(&key.1, &step.observation);
+                                // Refused for an argument equal to what the record holds
+                                // (`change_plan` to the plan it is on), not for the value.
+                                failures.echoed |= step.arguments.values().any(|a| a == value);
                             }
                         }
                     }
@@ -478,6 +576,24 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 continue;
             }
             s.successes += 1;
+            {
+                let after = resources(after_state);
+                for (argument, key) in named_records(&step.arguments, &before) {
+                    let (Some(Value::Object(old)), Some(Value::Object(new))) =
+                        (before.get(&key), after.get(&key))
+                    else {
+                        continue;
+                    };
+                    let side = s.side.entry(argument).or_default();
+                    side.named += 1;
+                    *side.collections.entry(key.0.clone()).or_default() += 1;
+                    for (field, value) in new {
+                        if is_scalar(value) && old.get(field) != Some(value) {
+                            *side.changed.entry(field.clone()).or_default() += 1;
+                        }
+                    }
+                }
+            }
             if let Some((argument, key)) = &named {
                 let after = resources(after_state);
                 if let (Some(b), Some(a)) = (before.get(key), after.get(key)) {
@@ -540,9 +656,12 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                             let f = s.fields.entry(field.clone()).or_default();
                             f.times += 1;
                             f.values.insert(value.to_string());
+                            f.targets.insert(key.1.clone());
+                            f.before
+                                .insert(old.get(field).unwrap_or(&Value::Null).to_string());
                             f.last = value.clone();
                             for (name, given) in &step.arguments {
-                                if name != argument && given == value {
+                                if name != argument && same(given, value) {
                                     *f.from_argument.entry(name.clone()).or_default() += 1;
                                 }
                             }
@@ -578,6 +697,20 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             writes.changes_seen = s.changed;
             writes.reported_differs = s.reported_differs;
             writes.touches = s.fields.keys().cloned().collect();
+            writes.side_moves = s
+                .side
+                .iter()
+                .filter(|(argument, _)| Some(*argument) != target.as_ref())
+                .filter(|(_, side)| side.named >= MIN_EVIDENCE && side.collections.len() == 1)
+                .filter_map(|(argument, side)| {
+                    let fields: BTreeSet<String> = (side.changed.iter())
+                        .filter(|(_, n)| **n == side.named)
+                        .map(|(f, _)| f.clone())
+                        .collect();
+                    let collection = side.collections.keys().next()?;
+                    (!fields.is_empty()).then(|| (argument.clone(), (collection.clone(), fields)))
+                })
+                .collect();
             writes.target = target;
             if writes.target.is_some() {
                 for (field, f) in &s.fields {
@@ -594,7 +727,15 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                         writes
                             .from_arguments
                             .insert(field.clone(), argument.clone());
-                    } else if f.values.len() == 1 && f.times >= 2 {
+                    } else if f.values.len() == 1
+                        && f.times >= 2
+                        && f.targets.len() >= 2
+                        && (!f.last.is_number() || f.before.len() >= 2)
+                    {
+                        // Seen on two records at least: one record bought twice from the
+                        // same state shows its price, not a constant; and a number from two
+                        // values at least: a count moved from 0 to 1 each time may be one
+                        // more than it was.
                         writes.constants.insert(field.clone(), f.last.clone());
                     } else if f.times == s.changed && f.times >= 2 {
                         writes.moves.insert(field.clone());
@@ -631,24 +772,65 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             // succeeds on the field's other values (a tool that mostly fails for another
             // reason, an unauthenticated caller say, teaches nothing about the field). Fields
             // of many values name things rather than states.
+            // A failure that says what a failure under another value of the field says too,
+            // where the tool also succeeds under one of them, has a cause of its own (a reason
+            // outside the allowed ones, refused whatever the line's status): it counts under
+            // no value.
+            let mut said_under: BTreeMap<(&str, &str), (usize, bool)> = BTreeMap::new();
+            for (k, failures) in &s.failed {
+                let succeeds = s.by_value.get(k).is_some_and(|v| v.0 > 0);
+                for reason in &failures.reasons {
+                    let slot = said_under.entry((&k.0, reason)).or_default();
+                    slot.0 += 1;
+                    slot.1 |= succeeds;
+                }
+            }
+            let own_failures: BTreeMap<&(String, String), Failures> = (s.failed.iter())
+                .map(|(k, failures)| {
+                    let elsewhere: BTreeSet<&str> = (said_under.iter())
+                        .filter(|((field, _), (values, succeeds))| {
+                            *field == k.0 && *values >= 2 && *succeeds
+                        })
+                        .map(|((_, reason), _)| *reason)
+                        .collect();
+                    (k, failures.saying_none_of(&elsewhere))
+                })
+                .collect();
             let mut per_field: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
-            for ((field, _), (ok, fail, _)) in &s.by_value {
-                let slot = per_field.entry(field.as_str()).or_default();
+            for (k, (ok, _, _)) in &s.by_value {
+                let slot = per_field.entry(k.0.as_str()).or_default();
                 slot.0 += ok;
-                slot.1 += fail;
+                slot.1 += own_failures.get(k).map_or(0, |f| f.each.len());
                 slot.2 += 1;
             }
             // And its failures are alike (`Failures::alike`) and beyond chance.
-            for (k, (ok, fail, value)) in &s.by_value {
+            for (k, (ok, _, value)) in &s.by_value {
                 let field = &k.0;
+                let failures = own_failures.get(k);
+                let fail = failures.map_or(0, |f| f.each.len());
                 let (all_ok, all_fail, values) = per_field[field.as_str()];
                 let (other_ok, other_fail) = (all_ok - ok, all_fail - fail);
                 let explains = other_ok >= MIN_EVIDENCE
                     && other_ok >= other_fail
                     && values <= MAX_GUARD_VALUES
-                    && s.failed.get(k).is_some_and(Failures::alike)
-                    && beyond_chance(*fail, other_ok, other_fail);
-                if *ok == 0 && *fail >= MIN_EVIDENCE && explains {
+                    && failures.is_some_and(Failures::alike)
+                    && beyond_chance(fail, other_ok, other_fail);
+                // Or they say so themselves: every one gives one reason, which names the status
+                // (`Order # is filled`, `Hold # is purchased`), and the tool succeeds under
+                // other values: twice is enough, on one record or more.
+                // A status only: `agent # does not work queue general` names the queue, and
+                // is about the agent.
+                let say_so = other_ok >= MIN_EVIDENCE
+                    && values <= MAX_GUARD_VALUES
+                    && is_status_field(field)
+                    && failures.is_some_and(|f| {
+                        !f.echoed
+                            && f.reasons.len() == 1
+                            && f.reasons.iter().all(|r| names_value(r, value))
+                    });
+                if *ok == 0
+                    && ((fail >= MIN_EVIDENCE && explains) || (fail >= MIN_QUOTED && say_so))
+                {
                     writes.guards.push(Guard::FieldIs {
                         field: field.clone(),
                         value: value.clone(),
@@ -833,7 +1015,8 @@ fn reference_aliases(
 }
 
 /// Per name, the one collection whose ids hold all its values (at least `least` distinct
-/// ones); names whose values no collection, or several, hold are left out.
+/// ones), or of several that do, the one of its own name; names whose values no collection
+/// holds, or several others, are left out.
 fn only_holders(
     values: BTreeMap<String, BTreeSet<String>>,
     least: usize,
@@ -843,14 +1026,20 @@ fn only_holders(
         .into_iter()
         .filter(|(_, ids)| ids.len() >= least)
         .filter_map(|(name, ids)| {
-            let mut holding = complete
+            let holding: Vec<&String> = complete
                 .iter()
                 .filter(|(_, (_, known))| ids.is_subset(known))
-                .map(|(collection, _)| collection);
-            match (holding.next(), holding.next()) {
-                (Some(one), None) => Some((name, one.clone())),
-                _ => None,
-            }
+                .map(|(collection, _)| collection)
+                .collect();
+            // Of several keyed alike (`domains` and their `zones`), the one the name names.
+            let chosen = match holding.as_slice() {
+                [one] => Some(*one),
+                many => many
+                    .iter()
+                    .find(|collection| **collection == &name)
+                    .copied(),
+            };
+            chosen.map(|one| (name.clone(), one.clone()))
         })
         .collect()
 }
@@ -1002,6 +1191,55 @@ impl ImpliedState {
                     source: FactSource::Set(step),
                 },
             );
+        }
+    }
+
+    /// The same record known under another type the states use for it (`rx` for a
+    /// prescription, [`ImpliedState::aliases`]): what a change does to `key` it does to these.
+    pub fn twins(&self, key: &Key) -> Vec<Key> {
+        let alike = |a: &str, b: &str| {
+            self.aliases.get(a).is_some_and(|c| c == b)
+                || self.aliases.get(b).is_some_and(|c| c == a)
+        };
+        self.fields
+            .keys()
+            .filter(|other| other.1 == key.1 && other.0 != key.0 && alike(&other.0, &key.0))
+            .cloned()
+            .collect()
+    }
+
+    /// Records that a successful change at `step` moved `fields` of `key`, a record it names
+    /// besides its target, away from what they held (`old`): those values are kept as
+    /// replaced, and the fields are no longer known.
+    pub fn move_fields(
+        &mut self,
+        key: &Key,
+        step: usize,
+        fields: &BTreeSet<String>,
+        old: &BTreeMap<String, Fact>,
+    ) {
+        let replaced = self.replaced.entry(key.clone()).or_default();
+        for field in fields {
+            match old.get(field) {
+                Some(before) => {
+                    replaced.insert(
+                        field.clone(),
+                        Replaced {
+                            value: before.value.clone(),
+                            step,
+                            status: is_status_field(field),
+                        },
+                    );
+                }
+                None => {
+                    replaced.remove(field);
+                }
+            }
+        }
+        if let Some(facts) = self.fields.get_mut(key) {
+            for field in fields {
+                facts.remove(field);
+            }
         }
     }
 
@@ -1210,6 +1448,255 @@ mod tests {
                 .guards
                 .len(),
             1
+        );
+    }
+
+    /// A step of `tool` with `args`, answering `observation`, leaving `after`.
+    fn said(tool: &str, args: Value, ok: bool, observation: &str, after: &Value) -> AuditStep {
+        AuditStep {
+            observation: json!({"success": ok, "message": observation}),
+            ..step(tool, args, ok, after)
+        }
+    }
+
+    #[test]
+    fn failures_that_name_the_value_teach_a_guard_twice() {
+        // Three lines suspended; suspending L1 and L2 again is refused in words that name the
+        // status. A reason outside the allowed ones is refused under both statuses, and the
+        // tool succeeds while active: that refusal says nothing of the status.
+        let s0 = json!({"lines": {"L1": {"status": "active"}, "L2": {"status": "active"},
+                                  "L3": {"status": "active"}, "L4": {"status": "active"}}});
+        let mut s = vec![s0.clone()];
+        for id in ["L1", "L2", "L3"] {
+            let mut next = s.last().unwrap().clone();
+            next["lines"][id]["status"] = json!("suspended");
+            s.push(next);
+        }
+        let suspend = |id: &str, reason: &str| json!({"line_id": id, "reason": reason});
+        let bad_reason = "reason must be one of fraud, lost";
+        let mut steps = vec![
+            said(
+                "suspend_line",
+                suspend("L1", "fraud"),
+                true,
+                "L1 suspended",
+                &s[1],
+            ),
+            said(
+                "suspend_line",
+                suspend("L2", "fraud"),
+                true,
+                "L2 suspended",
+                &s[2],
+            ),
+            said(
+                "suspend_line",
+                suspend("L3", "lost"),
+                true,
+                "L3 suspended",
+                &s[3],
+            ),
+            said("suspend_line", suspend("L4", "x"), false, bad_reason, &s[3]),
+            said("suspend_line", suspend("L3", "x"), false, bad_reason, &s[3]),
+            said(
+                "suspend_line",
+                suspend("L1", "fraud"),
+                false,
+                "line L1 is already suspended",
+                &s[3],
+            ),
+        ];
+        let walk = |steps: &[AuditStep]| {
+            vec![AuditTrajectory {
+                id: "w".into(),
+                initial_state: Arc::new(s0.clone()),
+                steps: steps.to_vec(),
+            }]
+        };
+        // Once is not enough.
+        assert_eq!(learn_writes(&walk(&steps))["suspend_line"].guards, []);
+        steps.push(said(
+            "suspend_line",
+            suspend("L2", "lost"),
+            false,
+            "line L2 is already suspended",
+            &s[3],
+        ));
+        assert_eq!(
+            learn_writes(&walk(&steps))["suspend_line"].guards,
+            [Guard::FieldIs {
+                field: "status".into(),
+                value: json!("suspended")
+            }]
+        );
+        // Refused in words that do not name it, twice is too few.
+        for step in steps.iter_mut().filter(|s| s.success == Some(false)) {
+            if step.observation.to_string().contains("already") {
+                step.observation = json!({"success": false, "message": "cannot do that now"});
+            }
+        }
+        assert_eq!(learn_writes(&walk(&steps))["suspend_line"].guards, []);
+    }
+
+    #[test]
+    fn a_refusal_of_an_argument_equal_to_the_value_is_no_guard() {
+        // change_plan to the plan a subscription is on is refused, naming the plan: the
+        // argument is refused, not the plan the record holds.
+        let s0 = json!({"subscriptions": {"S1": {"plan_id": "basic"}, "S2": {"plan_id": "basic"},
+                                          "S3": {"plan_id": "basic"}}});
+        let mut s = vec![s0.clone()];
+        for (id, plan) in [("S1", "pro"), ("S2", "pro"), ("S3", "team")] {
+            let mut next = s.last().unwrap().clone();
+            next["subscriptions"][id]["plan_id"] = json!(plan);
+            s.push(next);
+        }
+        let change = |id: &str, plan: &str| json!({"subscription_id": id, "plan": plan});
+        let steps = vec![
+            said(
+                "change_plan",
+                change("S1", "pro"),
+                true,
+                "moved to pro",
+                &s[1],
+            ),
+            said(
+                "change_plan",
+                change("S2", "pro"),
+                true,
+                "moved to pro",
+                &s[2],
+            ),
+            said(
+                "change_plan",
+                change("S3", "team"),
+                true,
+                "moved to team",
+                &s[3],
+            ),
+            said(
+                "change_plan",
+                change("S1", "pro"),
+                false,
+                "S1 is already on pro",
+                &s[3],
+            ),
+            said(
+                "change_plan",
+                change("S2", "pro"),
+                false,
+                "S2 is already on pro",
+                &s[3],
+            ),
+        ];
+        let learned = learn_writes(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps,
+        }]);
+        assert_eq!(learned["change_plan"].guards, []);
+    }
+
+    #[test]
+    fn a_count_moved_from_one_value_is_no_constant_and_numbers_match_by_value() {
+        // add_comment took both issues' counts from 0 to 1: one more each time, as far as the
+        // walks tell. set_limit stores its `limit` as a float.
+        let s0 = json!({"issues": {"I1": {"comment_count": 0}, "I2": {"comment_count": 0}},
+                        "cards": {"K1": {"limit": 500.0}, "K2": {"limit": 900.0}}});
+        let mut s1 = s0.clone();
+        s1["issues"]["I1"]["comment_count"] = json!(1);
+        let mut s2 = s1.clone();
+        s2["issues"]["I2"]["comment_count"] = json!(1);
+        let mut s3 = s2.clone();
+        s3["cards"]["K1"]["limit"] = json!(3000.0);
+        let mut s4 = s3.clone();
+        s4["cards"]["K2"]["limit"] = json!(3000.0);
+        let learned = learn_writes(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0),
+            steps: vec![
+                step(
+                    "add_comment",
+                    json!({"issue_id": "I1", "body": "a"}),
+                    true,
+                    &s1,
+                ),
+                step(
+                    "add_comment",
+                    json!({"issue_id": "I2", "body": "b"}),
+                    true,
+                    &s2,
+                ),
+                step(
+                    "set_limit",
+                    json!({"card_id": "K1", "limit": 3000}),
+                    true,
+                    &s3,
+                ),
+                step(
+                    "set_limit",
+                    json!({"card_id": "K2", "limit": 3000}),
+                    true,
+                    &s4,
+                ),
+            ],
+        }]);
+        let comment = &learned["add_comment"];
+        assert_eq!(comment.constants, BTreeMap::new());
+        assert_eq!(comment.moves, BTreeSet::from(["comment_count".to_owned()]));
+        let limit = &learned["set_limit"];
+        assert_eq!(limit.constants, BTreeMap::new());
+        assert_eq!(
+            limit.from_arguments,
+            BTreeMap::from([("limit".to_owned(), "limit".to_owned())])
+        );
+    }
+
+    #[test]
+    fn what_a_call_always_moves_on_another_record_it_names_is_learned() {
+        // checkout(copy_id, member_id) lends the copy and counts the member's loans; the
+        // third member-naming call is the evidence.
+        let s0 = json!({"copies": {"C1": {"status": "available"}, "C2": {"status": "available"},
+                                   "C3": {"status": "available"}},
+                        "members": {"M1": {"active_loans": 0, "name": "Ann"},
+                                    "M2": {"active_loans": 1, "name": "Bo"}}});
+        let mut s = vec![s0.clone()];
+        for (copy, member) in [("C1", "M1"), ("C2", "M2"), ("C3", "M1")] {
+            let mut next = s.last().unwrap().clone();
+            next["copies"][copy]["status"] = json!("on_loan");
+            let loans = next["members"][member]["active_loans"].as_i64().unwrap();
+            next["members"][member]["active_loans"] = json!(loans + 1);
+            s.push(next);
+        }
+        let checkout = |copy: &str, member: &str| json!({"copy_id": copy, "member_id": member});
+        let steps = vec![
+            step("checkout", checkout("C1", "M1"), true, &s[1]),
+            step("checkout", checkout("C2", "M2"), true, &s[2]),
+            step("checkout", checkout("C3", "M1"), true, &s[3]),
+        ];
+        let walk = |steps: Vec<AuditStep>| {
+            learn_writes(&[AuditTrajectory {
+                id: "w".into(),
+                initial_state: Arc::new(s0.clone()),
+                steps,
+            }])
+        };
+        let learned = walk(steps.clone());
+        let writes = &learned["checkout"];
+        assert_eq!(writes.target.as_deref(), Some("copy_id"));
+        assert_eq!(
+            writes.side_moves,
+            BTreeMap::from([(
+                "member_id".to_owned(),
+                (
+                    "members".to_owned(),
+                    BTreeSet::from(["active_loans".to_owned()])
+                )
+            )])
+        );
+        // Two are too few.
+        assert_eq!(
+            walk(steps[..2].to_vec())["checkout"].side_moves,
+            BTreeMap::new()
         );
     }
 

@@ -126,8 +126,18 @@ pub(crate) fn records<'v>(
 ) -> Vec<(Key, &'v Map<String, Value>, bool)> {
     let mut out = Vec::new();
     walk_records(observation, noun, false, None, &mut out);
-    if out.is_empty() {
-        if let (Some(key), Some(map)) = (subject, unwrapped(observation)) {
+    if let (Some(key), Some(map)) = (subject, unwrapped(observation)) {
+        // The answer's own object is the record the read names when nothing else in it is,
+        // or when it quotes that record's id beside the lists it holds
+        // (`get_member_account(member_id)` answering the member with its loans).
+        let own = out
+            .iter()
+            .any(|(k, m, _)| std::ptr::eq(*m, map) || k == key);
+        let quotes = || {
+            map.values()
+                .any(|v| id_text(v).is_some_and(|id| id == key.1))
+        };
+        if out.is_empty() || (!own && quotes()) {
             out.push((key.clone(), map, false));
         }
     }
@@ -909,8 +919,10 @@ mod tests {
         use std::sync::Arc;
         // Walks: put_on_hold(rx_id) moves a prescription's status; reads answer the record by
         // `rx_id`, so the transcript types it `rx`, the walks `prescription`.
+        // Dispenses name prescriptions by `rx_id`: the states, too, give them that type.
         let s0 = json!({"prescriptions": {"R1": {"status": "active"}, "R2": {"status": "active"},
-                                          "R3": {"status": "active"}}});
+                                          "R3": {"status": "active"}},
+                        "dispenses": {"D1": {"rx_id": "R1"}, "D2": {"rx_id": "R2"}}});
         let (mut s1, mut s2, mut s3) = (s0.clone(), s0.clone(), s0.clone());
         s1["prescriptions"]["R1"]["status"] = json!("on_hold");
         s2["prescriptions"] = s1["prescriptions"].clone();
@@ -926,7 +938,7 @@ mod tests {
         };
         let fx = Effects::learn(&[AuditTrajectory {
             id: "w".into(),
-            initial_state: Arc::new(s0),
+            initial_state: Arc::new(s0.clone()),
             steps: vec![step("R1", &s1), step("R2", &s2), step("R3", &s3)],
         }]);
         assert_eq!(
@@ -954,9 +966,137 @@ mod tests {
         assert_eq!(findings(&[get("active"), hold.clone(), get("on_hold")]), []);
         // Read back at the old status, it is caught as moved back.
         assert_eq!(
-            findings(&[get("active"), hold, get("active")]),
+            findings(&[get("active"), hold.clone(), get("active")]),
             [(2, "status_reverted")]
         );
+        // With the initial state known the record is known as a prescription and, read, as
+        // an `rx`: the hold reaches both.
+        let known = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, Some(&s0)).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        assert_eq!(known(&[get("active"), hold.clone(), get("on_hold")]), []);
+        assert_eq!(
+            known(&[get("active"), hold, get("active")]),
+            [(2, "status_reverted")]
+        );
+    }
+
+    #[test]
+    fn a_creation_sets_what_it_always_changes_on_the_records_it_names() {
+        use crate::audit::{AuditStep, AuditTrajectory};
+        use std::sync::Arc;
+        // Walks: checkout(copy_id, member_id) makes a loan, lends the copy and counts the
+        // member's loans.
+        let s0 = json!({"copies": {"C1": {"status": "available"}, "C2": {"status": "available"},
+                                   "C3": {"status": "available"}, "C4": {"status": "available"}},
+                        "members": {"M1": {"active_loans": 0, "name": "Ann"},
+                                    "M2": {"active_loans": 1, "name": "Bo"}},
+                        "loans": {}});
+        let mut states = vec![s0.clone()];
+        let mut steps = Vec::new();
+        for (n, (copy, member)) in [("C1", "M1"), ("C2", "M2"), ("C3", "M1")]
+            .iter()
+            .enumerate()
+        {
+            let mut next = states.last().unwrap().clone();
+            next["copies"][copy]["status"] = json!("on_loan");
+            let loans = next["members"][member]["active_loans"].as_i64().unwrap();
+            next["members"][member]["active_loans"] = json!(loans + 1);
+            let loan = format!("L{}", n + 1);
+            next["loans"][&loan] = json!({"copy": copy, "member": member});
+            steps.push(AuditStep {
+                tool: "checkout".into(),
+                arguments: json!({"copy_id": copy, "member_id": member})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+                observation: json!({"success": true, "loan_id": loan}),
+                success: Some(true),
+                state_after: Arc::new(next.clone()),
+            });
+            states.push(next);
+        }
+        let fx = Effects::learn(&[AuditTrajectory {
+            id: "w".into(),
+            initial_state: Arc::new(s0.clone()),
+            steps,
+        }]);
+        assert_eq!(role(&fx.of("checkout")), Role::Create);
+        let checkout = (
+            "checkout",
+            json!({"copy_id": "C4", "member_id": "M2"}),
+            json!({"success": true, "loan_id": "L9"}),
+        );
+        // The member, answered with the loans it holds by a tool named for another noun.
+        let member = |count: u64| {
+            (
+                "get_member_account",
+                json!({"member_id": "M2"}),
+                json!({"success": true, "data": {"member_id": "M2", "name": "Bo",
+                       "active_loans": count, "loans": [{"loan_id": "L9", "copy_id": "C4"}]}}),
+            )
+        };
+        let copy = |status: &str| {
+            (
+                "get_copy",
+                json!({"copy_id": "C4"}),
+                json!({"copy_id": "C4", "status": status}),
+            )
+        };
+        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, Some(&s0)).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        assert_eq!(
+            findings(&[checkout.clone(), member(2), copy("on_loan")]),
+            []
+        );
+        // The member's count as it was, the copy back on the shelf.
+        assert_eq!(
+            findings(&[checkout.clone(), member(1)]),
+            [(1, "stale_read")]
+        );
+        assert_eq!(
+            findings(&[checkout, copy("available")]),
+            [(1, "status_reverted")]
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_record_by_its_key_is_held_to_the_states() {
+        // Domains are keyed by name, and so are their zones; ledger entries name domains.
+        let state = json!({
+            "domains": {"a.com": {"status": "active"}, "b.org": {"status": "active"},
+                        "c.net": {"status": "expired"}},
+            "zones": {"a.com": {"serial": 1}, "b.org": {"serial": 2}, "c.net": {"serial": 3}},
+            "ledger": {"E1": {"domain": "a.com"}, "E2": {"domain": "b.org"},
+                       "E3": {"domain": "c.net"}}
+        });
+        let fx = Effects::default();
+        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
+            (audit_calls(&t(steps), &fx, Some(&state)).violations.iter())
+                .map(|v| (v.step, v.kind.name()))
+                .collect()
+        };
+        let get = |domain: &str| {
+            (
+                "get_domain",
+                json!({"domain": domain}),
+                json!({"success": true, "data": {"status": "active", "auto_renew": true}}),
+            )
+        };
+        assert_eq!(findings(&[get("a.com")]), []);
+        assert_eq!(findings(&[get("a.com-2")]), [(0, "phantom_id")]);
+        // A listing's filter by the same name is no claim that the record exists.
+        let records = (
+            "list_records",
+            json!({"domain": "zz.io"}),
+            json!({"success": true, "data": []}),
+        );
+        assert_eq!(findings(&[records]), []);
     }
 
     #[test]

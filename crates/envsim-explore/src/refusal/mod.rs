@@ -25,8 +25,9 @@ use seen::strings;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use words::{
-    asked_shape, date_like, dated, names_field, norm, numbers, offered_values, same_word, saying,
-    says, tokens, typed, value_text, variant, words, NOT_FOUND, TAKEN,
+    asked_shape, date_like, dated, least_characters, lengthened, names_field, norm, numbers,
+    offered_values, same_word, saying, says, tokens, typed, value_text, variant, words, NOT_FOUND,
+    TAKEN,
 };
 
 /// A call drawn to succeed that the environment refused.
@@ -250,6 +251,10 @@ impl<'a> Reading<'a> {
                         .flat_map(|&n| [n, (n - 1.0).max(0.0), 1.0])
                         .filter_map(|n| typed(&param.schema, &format!("{}", n.trunc() as i64))),
                 );
+            } else if let Some(least) = least_characters(refused.answer) {
+                // `reason must be at least 10 characters`: the text given, made long enough.
+                let given = refused.args.get(name).and_then(Value::as_str).unwrap_or("");
+                candidates.extend(typed(&param.schema, &lengthened(given, least)));
             } else if let Some((shape, example)) = &shape {
                 let mut texts = self.index.shaped_as(*shape);
                 rng.shuffle(&mut texts);
@@ -948,10 +953,33 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_argument_the_answer_names_takes_what_the_answer_offers() {
+    /// What reading `answer`, a refusal of `tool` called with `called` in the shop, proposes.
+    fn proposed(
+        tool: &ToolSpec,
+        called: &Map<String, Value>,
+        answer: &str,
+        seed: u64,
+    ) -> Vec<Next> {
         let state = shop();
         let index = StateIndex::new(&state);
+        let refused = Refused {
+            tool,
+            args: called,
+            answer,
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        read(
+            &refused,
+            &index,
+            &Seen::default(),
+            std::slice::from_ref(tool),
+            &mut Rng::new(seed),
+        )
+    }
+
+    #[test]
+    fn an_argument_the_answer_names_takes_what_the_answer_offers() {
         let set = tool(
             "set_priority",
             &[
@@ -960,19 +988,11 @@ mod tests {
             ],
         );
         let called = args(json!({"order_id": "O1", "priority": "urgent-ish"}));
-        let refused = Refused {
-            tool: &set,
-            args: &called,
-            answer: "priority must be one of: low, normal, high",
-            state: &state,
-            clock: 1_735_689_600.0,
-        };
-        let next = read(
-            &refused,
-            &index,
-            &Seen::default(),
-            std::slice::from_ref(&set),
-            &mut Rng::new(5),
+        let next = proposed(
+            &set,
+            &called,
+            "priority must be one of: low, normal, high",
+            5,
         );
         let tried: Vec<&Value> = next
             .iter()
@@ -991,23 +1011,34 @@ mod tests {
             ],
         );
         let called = args(json!({"order_id": "O1", "limit": 5000}));
-        let refused = Refused {
-            tool: &limit,
-            args: &called,
-            answer: "limit must be at most 500",
-            state: &state,
-            clock: 1_735_689_600.0,
-        };
-        let next = read(
-            &refused,
-            &index,
-            &Seen::default(),
-            std::slice::from_ref(&limit),
-            &mut Rng::new(6),
-        );
+        let next = proposed(&limit, &called, "limit must be at most 500", 6);
         assert_eq!(
             next[0],
             Next::Retry(args(json!({"order_id": "O1", "limit": 500})))
         );
+    }
+
+    #[test]
+    fn a_text_too_short_is_made_as_long_as_the_answer_asks() {
+        let reject = tool(
+            "reject_order",
+            &[
+                ("order_id", json!({"type": "string"})),
+                ("reason", json!({"type": "string"})),
+            ],
+        );
+        let called = args(json!({"order_id": "O1", "reason": "damaged"}));
+        let next = proposed(&reject, &called, "reason must be at least 12 characters", 5);
+        let Next::Retry(retried) = &next[0] else {
+            panic!("{next:?}");
+        };
+        let reason = retried["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("damaged ") && reason.chars().count() >= 12,
+            "{reason}"
+        );
+        assert_eq!(retried["order_id"], "O1");
+        assert_eq!(least_characters("at most 5 items"), None);
+        assert_eq!(least_characters("2 to 40 characters"), Some(40));
     }
 }

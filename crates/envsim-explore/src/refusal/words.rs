@@ -197,6 +197,35 @@ pub(super) fn numbers(answer: &str) -> Vec<f64> {
     out
 }
 
+/// The least number of characters an answer asks a text to have (`reason must be at least 10
+/// characters`, `justification needs 15 characters or more`): the largest number it gives
+/// when it speaks of characters.
+pub(super) fn least_characters(answer: &str) -> Option<usize> {
+    let lower = answer.to_lowercase();
+    if !(lower.contains("character") || lower.contains("chars")) {
+        return None;
+    }
+    numbers(answer)
+        .into_iter()
+        .filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= 10_000.0)
+        .map(|n| n as usize)
+        .max()
+}
+
+/// `text`, made at least `least` characters long with words of its own kind (a reason that
+/// says what was seen), the given text first.
+pub(super) fn lengthened(text: &str, least: usize) -> String {
+    const MORE: &str = "as reported on site and confirmed in writing";
+    let mut out = text.trim().to_owned();
+    while out.chars().count() < least {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(MORE);
+    }
+    out
+}
+
 /// The shape of text an answer asks for: a template (`YYYY-MM-DD`, `YYYY-MM-DDTHH:MM`), or an
 /// example of one (`times must look like 2024-06-17T09:30`), with the example.
 pub(super) fn asked_shape(answer: &str) -> Option<(Shape, Option<String>)> {

@@ -3,7 +3,7 @@
 //! them in order and then learns what a success makes known.
 
 use super::*;
-use crate::audit::implied::CompleteSource;
+use crate::audit::implied::{same, CompleteSource};
 use std::collections::BTreeMap;
 
 /// A value a change set: in this field, or (`None`) in a field not known.
@@ -130,19 +130,26 @@ impl<'t, 'e> CallCheck<'t, 'e> {
 }
 
 impl CallCheck<'_, '_> {
-    /// The target as this trajectory already knows it: a change typed by the collection the
-    /// walks saw it change (`put_on_hold(rx_id=…)` changes a prescription), whose record the
-    /// trajectory's reads returned under another type only (`rx`, from the answer's
-    /// `rx_id`), aims at the record the reads returned.
+    /// The target as this trajectory already knows it ([`settled`]).
     pub(super) fn settle_aim(&mut self, st: &ImpliedState) {
-        let Some(aim) = &self.aim else { return };
-        if st.fields.contains_key(aim) {
-            return;
+        if let Some(aim) = self.aim.take() {
+            self.aim = Some(settled(st, aim));
         }
-        let mut others = (st.fields.keys()).filter(|key| key.1 == aim.1 && key.0 != aim.0);
-        if let (Some(one), None) = (others.next(), others.next()) {
-            self.aim = Some(one.clone());
-        }
+    }
+}
+
+/// A record as this trajectory already knows it: one typed by the collection the walks saw
+/// a call change (`put_on_hold(rx_id=…)` changes a prescription), whose record the
+/// trajectory's reads returned under another type only (`rx`, from the answer's `rx_id`), is
+/// the record the reads returned.
+fn settled(st: &ImpliedState, key: Key) -> Key {
+    if st.fields.contains_key(&key) {
+        return key;
+    }
+    let mut others = (st.fields.keys()).filter(|other| other.1 == key.1 && other.0 != key.0);
+    match (others.next(), others.next()) {
+        (Some(one), None) => one.clone(),
+        _ => key,
     }
 }
 
@@ -253,15 +260,16 @@ pub(super) fn named_resources(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
 /// where the states key instruments by symbol): a success on a value no complete listing of
 /// that collection holds, that nothing made, is a phantom.
 pub(super) fn keyed_arguments(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
-    // A read's argument may be a filter's sentinel (`assignee="unassigned"`), and only what
-    // the package's states hold is known whole (a listing's records may be another view).
-    if c.role == Role::Read {
-        return;
-    }
+    // A read's argument may be a filter's sentinel (`assignee="unassigned"`), unless it is
+    // the very record the read is named for (`get_domain(domain=…)`); and only what the
+    // package's states hold is known whole (a listing's records may be another view).
     for (arg, value) in &c.step.arguments {
         let (Some(collection), Value::String(text)) = (st.keyed_by.get(arg), value) else {
             continue;
         };
+        if c.role == Role::Read && !(arg == collection && c.noun == *collection) {
+            continue;
+        }
         let key: Key = (collection.clone(), text.clone());
         if st.existence.contains_key(&key) || c.names.iter().any(|(_, n)| n.1 == key.1) {
             continue;
@@ -326,7 +334,7 @@ pub(super) fn preconditions(c: &mut CallCheck<'_, '_>, st: &ImpliedState) {
         let broken = match guard {
             Guard::FieldIs { field, value } => facts
                 .get(field)
-                .map(|fact| (fact.value == *value, field, fact)),
+                .map(|fact| (same(&fact.value, value), field, fact)),
             Guard::ExceedsField { argument, field } => {
                 let given = c.step.arguments.get(argument).and_then(Value::as_f64);
                 facts.get(field).and_then(|fact| {
@@ -450,7 +458,7 @@ pub(super) fn returned_records(
             }
             let back = moved
                 .and_then(|m| m.get(field))
-                .filter(|r| r.value == *value);
+                .filter(|r| same(&r.value, value));
             let reverted = back.filter(|r| r.status);
             let tool = &c.step.tool;
             match known.and_then(|f| f.get(field)) {
@@ -463,7 +471,7 @@ pub(super) fn returned_records(
                         continue;
                     }
                     c.out.checked += 1;
-                    if fact.value == *value {
+                    if same(&fact.value, value) {
                         continue;
                     }
                     stale_here.insert(key.clone());
@@ -814,18 +822,68 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
             .find(|(_, key)| Some(key) == aim.as_ref())
             .map(|(a, _)| a.clone())
     });
-    let set = writes.fields_set(&step.arguments, Some(&old), target_argument.as_deref());
+    let mut set = writes.fields_set(&step.arguments, Some(&old), target_argument.as_deref());
+    if role == Role::Create {
+        // The ids a creation stored on the record it changed are those of what it made, the
+        // next in a sequence the walks always began alike: no constant.
+        set.retain(|field, _| id_noun(field).is_none());
+    }
+    // The other records it always changes, with what was known of them (read before
+    // forgetting).
+    let sides: Vec<(Key, &BTreeSet<String>, BTreeMap<String, Fact>)> = (writes.side_moves.iter())
+        .filter_map(|(argument, (collection, fields))| {
+            let id = crate::audit::implied::id_text(step.arguments.get(argument)?)?;
+            let key = settled(st, (crate::audit::nouns::singular(collection), id));
+            (Some(&key) != aim.as_ref()).then_some((key, fields))
+        })
+        .flat_map(|(key, fields)| {
+            let known: &ImpliedState = st;
+            let mut keys = known.twins(&key);
+            keys.push(key);
+            keys.into_iter().map(move |key| {
+                let old = known.fields.get(&key).cloned().unwrap_or_default();
+                (key, fields, old)
+            })
+        })
+        .collect();
+    // The target under the other types the states use for it, with what was known there.
+    let aim_twins: Vec<(Key, BTreeMap<String, Fact>)> = aim
+        .iter()
+        .flat_map(|key| st.twins(key))
+        .map(|twin| {
+            let old = st.fields.get(&twin).cloned().unwrap_or_default();
+            (twin, old)
+        })
+        .collect();
     let pinned = role == Role::Change && writes.only_target && aim.is_some();
     if !pinned {
-        // A change of unknown reach: what was returned may no longer hold.
+        // A change of unknown reach: what was returned may no longer hold. What earlier
+        // changes replaced stays (a status moved does not come back by itself), unless the
+        // change's code can reach that record and may have moved it back (`post_cycle_count`
+        // unblocks the bin `start_cycle_count` blocked).
         st.forget_fields();
-    }
-    if role == Role::Change {
-        if !pinned {
-            // It may change what a listing shows (another user's view, say); the ids the
-            // initial state holds of a type it cannot create stay all there are.
-            keep_ids_it_cannot_create(st, &c.fx);
+        if let Some(reach) = &c.fx.reach {
+            let aliases = &st.aliases;
+            st.replaced.retain(|key, _| {
+                let (Some(noun), Some(id)) = (key.0.split('/').next(), key.1.split('/').next())
+                else {
+                    return false;
+                };
+                let noun = aliases.get(noun).map_or(noun, String::as_str);
+                !reach.can_touch_noun(noun, id, &step.arguments)
+            });
         }
+    }
+    if role == Role::Change && !pinned {
+        // It may change what a listing shows (another user's view, say); the ids the
+        // initial state holds of a type it cannot create stay all there are.
+        keep_ids_it_cannot_create(st, &c.fx);
+    }
+    // A creation the walks always saw change the record one argument names as well
+    // (`deposit_cash` records a transaction and moves the account's balance) sets what a
+    // change would on it.
+    let creation_changes = role == Role::Create && writes.target.is_some();
+    if role == Role::Change || creation_changes {
         match aim {
             Some(key) => {
                 // What it may have computed besides what it set (a timestamp, a total) is no
@@ -852,13 +910,21 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
                     );
                 }
                 h.changed.insert(key.clone(), (k, news));
+                for (twin, old) in &aim_twins {
+                    st.fields.remove(twin);
+                    st.set_fields(twin, k, set.clone(), writes, old);
+                }
                 st.set_fields(key, k, set, writes, &old);
             }
-            None => {
+            None if role == Role::Change => {
                 st.replaced.clear();
                 st.last_untargeted_change = Some(k);
             }
+            None => {}
         }
+    }
+    for (key, fields, old) in &sides {
+        st.move_fields(key, k, fields, old);
     }
     if role == Role::Change && !c.fx.deletes.is_empty() {
         st.existence
