@@ -421,7 +421,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     // The renamed and retyped fields break the learned response schema or depart from the
     // description's vocabulary (21 violations at faulty steps), and nothing else does. The desk
     // accepts titles that are not strings, which its description refuses: such calls are
-    // counted apart, not flagged (these walks send none; seed 45's send 13).
+    // counted apart, not flagged (these walks send none; seed 45's below do).
     let c = &v["checks"]["response_schema"];
     assert_eq!(
         (
@@ -433,6 +433,29 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     );
     assert!(v["checks"].get("argument_schema").is_none());
     assert_eq!(v["accepted_invalid_calls"], 0);
+    // Walks that do send such titles (seed 45's): accepted by the desk, counted apart, never
+    // a flag.
+    let out = envsim(
+        dir.path(),
+        &[
+            "validate",
+            "--walks",
+            "40",
+            "--learn-walks",
+            "10",
+            "--steps",
+            "8",
+            "--seed",
+            "45",
+            "--json",
+        ],
+    );
+    succeeded(&out);
+    let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &forms[3];
+    assert_eq!(v["form"], "openapi");
+    assert_eq!(v["accepted_invalid_calls"], 13);
+    assert!(v["checks"].get("argument_schema").is_none());
 }
 
 #[test]
