@@ -83,8 +83,9 @@ const REPAIR_ALLOWANCE: usize = 12;
 /// How often an extension starts with a mutation of the call that reached its node, made from
 /// the state that call was made in.
 const MUTATION_SHARE: f64 = 0.35;
-/// Successes of a tool under which it is drawn three times as often as one seen more.
-const THREE_SUCCESSES: f64 = 3.0;
+/// Successes under which a tool that has succeeded is drawn three times as often as one seen
+/// succeeding more: what learns from walks takes three successes for evidence.
+const FEW_SUCCESSES: f64 = 3.0;
 /// How often an extension of a node a change reached (not starting with a mutation) starts
 /// with that change again.
 const REPEAT_SHARE: f64 = 0.1;
@@ -407,9 +408,7 @@ impl Guided<'_, '_> {
                     f64::from(u8::from(calls == 0.0))
                 } else if successes == 0.0 {
                     (4.0 / (1.0 + calls / 16.0)).max(0.25)
-                } else if successes < THREE_SUCCESSES {
-                    // What learns from walks (an answer's shape, a write) takes three
-                    // successes for evidence.
+                } else if successes < FEW_SUCCESSES {
                     3.0
                 } else {
                     1.0 + 2.0 / (1.0 + successes)

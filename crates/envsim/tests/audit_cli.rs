@@ -268,28 +268,31 @@ fn totals(v: &Value) -> (Value, Value, Value) {
     )
 }
 
+/// `audit validate` of the desk under `root` (40 walks of 8 calls, effects from 10), with
+/// `more` arguments, as JSON.
+fn validate_desk(root: &Path, more: &[&str]) -> Value {
+    let mut args = vec![
+        "validate",
+        "--walks",
+        "40",
+        "--learn-walks",
+        "10",
+        "--steps",
+        "8",
+        "--json",
+    ];
+    args.extend_from_slice(more);
+    let out = envsim(root, &args);
+    succeeded(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn validation_on_executed_walks_gives_the_pinned_counts() {
     let dir = tempfile::tempdir().unwrap();
     write_desk(dir.path());
     let faults_file = dir.path().join("faults.jsonl");
-    let out = envsim(
-        dir.path(),
-        &[
-            "validate",
-            "--walks",
-            "40",
-            "--learn-walks",
-            "10",
-            "--steps",
-            "8",
-            "--json",
-            "--faults",
-            faults_file.to_str().unwrap(),
-        ],
-    );
-    succeeded(&out);
-    let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forms = validate_desk(dir.path(), &["--faults", faults_file.to_str().unwrap()]);
     // `--faults` lists every planted fault of every form, found as the counts say, then every
     // flagged clean trajectory (no kind).
     let lines: Vec<Value> = std::fs::read_to_string(&faults_file)
@@ -435,23 +438,7 @@ fn validation_on_executed_walks_gives_the_pinned_counts() {
     assert_eq!(v["accepted_invalid_calls"], 0);
     // Walks that do send such titles (seed 45's): accepted by the desk, counted apart, never
     // a flag.
-    let out = envsim(
-        dir.path(),
-        &[
-            "validate",
-            "--walks",
-            "40",
-            "--learn-walks",
-            "10",
-            "--steps",
-            "8",
-            "--seed",
-            "45",
-            "--json",
-        ],
-    );
-    succeeded(&out);
-    let forms: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let forms = validate_desk(dir.path(), &["--seed", "45"]);
     let v = &forms[3];
     assert_eq!(v["form"], "openapi");
     assert_eq!(v["accepted_invalid_calls"], 13);

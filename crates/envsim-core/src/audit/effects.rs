@@ -143,7 +143,7 @@ impl CodeReach {
     /// table) keyed `id`, on a call with `arguments`.
     pub fn can_touch_noun(&self, noun: &str, id: &str, arguments: &Map<String, Value>) -> bool {
         (self.tables.keys())
-            .filter(|table| *table == noun || super::nouns::singular(table) == noun)
+            .filter(|table| super::nouns::holds(table, noun))
             .any(|table| self.can_touch(table, id, arguments))
     }
 

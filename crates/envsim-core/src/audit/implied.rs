@@ -27,10 +27,7 @@ pub type Key = (String, String);
 /// The failures a guard would explain: the resources they named and what they said.
 #[derive(Default)]
 struct Failures {
-    targets: BTreeSet<String>,
-    /// Their answers' [`gist`]s.
-    reasons: BTreeSet<String>,
-    /// Each failure: the resource it named and its answer's gist.
+    /// Each failure: the resource it named and its answer's [`gist`].
     each: Vec<(String, String)>,
     /// One of them was given the value as an argument.
     echoed: bool,
@@ -38,24 +35,26 @@ struct Failures {
 
 impl Failures {
     fn note(&mut self, target: &str, observation: &Value) {
-        let reason = gist(observation);
-        self.targets.insert(target.to_owned());
-        self.reasons.insert(reason.clone());
-        self.each.push((target.to_owned(), reason));
+        self.each.push((target.to_owned(), gist(observation)));
+    }
+
+    /// What they said, each once.
+    fn reasons(&self) -> BTreeSet<&str> {
+        self.each
+            .iter()
+            .map(|(_, reason)| reason.as_str())
+            .collect()
     }
 
     /// Those whose answers said none of `elsewhere`.
     fn saying_none_of(&self, elsewhere: &BTreeSet<&str>) -> Failures {
-        let mut out = Failures::default();
-        for (target, reason) in &self.each {
-            if !elsewhere.contains(reason.as_str()) {
-                out.targets.insert(target.clone());
-                out.reasons.insert(reason.clone());
-                out.each.push((target.clone(), reason.clone()));
-            }
+        Failures {
+            each: (self.each.iter())
+                .filter(|(_, reason)| !elsewhere.contains(reason.as_str()))
+                .cloned()
+                .collect(),
+            echoed: self.echoed,
         }
-        out.echoed = self.echoed;
-        out
     }
 
     /// Whether they could share one cause: on at least [`MIN_GUARD_TARGETS`] resources (walks
@@ -64,7 +63,8 @@ impl Failures {
     /// happened together — a reading outside the sensor's range, an unknown zone — say
     /// different things).
     fn alike(&self) -> bool {
-        self.targets.len() >= MIN_GUARD_TARGETS && self.reasons.len() == 1
+        let targets: BTreeSet<&str> = self.each.iter().map(|(t, _)| t.as_str()).collect();
+        targets.len() >= MIN_GUARD_TARGETS && self.reasons().len() == 1
     }
 }
 
@@ -385,14 +385,8 @@ fn named_resource(
             // The same id may key resources of several collections (a customer and their
             // cart): the one the call changed, else the one the argument's noun names, else
             // the first.
-            let candidates: Vec<&ResourceKey> = state
-                .keys()
-                .filter(|k| !k.0.contains('*') && k.1 == id)
-                .collect();
-            let by_noun = |k: &&&ResourceKey| {
-                noun.as_deref()
-                    .is_some_and(|n| !n.is_empty() && super::observed::singular(&k.0) == n)
-            };
+            let candidates = keyed(state, &id);
+            let by_noun = |k: &&&ResourceKey| of_noun(k, noun.as_deref());
             let chosen = candidates
                 .iter()
                 .find(|k| changes.contains_key(**k))
@@ -402,6 +396,18 @@ fn named_resource(
         })
     };
     find(true).or_else(|| find(false))
+}
+
+/// The top-level records of `state` keyed `id`, in any collection.
+fn keyed<'s>(state: &'s BTreeMap<ResourceKey, &Value>, id: &str) -> Vec<&'s ResourceKey> {
+    (state.keys())
+        .filter(|k| !k.0.contains('*') && k.1 == id)
+        .collect()
+}
+
+/// Whether `key`'s collection holds records of the type `noun` names (none when it is empty).
+fn of_noun(key: &ResourceKey, noun: Option<&str>) -> bool {
+    noun.is_some_and(|n| !n.is_empty() && super::observed::singular(&key.0) == n)
 }
 
 /// Every argument of a call naming exactly one top-level record of `state` (by its id, the
@@ -414,18 +420,12 @@ fn named_records(
         .iter()
         .filter_map(|(name, value)| {
             let id = id_text(value)?;
-            let candidates: Vec<&ResourceKey> = state
-                .keys()
-                .filter(|k| !k.0.contains('*') && k.1 == id)
-                .collect();
-            let noun = super::observed::id_noun(name).filter(|n| !n.is_empty());
+            let candidates = keyed(state, &id);
+            let noun = super::observed::id_noun(name);
             let chosen = match candidates.as_slice() {
                 [one] => *one,
                 many => {
-                    let mut by_noun = many.iter().filter(|k| {
-                        noun.as_deref()
-                            .is_some_and(|n| super::observed::singular(&k.0) == n)
-                    });
+                    let mut by_noun = many.iter().filter(|k| of_noun(k, noun.as_deref()));
                     match (by_noun.next(), by_noun.next()) {
                         (Some(one), None) => *one,
                         _ => return None,
@@ -576,26 +576,30 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                 continue;
             }
             s.successes += 1;
-            {
-                let after = resources(after_state);
-                for (argument, key) in named_records(&step.arguments, &before) {
-                    let (Some(Value::Object(old)), Some(Value::Object(new))) =
-                        (before.get(&key), after.get(&key))
-                    else {
-                        continue;
-                    };
-                    let side = s.side.entry(argument).or_default();
-                    side.named += 1;
-                    *side.collections.entry(key.0.clone()).or_default() += 1;
-                    for (field, value) in new {
-                        if is_scalar(value) && old.get(field) != Some(value) {
-                            *side.changed.entry(field.clone()).or_default() += 1;
-                        }
+            // The records after it, read once (the same as before when nothing changed).
+            let after_changed;
+            let after = if changed {
+                after_changed = resources(after_state);
+                &after_changed
+            } else {
+                &before
+            };
+            for (argument, key) in named_records(&step.arguments, &before) {
+                let (Some(Value::Object(old)), Some(Value::Object(new))) =
+                    (before.get(&key), after.get(&key))
+                else {
+                    continue;
+                };
+                let side = s.side.entry(argument).or_default();
+                side.named += 1;
+                *side.collections.entry(key.0.clone()).or_default() += 1;
+                for (field, value) in new {
+                    if is_scalar(value) && old.get(field) != Some(value) {
+                        *side.changed.entry(field.clone()).or_default() += 1;
                     }
                 }
             }
             if let Some((argument, key)) = &named {
-                let after = resources(after_state);
                 if let (Some(b), Some(a)) = (before.get(key), after.get(key)) {
                     s.named_successes.push((
                         step.arguments.clone(),
@@ -607,7 +611,6 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             }
             if changed {
                 s.changed += 1;
-                let after = resources(after_state);
                 let target = named.as_ref().map(|(_, k)| k);
                 let target_updated = target.is_some_and(|k| changes.contains_key(k));
                 // What the answer reports of the resource it made or changed, against what
@@ -779,7 +782,7 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
             let mut said_under: BTreeMap<(&str, &str), (usize, bool)> = BTreeMap::new();
             for (k, failures) in &s.failed {
                 let succeeds = s.by_value.get(k).is_some_and(|v| v.0 > 0);
-                for reason in &failures.reasons {
+                for reason in failures.reasons() {
                     let slot = said_under.entry((&k.0, reason)).or_default();
                     slot.0 += 1;
                     slot.1 |= succeeds;
@@ -825,8 +828,8 @@ pub fn learn_writes(trajectories: &[AuditTrajectory]) -> BTreeMap<String, Writes
                     && is_status_field(field)
                     && failures.is_some_and(|f| {
                         !f.echoed
-                            && f.reasons.len() == 1
-                            && f.reasons.iter().all(|r| names_value(r, value))
+                            && f.reasons().len() == 1
+                            && f.reasons().iter().all(|r| names_value(r, value))
                     });
                 if *ok == 0
                     && ((fail >= MIN_EVIDENCE && explains) || (fail >= MIN_QUOTED && say_so))

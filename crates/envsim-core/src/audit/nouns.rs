@@ -28,6 +28,11 @@ pub fn singular(word: &str) -> String {
     w
 }
 
+/// Whether a collection (`listings`) holds records of the type a noun names (`listing`).
+pub fn holds(collection: &str, noun: &str) -> bool {
+    collection == noun || singular(collection) == noun
+}
+
 /// The words of a name, lower case (`getTicket_details` → `get`, `ticket`, `details`).
 pub fn words(name: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -573,6 +573,17 @@ mod tests {
         }
     }
 
+    /// (step, kind) of each violation the audit of `steps` with `fx` finds, from `initial`.
+    fn flagged(
+        steps: &[(&str, Value, Value)],
+        fx: &Effects,
+        initial: Option<&Value>,
+    ) -> Vec<(usize, &'static str)> {
+        (audit_calls(&t(steps), fx, initial).violations.iter())
+            .map(|v| (v.step, v.kind.name()))
+            .collect()
+    }
+
     /// (step, kind, resource, conflicting step) of each violation.
     fn found(
         steps: &[(&str, Value, Value)],
@@ -891,11 +902,7 @@ mod tests {
             json!({"flight_id": "F1"}),
             json!({"rows": [{"row": 1, "free": ["A", "C"]}]}),
         );
-        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, None).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let findings = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, None);
         // The seat map never shows a status: the same map after the delay is no stale read.
         assert_eq!(
             findings(&[seat_map.clone(), delay.clone(), seat_map.clone()]),
@@ -957,11 +964,7 @@ mod tests {
             json!({"rx_id": "R1"}),
             json!({"success": true}),
         );
-        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, None).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let findings = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, None);
         // The hold is read back: no stale read of the status the hold moved.
         assert_eq!(findings(&[get("active"), hold.clone(), get("on_hold")]), []);
         // Read back at the old status, it is caught as moved back.
@@ -971,11 +974,7 @@ mod tests {
         );
         // With the initial state known the record is known as a prescription and, read, as
         // an `rx`: the hold reaches both.
-        let known = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, Some(&s0)).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let known = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, Some(&s0));
         assert_eq!(known(&[get("active"), hold.clone(), get("on_hold")]), []);
         assert_eq!(
             known(&[get("active"), hold, get("active")]),
@@ -1045,11 +1044,7 @@ mod tests {
                 json!({"copy_id": "C4", "status": status}),
             )
         };
-        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, Some(&s0)).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let findings = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, Some(&s0));
         assert_eq!(
             findings(&[checkout.clone(), member(2), copy("on_loan")]),
             []
@@ -1076,11 +1071,7 @@ mod tests {
                        "E3": {"domain": "c.net"}}
         });
         let fx = Effects::default();
-        let findings = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, Some(&state)).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let findings = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, Some(&state));
         let get = |domain: &str| {
             (
                 "get_domain",
@@ -1233,11 +1224,7 @@ mod tests {
             json!({"name": "b"}),
             json!({"instance_id": "vm-7", "boot_disk": "d-7"}),
         );
-        let found = |steps: &[(&str, Value, Value)]| -> Vec<(usize, &'static str)> {
-            (audit_calls(&t(steps), &fx, None).violations.iter())
-                .map(|v| (v.step, v.kind.name()))
-                .collect()
-        };
+        let found = |steps: &[(&str, Value, Value)]| flagged(steps, &fx, None);
         // A snapshot of a disk no state holds is of a phantom, until an instance made a disk
         // its answer did not name as one.
         assert_eq!(found(&[snapshot("d-7")]), [(0, "phantom_id")]);

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::audit::implied::{same, CompleteSource};
+use crate::audit::nouns::holds;
 use std::collections::BTreeMap;
 
 /// A value a change set: in this field, or (`None`) in a field not known.
@@ -151,6 +152,16 @@ fn settled(st: &ImpliedState, key: Key) -> Key {
         (Some(one), None) => one.clone(),
         _ => key,
     }
+}
+
+/// `key`'s twins ([`ImpliedState::twins`]), each with what is known of it.
+fn twins_known(st: &ImpliedState, key: &Key) -> Vec<(Key, BTreeMap<String, Fact>)> {
+    (st.twins(key).into_iter())
+        .map(|twin| {
+            let old = st.fields.get(&twin).cloned().unwrap_or_default();
+            (twin, old)
+        })
+        .collect()
 }
 
 /// The same call, with nothing changed since: the same outcome and answer.
@@ -315,11 +326,6 @@ fn may_make(c: &CallCheck<'_, '_>, key: &Key, st: &ImpliedState) -> bool {
             || !c.fx.creates_known
             || (c.fx.creates.iter())
                 .any(|collection| (collection == "*" && !seen) || holds(collection, noun)))
-}
-
-/// Whether a collection (`listings`) holds records of the type a noun names (`listing`).
-fn holds(collection: &str, noun: &str) -> bool {
-    collection == noun || crate::audit::nouns::singular(collection) == noun
 }
 
 /// Preconditions the tool's walks showed, against what is known of its target.
@@ -832,29 +838,21 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
     // forgetting).
     let sides: Vec<(Key, &BTreeSet<String>, BTreeMap<String, Fact>)> = (writes.side_moves.iter())
         .filter_map(|(argument, (collection, fields))| {
-            let id = crate::audit::implied::id_text(step.arguments.get(argument)?)?;
+            let id = id_text(step.arguments.get(argument)?)?;
             let key = settled(st, (crate::audit::nouns::singular(collection), id));
             (Some(&key) != aim.as_ref()).then_some((key, fields))
         })
         .flat_map(|(key, fields)| {
-            let known: &ImpliedState = st;
-            let mut keys = known.twins(&key);
-            keys.push(key);
-            keys.into_iter().map(move |key| {
-                let old = known.fields.get(&key).cloned().unwrap_or_default();
-                (key, fields, old)
-            })
+            let mut known = twins_known(st, &key);
+            let old = st.fields.get(&key).cloned().unwrap_or_default();
+            known.push((key, old));
+            known.into_iter().map(move |(key, old)| (key, fields, old))
         })
         .collect();
     // The target under the other types the states use for it, with what was known there.
-    let aim_twins: Vec<(Key, BTreeMap<String, Fact>)> = aim
-        .iter()
-        .flat_map(|key| st.twins(key))
-        .map(|twin| {
-            let old = st.fields.get(&twin).cloned().unwrap_or_default();
-            (twin, old)
-        })
-        .collect();
+    let aim_twins = aim
+        .as_ref()
+        .map_or_else(Vec::new, |key| twins_known(st, key));
     let pinned = role == Role::Change && writes.only_target && aim.is_some();
     if !pinned {
         // A change of unknown reach: what was returned may no longer hold. What earlier
@@ -865,10 +863,9 @@ pub(super) fn learn_change(c: &CallCheck<'_, '_>, h: &mut CallsHistory) {
         if let Some(reach) = &c.fx.reach {
             let aliases = &st.aliases;
             st.replaced.retain(|key, _| {
-                let (Some(noun), Some(id)) = (key.0.split('/').next(), key.1.split('/').next())
-                else {
-                    return false;
-                };
+                // A part (`member/*/loan`) lies in its top-level record's table.
+                let noun = key.0.split('/').next().unwrap_or_default();
+                let id = key.1.split('/').next().unwrap_or_default();
                 let noun = aliases.get(noun).map_or(noun, String::as_str);
                 !reach.can_touch_noun(noun, id, &step.arguments)
             });
