@@ -61,6 +61,9 @@ pub struct Focus {
     own_values: bool,
     /// The record itself, when there is one.
     pub record: Option<RecordRef>,
+    /// The record's own fields that hold non-empty objects (a meter's `registers`), by name:
+    /// what an object parameter of that name starts from.
+    objects: BTreeMap<String, Value>,
 }
 
 impl Focus {
@@ -79,6 +82,11 @@ impl Focus {
         let mut all = own;
         all.extend(self.near.offered(name));
         all
+    }
+
+    /// The record's own object field named `name`, when it has a non-empty one.
+    pub(super) fn object(&self, name: &str) -> Option<&Value> {
+        self.objects.get(name)
     }
 
     /// Whether the focus offers anything for the parameter.
@@ -102,14 +110,36 @@ pub struct RecordRef {
 /// category fields (`status`, `type`, `role`, … and every truth value) and which of its fields
 /// are empty. Two pending orders are of one kind; a pending and a paid one are not.
 pub fn kind_of(record: &Value) -> String {
+    let mut out = String::new();
+    for (field, shown) in kind_parts(record) {
+        out.push_str(field);
+        out.push('=');
+        out.push_str(&shown);
+        out.push(';');
+    }
+    out
+}
+
+/// How many of the parts of `record`'s kind (but `except`'s) `other` shares: a record like
+/// another but for one field.
+pub fn likeness(record: &Value, other: &Value, except: &str) -> usize {
+    let theirs = kind_parts(other);
+    kind_parts(record)
+        .iter()
+        .filter(|part| part.0 != except && theirs.contains(part))
+        .count()
+}
+
+/// The fields of a record's kind ([`kind_of`]), each with its value as shown there.
+fn kind_parts(record: &Value) -> Vec<(&str, String)> {
     const CATEGORY: [&str; 14] = [
         "status", "state", "stage", "type", "kind", "category", "role", "tier", "plan", "level",
         "mode", "class", "phase", "active",
     ];
     let Some(fields) = record.as_object() else {
-        return String::new();
+        return Vec::new();
     };
-    let mut out = String::new();
+    let mut out = Vec::new();
     for (field, value) in fields {
         let lower = field.to_ascii_lowercase();
         let category = lower
@@ -124,10 +154,7 @@ pub fn kind_of(record: &Value) -> String {
             _ => None,
         };
         if let Some(shown) = shown {
-            out.push_str(field);
-            out.push('=');
-            out.push_str(&shown);
-            out.push(';');
+            out.push((field.as_str(), shown));
         }
     }
     out
@@ -480,6 +507,13 @@ impl StateIndex {
         state: &Value,
     ) {
         focus.own.visit_entry(name, key, record);
+        if let Some(fields) = record.as_object() {
+            focus.objects = fields
+                .iter()
+                .filter(|(_, v)| v.as_object().is_some_and(|o| !o.is_empty()))
+                .map(|(f, v)| (f.clone(), v.clone()))
+                .collect();
+        }
         let mut hops = 0;
         'fields: for (field, values) in &record_index.values {
             let stem = id_stem(field);

@@ -16,9 +16,9 @@
 mod index;
 mod shape;
 
-pub use index::{kind_of, Focus, RecordRef, StateIndex};
+pub use index::{kind_of, likeness, Focus, RecordRef, StateIndex};
 pub use shape::name_words;
-pub(crate) use shape::Shape;
+pub(crate) use shape::{described_length, sized, spelled_length, Shape};
 
 use envsim_core::rng::Rng;
 use serde_json::{Map, Value};
@@ -52,6 +52,8 @@ pub struct ToolSpec {
     pub name: String,
     /// Parameters in schema order.
     pub params: Vec<Param>,
+    /// What the tool's description says (its rules: "disposition must be one of home, …").
+    pub description: String,
 }
 
 impl ToolSpec {
@@ -78,7 +80,16 @@ impl ToolSpec {
                     .collect()
             })
             .unwrap_or_default();
-        Some(ToolSpec { name, params })
+        let description = f
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        Some(ToolSpec {
+            name,
+            params,
+            description,
+        })
     }
 }
 
@@ -277,6 +288,28 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
             return (*v).clone();
         }
     }
+    let unknown_here = || {
+        index.values.get(name).is_none_or(Vec::is_empty)
+            && index.ids_for(name).is_empty()
+            && index.shaped(name, schema).is_empty()
+    };
+    if draw.inferred && !names_an_id(name) && unknown_here() {
+        // Now and then what the description gives as values or examples ("e.g. 2027",
+        // "One of \"late_report\", …", an object `e.g. {"temp_day": 23.5}`), where the state
+        // holds no value of the parameter's own name or shape: what is drawn from related
+        // fields may not be its values. (An example path may name no file of this state.)
+        let described = described_values(schema);
+        let share = if schema_type(schema) == "object" {
+            0.5
+        } else {
+            DESCRIBED_SHARE
+        };
+        if !described.is_empty() && rng.chance(share) {
+            if let Some(v) = rng.pick(&described) {
+                return v.clone();
+            }
+        }
+    }
     let mut seen: Vec<Value> = index.values.get(name).cloned().unwrap_or_default();
     if seen.is_empty() && draw.inferred {
         seen = index.related(name);
@@ -313,6 +346,13 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
                     .iter()
                     .map(|(k, v)| (k.clone(), valid_value(k, v, draw, rng, depth + 1)))
                     .collect(),
+                // An object of no declared shape: the focus record's own of that name (a
+                // meter's `registers`), for the explorer.
+                None if draw.inferred => draw
+                    .focus
+                    .and_then(|f| f.object(name))
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
                 None => Value::Object(Map::new()),
             }
         }
@@ -368,16 +408,18 @@ fn valid_text(name: &str, schema: &Value, draw: Draw<'_>, seen: &[Value], rng: &
         return (*v).clone();
     }
     if draw.inferred {
+        // In the length the description spells out (seconds or none).
+        let length = described_length(schema);
         let shaped = index.shaped(name, schema);
         if let Some(v) = rng.pick(&shaped) {
             // Now and then a new one of the shape: what the state holds may be taken
             // (an address already registered).
             if !rng.chance(0.25) {
-                return Value::String(v.clone());
+                return Value::String(sized(v, length));
             }
         }
         if let Some(made) = Shape::of(name, schema).map(|s| s.example(rng)) {
-            return Value::String(made);
+            return Value::String(sized(&made, length));
         }
     }
     // A coherent call takes what the parameter's description quotes as its values
@@ -425,6 +467,113 @@ fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
         }
     }
     Vec::new()
+}
+
+/// How often a parameter the state offers no value of its own for is drawn, by the explorer,
+/// from what its description gives (objects: half the time).
+const DESCRIBED_SHARE: f64 = 0.25;
+
+/// The values a parameter's description gives — those it quotes ("One of \"new_policy\",
+/// \"late_report\"") and its examples (`e.g. 2027`, `e.g. {"temp_day": 23.5}`) — each as a
+/// value of the parameter's type (a number for an integer, an object only for an object).
+pub(crate) fn described_values(schema: &Value) -> Vec<Value> {
+    let schema = concrete(schema);
+    let description = schema
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut out: Vec<Value> = Vec::new();
+    let given = quoted_values(description)
+        .into_iter()
+        .chain(listed(description))
+        .map(Value::String)
+        .chain(examples(description));
+    for value in given {
+        if let Some(v) = of_type(schema, value) {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The examples a description gives after "e.g.", "for example", "such as" or "example:": a
+/// JSON object or list written out, else the word that follows (a quoted one is read by
+/// [`quoted_values`]).
+fn examples(description: &str) -> Vec<Value> {
+    // ASCII lowercase keeps the byte offsets of `description`.
+    let lower = description.to_ascii_lowercase();
+    let mut out = Vec::new();
+    for cue in ["e.g.", "for example", "such as", "example:"] {
+        for (at, _) in lower.match_indices(cue) {
+            let rest = description[at + cue.len()..].trim_start_matches([' ', ',', ':']);
+            if rest.starts_with(['{', '[']) {
+                let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+                if let Some(Ok(v)) = values.next() {
+                    out.push(v);
+                }
+            } else if !rest.starts_with(['"', '\'']) {
+                let word = rest
+                    .split(|c: char| c.is_whitespace() || ",;()".contains(c))
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches('.');
+                if !word.is_empty() {
+                    out.push(Value::String(word.to_owned()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The values a description lists after a colon ("Range: 1.4.2, ^1.4.0, ~1.4.0 or *"): two
+/// or more single words, separated by commas or "or", and nothing else.
+fn listed(description: &str) -> Vec<String> {
+    let Some((_, rest)) = description.split_once(':') else {
+        return Vec::new();
+    };
+    let rest = rest.trim().trim_end_matches('.');
+    let items: Vec<&str> = rest
+        .split(',')
+        .flat_map(|item| item.split(" or "))
+        .map(|item| item.trim().trim_matches(['\'', '"', '`']))
+        .collect();
+    let single = items
+        .iter()
+        .all(|i| !i.is_empty() && i.len() <= 40 && !i.contains(char::is_whitespace));
+    if items.len() < 2 || !single {
+        return Vec::new();
+    }
+    items.into_iter().map(str::to_owned).collect()
+}
+
+/// `value` as a value of `schema`'s type, when it reads as one.
+fn of_type(schema: &Value, value: Value) -> Option<Value> {
+    let text = value.as_str();
+    match schema_type(schema) {
+        "integer" => match text {
+            Some(t) => t.parse::<i64>().ok().map(Value::from),
+            None => value.as_i64().map(Value::from),
+        },
+        "number" => match text {
+            Some(t) => t.parse::<f64>().ok().map(Value::from),
+            None => value.is_number().then_some(value),
+        },
+        "boolean" => match text {
+            Some("true") => Some(Value::Bool(true)),
+            Some("false") => Some(Value::Bool(false)),
+            _ => value.is_boolean().then_some(value),
+        },
+        "object" => value.is_object().then_some(value),
+        "array" => match value {
+            Value::Array(_) => Some(value),
+            Value::String(_) => Some(Value::Array(vec![value])),
+            _ => None,
+        },
+        _ => text.is_some().then_some(value),
+    }
 }
 
 /// The values a description quotes: text between single or double quotes that open after a
@@ -643,6 +792,73 @@ mod tests {
         assert!(quoted_values("the user's order, the agent's words").is_empty());
         assert!(quoted_values("an unclosed 'quote").is_empty());
         assert!(quoted_values("").is_empty());
+    }
+
+    #[test]
+    fn descriptions_give_values_and_examples_of_the_parameters_type() {
+        let of = |schema: Value| described_values(&schema);
+        assert_eq!(
+            of(json!({"type": "integer", "description": "Expiry year, e.g. 2027"})),
+            [json!(2027)]
+        );
+        assert_eq!(
+            of(json!({"type": "object",
+                "description": "Setpoints to change, e.g. {\"temp_day\": 23.5, \"humidity_max\": 78}."})),
+            [json!({"temp_day": 23.5, "humidity_max": 78})]
+        );
+        assert_eq!(
+            of(json!({"type": "string", "description": "One of \"new_policy\", \"late_report\"."})),
+            [json!("new_policy"), json!("late_report")]
+        );
+        assert_eq!(
+            of(
+                json!({"type": "string", "description": "Return id, e.g. R3002. Or for example: R3003"})
+            ),
+            [json!("R3002"), json!("R3003")]
+        );
+        assert_eq!(
+            of(json!({"type": "string", "description": "Range: 1.4.2, ^1.4.0, ~1.4.0 or *."})),
+            [json!("1.4.2"), json!("^1.4.0"), json!("~1.4.0"), json!("*")]
+        );
+        // A colon before words that are no list, another type, or no example: nothing.
+        assert!(
+            of(json!({"type": "string", "description": "Note: the name of the owner"})).is_empty()
+        );
+        assert!(of(json!({"type": "string", "description": "Format: YYYY-MM-DD"})).is_empty());
+        assert!(of(json!({"type": "integer", "description": "Name, e.g. ann"})).is_empty());
+        assert!(of(json!({"type": "object", "description": "e.g. {broken"})).is_empty());
+        assert!(of(json!({"type": "string", "description": "Whatever fits."})).is_empty());
+        assert!(of(json!({"type": "string"})).is_empty());
+    }
+
+    #[test]
+    fn the_explorer_draws_what_descriptions_give_and_objects_from_the_focus() {
+        let spec = ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "set",
+            "parameters": {"type": "object", "properties": {
+                "meter_id": {"type": "string"},
+                "registers": {"type": "object", "description": "e.g. {\"peak\": 1.5}"},
+                "exp_year": {"type": "integer", "description": "Expiry year, e.g. 2027"}},
+            "required": ["meter_id", "registers", "exp_year"]}}}))
+        .unwrap();
+        let state = json!({"meters": {"M1": {"meter_id": "M1", "registers": {"standard": 10.5}}}});
+        let index = StateIndex::new(&state);
+        let (mut years, mut copied, mut described) = (0, 0, 0);
+        for seed in 0..200 {
+            let mut rng = Rng::new(seed);
+            let focus = index.focus(&spec, &state, &mut rng);
+            let args = arguments_explored(&spec, &index, Some(&focus), &mut rng, Intent::Valid);
+            years += usize::from(args["exp_year"] == json!(2027));
+            copied += usize::from(args["registers"] == json!({"standard": 10.5}));
+            described += usize::from(args["registers"] == json!({"peak": 1.5}));
+        }
+        assert!((20..=90).contains(&years), "{years}");
+        assert!(copied >= 50 && described >= 50, "{copied} {described}");
+        // Plain drawing (the random walks) is as it was: no description, no copies.
+        for seed in 0..50 {
+            let args = arguments(&spec, &index, &mut Rng::new(seed), Intent::Valid);
+            assert_ne!(args["exp_year"], json!(2027));
+            assert_eq!(args["registers"], json!({}));
+        }
     }
 
     #[test]

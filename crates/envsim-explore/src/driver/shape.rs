@@ -46,6 +46,40 @@ pub(crate) enum Shape {
     Url,
 }
 
+/// The length of a date or date-time whose format the parameter's description spells out:
+/// 10 for `YYYY-MM-DD`, 16 for `YYYY-MM-DDTHH:MM`, 19 with `:SS`.
+pub(crate) fn described_length(schema: &Value) -> Option<usize> {
+    spelled_length(schema.get("description").and_then(Value::as_str)?)
+}
+
+/// The length of the date or date-time whose format `text` spells out (as
+/// [`described_length`] reads a description).
+pub(crate) fn spelled_length(text: &str) -> Option<usize> {
+    let upper = text.to_uppercase();
+    let at = upper.find("YYYY-MM-DD")?;
+    let rest = &upper[at + 10..];
+    Some(
+        if rest.starts_with("THH:MM:SS") || rest.starts_with(" HH:MM:SS") {
+            19
+        } else if rest.starts_with("THH:MM") || rest.starts_with(" HH:MM") {
+            16
+        } else {
+            10
+        },
+    )
+}
+
+/// A date-time text made `length` characters long (`length` of 10, 16 or 19): cut, or with
+/// seconds added. Other lengths and shorter texts are kept as they are.
+pub(crate) fn sized(text: &str, length: Option<usize>) -> String {
+    match length {
+        Some(10) if text.len() > 10 && text.is_char_boundary(10) => text[..10].to_owned(),
+        Some(19) if text.len() == 16 => format!("{text}:00"),
+        Some(16) if text.len() > 16 && text.is_char_boundary(16) => text[..16].to_owned(),
+        _ => text.to_owned(),
+    }
+}
+
 impl Shape {
     /// The shape a parameter named `name` with `schema` asks for, if any: its `format`, else
     /// its name's words.
@@ -56,6 +90,15 @@ impl Shape {
             Some("email" | "idn-email") => return Some(Shape::Email),
             Some("uri" | "url" | "iri") => return Some(Shape::Url),
             _ => {}
+        }
+        // A format the description spells out ("Timestamp YYYY-MM-DDTHH:MM:SS", "First day
+        // of validity YYYY-MM-DD") is what the code parses, whatever the name suggests.
+        if let Some(length) = described_length(schema) {
+            return Some(if length == 10 {
+                Shape::Date
+            } else {
+                Shape::DateTime
+            });
         }
         let words = name_words(name);
         let has = |w: &str| words.iter().any(|x| x == w);
@@ -171,6 +214,24 @@ mod tests {
             Some("2025-03-01".into())
         );
         assert_eq!(Shape::DateTime.fit("2025-03-01"), None);
+        let described = |d: &str| json!({"type": "string", "description": d});
+        // The description's format wins over the name's words.
+        assert_eq!(
+            Shape::of("valid_from", &described("First day YYYY-MM-DD, today on")),
+            Some(Shape::Date)
+        );
+        let timestamp = described("Timestamp YYYY-MM-DDTHH:MM:SS");
+        assert_eq!(Shape::of("as_of", &timestamp), Some(Shape::DateTime));
+        assert_eq!(described_length(&timestamp), Some(19));
+        assert_eq!(
+            described_length(&described("When, YYYY-MM-DD HH:MM")),
+            Some(16)
+        );
+        assert_eq!(described_length(&described("A date")), None);
+        assert_eq!(sized("2025-03-01T09:30", Some(19)), "2025-03-01T09:30:00");
+        assert_eq!(sized("2025-03-01T09:30:15", Some(16)), "2025-03-01T09:30");
+        assert_eq!(sized("2025-03-01", Some(19)), "2025-03-01");
+        assert_eq!(sized("2025-03-01T09:30", Some(10)), "2025-03-01");
         assert_eq!(Shape::Email.fit("a b@c.d"), None);
         assert_eq!(
             Shape::AbsolutePath.fit("/home/ann"),

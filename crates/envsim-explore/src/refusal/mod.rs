@@ -17,17 +17,18 @@ pub use seen::{Creation, Seen, Touched, Write};
 pub use words::answer_text;
 
 use crate::driver::{
-    arguments_explored, concrete, id_stem, names_an_id, schema_type, Intent, Param, RecordRef,
-    Shape, StateIndex, ToolSpec,
+    arguments_explored, concrete, described_length, described_values, id_stem, likeness,
+    names_an_id, schema_type, sized, spelled_length, Intent, Param, RecordRef, Shape, StateIndex,
+    ToolSpec,
 };
 use envsim_core::rng::Rng;
 use seen::strings;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use words::{
-    asked_shape, date_like, dated, least_characters, lengthened, names_field, norm, numbers,
-    offered_values, same_word, saying, says, tokens, typed, value_text, variant, words, NOT_FOUND,
-    TAKEN,
+    asked_shape, date_like, dated, least_characters, lengthened, measures, names_field, norm,
+    numbers, offered_values, ruled_values, same_word, saying, says, tokens, typed, value_text,
+    variant, words, NOT_FOUND, TAKEN,
 };
 
 /// A call drawn to succeed that the environment refused.
@@ -128,6 +129,7 @@ pub fn read(
     let unanswered = reading.named_arguments(&mut out, rng);
     reading.another_record(&mut out, rng);
     reading.records_the_answer_names(&mut out);
+    reading.members_of_named_records(&mut out);
     reading.unknown_ids(&mut out, rng);
     reading.wrong_conditions(&mut out, rng);
     reading.writes_through_arguments(&mut out, rng);
@@ -157,6 +159,13 @@ impl Proposals<'_> {
         if fresh && self.list.len() < MOST {
             self.list.push(next);
         }
+    }
+
+    /// Adds the refused call again with each of `values` set.
+    fn retry_all(&mut self, values: Vec<(String, Value)>) {
+        let mut args = self.refused.clone();
+        args.extend(values);
+        self.push(Next::Retry(args));
     }
 
     /// Adds the refused call again with `param` set to `value`.
@@ -221,16 +230,29 @@ impl<'a> Reading<'a> {
     }
 
     /// An argument the answer names: the numbers it gives, the shape of text it asks for, the
-    /// values it offers, or another value from the state. When it names none but asks for a
-    /// shape, the arguments whose names ask for that shape. Returns those it names without
-    /// offering a value for them.
+    /// values it offers, what the parameter's description or the tool's rules give, the
+    /// field of that name of a record the call names, or another value from the state. When
+    /// it names none but asks for a shape, the arguments whose names ask for that shape.
+    /// Tried first, several arguments at once: those in the unit of a measure the answer gives
+    /// set within it, named optional ones left out, named dates set in order (`start` before
+    /// `end`), an object keyed by the records the answer lists; then one argument at a time, a
+    /// first value for each before a second for any. Returns those it names without offering a
+    /// value for them.
     fn named_arguments(&self, out: &mut Proposals<'_>, rng: &mut Rng) -> Vec<&'a String> {
         let refused = self.refused;
         let offered = offered_values(refused.answer);
         let given = numbers(refused.answer);
         let shape = asked_shape(refused.answer);
         let dates = dated(refused.answer, refused.clock);
+        // The length of date-times the answer asks for: the format it spells out, or its
+        // example's (`times must look like 2024-06-17T09:30`).
+        let asked_length = spelled_length(refused.answer).or(match &shape {
+            Some((_, Some(example))) => Some(example.len()),
+            Some((Shape::Date, None)) => Some(10),
+            _ => None,
+        });
         let mut unanswered: Vec<&String> = Vec::new();
+        let mut tries: Vec<(&String, Vec<Value>)> = Vec::new();
         for param in self.named_params(shape.as_ref().map(|(s, _)| *s)) {
             let name = &param.name;
             let numeric = matches!(schema_type(concrete(&param.schema)), "integer" | "number");
@@ -241,7 +263,9 @@ impl<'a> Reading<'a> {
                 // Dates the answer gives (a day after, a day before, a month after) and today.
                 let like = refused.args.get(name).and_then(Value::as_str).unwrap_or("");
                 for seconds in &dates {
-                    candidates.push(Value::String(date_like(*seconds, shape, like)));
+                    let text = date_like(*seconds, shape, like);
+                    let length = asked_length.or_else(|| described_length(&param.schema));
+                    candidates.push(Value::String(sized(&text, length)));
                 }
             }
             if numeric {
@@ -267,15 +291,154 @@ impl<'a> Reading<'a> {
             } else {
                 candidates.extend(offered.iter().filter_map(|t| typed(&param.schema, t)));
             }
+            // What the description gives ("e.g. 2027", "One of …", an object written out),
+            // what the tool's description says of it, and the schema's own values.
+            candidates.extend(described_values(&param.schema));
+            candidates.extend(
+                ruled_values(&refused.tool.description, name)
+                    .iter()
+                    .filter_map(|t| typed(&param.schema, t)),
+            );
+            if let Some(Value::Array(choices)) = concrete(&param.schema).get("enum") {
+                let mut choices = choices.clone();
+                rng.shuffle(&mut choices);
+                candidates.extend(choices);
+            }
+            // First, the field of that name of a record another argument names ("authorization
+            // code does not match": the domain's `auth_code`).
+            candidates.splice(0..0, self.fields_of_named_records(name));
             candidates.retain(|v| Some(v) != refused.args.get(name));
+            candidates.dedup();
             if candidates.is_empty() {
                 unanswered.push(name);
+            } else {
+                candidates.truncate(3);
+                tries.push((name, candidates));
             }
-            for candidate in candidates.into_iter().take(3) {
-                out.retry_with(name, candidate);
+        }
+        // Numbers bound by a measure the answer gives ("up to 120 cm on the longest side"):
+        // every parameter in that unit (`length_cm`, `width_cm`) set within it at once.
+        for (bound, unit) in measures(refused.answer) {
+            let within: Vec<(String, Value)> = refused
+                .tool
+                .params
+                .iter()
+                .filter(|p| refused.args.contains_key(&p.name) && in_unit(&p.name, &unit))
+                .filter_map(|p| {
+                    let value = typed(&p.schema, &format!("{}", (bound - 1.0).max(1.0).trunc()))?;
+                    Some((p.name.clone(), value))
+                })
+                .collect();
+            if !within.is_empty() {
+                out.retry_all(within);
+            }
+        }
+        let keyed = self.objects_of_listed_keys(&tries);
+        // Optional arguments the answer names ("brightness and color_temp can only be set when
+        // switching on", "give both coach and seat, or neither"): the call without them.
+        let optional: Vec<&String> = refused
+            .tool
+            .params
+            .iter()
+            .filter(|p| !p.required && refused.args.contains_key(&p.name))
+            .filter(|p| names_field(&self.answer_words, &p.name))
+            .map(|p| &p.name)
+            .collect();
+        if !optional.is_empty() {
+            let mut args = refused.args.clone();
+            args.retain(|k, _| !optional.contains(&k));
+            out.push(Next::Retry(args));
+        }
+        if let Some(together) = dates_in_order(refused.tool, &tries, asked_length) {
+            out.retry_all(together);
+        }
+        for (name, object) in keyed {
+            out.retry_with(name, object);
+        }
+        for round in 0..3 {
+            for (name, candidates) in &tries {
+                if let Some(candidate) = candidates.get(round) {
+                    out.retry_with(name, candidate.clone());
+                }
             }
         }
         unanswered
+    }
+
+    /// An object argument of no declared shape, when the answer lists records no argument
+    /// names ("Unanswered questions: Q3-1, Q3-2"): an object keyed by them, each value the
+    /// first of the description's example (`e.g. {"Q3-1": "B"}`), else of the object given.
+    /// Not for an argument already tried otherwise (`tried`).
+    fn objects_of_listed_keys(&self, tried: &[(&String, Vec<Value>)]) -> Vec<(&'a String, Value)> {
+        let refused = self.refused;
+        let given: BTreeSet<&str> = refused.args.values().flat_map(strings).collect();
+        let listed: Vec<&str> = tokens(refused.answer)
+            .filter(|t| !given.contains(t) && self.index.locate(refused.state, t).is_some())
+            .collect();
+        if listed.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for param in &refused.tool.params {
+            let schema = concrete(&param.schema);
+            let shapeless = schema_type(schema) == "object" && schema.get("properties").is_none();
+            let Some(current) = refused.args.get(&param.name) else {
+                continue;
+            };
+            if !shapeless || tried.iter().any(|(n, _)| **n == param.name) {
+                continue;
+            }
+            let example = described_values(schema)
+                .into_iter()
+                .find_map(|v| v.as_object().and_then(|o| o.values().next().cloned()));
+            let value = example
+                .or_else(|| current.as_object().and_then(|o| o.values().next().cloned()))
+                .unwrap_or(Value::from(1));
+            let object: Map<String, Value> = listed
+                .iter()
+                .map(|k| ((*k).to_owned(), value.clone()))
+                .collect();
+            out.push((&param.name, Value::Object(object)));
+        }
+        out
+    }
+
+    /// The values of the field named `param` of the records other arguments name, then of
+    /// the fields the answer names of the records the call or the answer names
+    /// ("confirmation does not match the number of L-2": L-2's `number`).
+    fn fields_of_named_records(&self, param: &str) -> Vec<Value> {
+        let state = self.refused.state;
+        let mut out: Vec<Value> = Vec::new();
+        for n in &self.named {
+            if n.param.is_some_and(|p| p == param) {
+                continue;
+            }
+            let Some(record) = state
+                .pointer(&n.record.place)
+                .and_then(|c| c.get(&n.record.key))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            // Its field of the argument's name where an argument names it, then any scalar
+            // field the answer names.
+            let own = record
+                .iter()
+                .filter(|(field, _)| n.param.is_some() && field.as_str() == param);
+            let said = record.iter().filter(|(field, value)| {
+                field.as_str() != param
+                    && !value.is_object()
+                    && !value.is_array()
+                    && names_field(&self.answer_words, field)
+            });
+            let fields = own.chain(said).filter(|(_, value)| !value.is_null());
+            for (_, value) in fields {
+                if !out.contains(value) {
+                    out.push(value.clone());
+                }
+            }
+        }
+        out
     }
 
     /// An argument the answer names whose description names the tool that gives it ("Access
@@ -316,6 +479,16 @@ impl<'a> Reading<'a> {
         }
     }
 
+    /// Whether the answer says a value argument's value is already so ("agent AG-3 is already
+    /// available" for `status="available"`): another value is wanted.
+    fn already_so(&self, name: &str, value: &Value) -> bool {
+        !names_an_id(name)
+            && self.lower.contains("already")
+            && value
+                .as_str()
+                .is_some_and(|v| v.len() > 2 && self.answer_words.contains(&norm(v)))
+    }
+
     /// The parameters the answer names (not an id whose value names a record: the rules on
     /// records read that one), else, when the answer asks for `shape`, those whose names ask
     /// for it.
@@ -326,12 +499,38 @@ impl<'a> Reading<'a> {
             .params
             .iter()
             .filter(|p| {
-                refused.args.contains_key(&p.name) && names_field(&self.answer_words, &p.name)
+                refused.args.get(&p.name).is_some_and(|v| {
+                    names_field(&self.answer_words, &p.name)
+                        || quotes(refused.answer, v)
+                        || self.already_so(&p.name, v)
+                })
             })
             .filter(|p| {
                 !(names_an_id(&p.name) && self.named.iter().any(|n| n.param == Some(&p.name)))
             })
             .collect();
+        // A date the answer puts before or after now ("a lease cannot start in the past")
+        // by one word of its name.
+        const NOW_WORDS: [&str; 5] = ["past", "future", "today", "ahead", "ago"];
+        if NOW_WORDS
+            .iter()
+            .any(|w| self.answer_words.iter().any(|a| a == w))
+        {
+            for p in &refused.tool.params {
+                let dated = Shape::of(&p.name, &p.schema)
+                    .is_some_and(|s| matches!(s, Shape::Date | Shape::DateTime));
+                let partly = crate::driver::name_words(&p.name)
+                    .iter()
+                    .any(|w| w.len() > 3 && self.answer_words.iter().any(|a| same_word(a, w)));
+                if dated
+                    && partly
+                    && refused.args.contains_key(&p.name)
+                    && !named_params.contains(&p)
+                {
+                    named_params.push(p);
+                }
+            }
+        }
         if named_params.is_empty() {
             if let Some(shape) = shape {
                 named_params = refused
@@ -387,6 +586,86 @@ impl<'a> Reading<'a> {
                             as_argument(self.refused.args.get(param.as_str()), &pointed.record.key);
                         out.retry_with(param, value);
                     }
+                }
+            }
+        }
+    }
+
+    /// An argument's record refused by another record the call or the answer names ("tomas
+    /// is not a maintainer of leftpad", "u-dara has no write access to calendar cal-ben", "A
+    /// member cannot create scenes" for a user who is a `member` of the home): the records of
+    /// its kind that the other record holds — in a field (the calendar's `owner`), a list, or
+    /// as keys of an object (`maintainers: {"lena": "owner"}`), keys whose value the answer
+    /// says and the argument's record does not have first (`only owners …; tomas is a
+    /// maintainer`: an owner).
+    fn members_of_named_records(&self, out: &mut Proposals<'_>) {
+        if self.not_found {
+            return;
+        }
+        let (refused, index) = (self.refused, self.index);
+        let said: BTreeSet<String> = tokens(refused.answer).map(str::to_lowercase).collect();
+        for holder in &self.named {
+            let Some(fields) = refused
+                .state
+                .pointer(&holder.record.place)
+                .and_then(|c| c.get(&holder.record.key))
+                .and_then(Value::as_object)
+            else {
+                continue;
+            };
+            for (param, value) in refused.args {
+                let Some(key) = value.as_str() else { continue };
+                if holder.param == Some(param) || key == holder.record.key {
+                    continue;
+                }
+                let Some(kind) = index.locate(refused.state, key).map(|r| r.collection) else {
+                    continue;
+                };
+                let of_kind = |k: &str| {
+                    k != key
+                        && index
+                            .locate(refused.state, k)
+                            .is_some_and(|r| r.collection == kind)
+                };
+                // (rank, key): 0 a key whose value the answer says and this one's differs
+                // from, 1 any other holder, 2 a key whose value is this one's.
+                let mut found: Vec<(u8, &str)> = Vec::new();
+                let mut refused_here = said.contains(&key.to_lowercase());
+                for field in fields.values() {
+                    match field {
+                        Value::String(k) if of_kind(k) => found.push((1, k)),
+                        Value::Array(items) => found.extend(
+                            items
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .filter(|k| of_kind(k))
+                                .map(|k| (1, k)),
+                        ),
+                        Value::Object(members) => {
+                            let own = members.get(key);
+                            // Its value in the record is what the answer says of it.
+                            refused_here |= own.is_some_and(|v| says(&self.answer_words, v));
+                            for (k, v) in members.iter().filter(|(k, _)| of_kind(k)) {
+                                let rank = if Some(v) == own {
+                                    2
+                                } else if says(&self.answer_words, v) {
+                                    0
+                                } else {
+                                    1
+                                };
+                                found.push((rank, k));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !refused_here {
+                    continue;
+                }
+                found.sort();
+                found.dedup_by_key(|(_, k)| *k);
+                for (_, other) in found.into_iter().take(2) {
+                    out.retry_with(param, as_argument(Some(value), other));
                 }
             }
         }
@@ -516,15 +795,37 @@ impl<'a> Reading<'a> {
         let answer_words = &self.answer_words;
         let Pointed { param, record } = named;
         // Values of the field elsewhere in the collection, those the answer says first.
-        let mut wanted: Vec<&Value> = Vec::new();
+        // Each distinct value with how many records have it, in the order first met (counted
+        // by its text: a collection may hold tens of thousands of records).
+        let mut counted: Vec<(&Value, usize)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = Default::default();
         for (_, sibling) in siblings {
-            if let Some(v) = sibling.get(field) {
-                if v != current && !wanted.contains(&v) {
-                    wanted.push(v);
-                }
+            if let Some(v) = sibling.get(field).filter(|v| *v != current) {
+                let slot = *at.entry(v.to_string()).or_insert_with(|| {
+                    counted.push((v, 0));
+                    counted.len() - 1
+                });
+                counted[slot].1 += 1;
             }
         }
-        wanted.sort_by_key(|v| saying(answer_words, v));
+        // Those the answer says first; when it says none, which is wanted is a guess: the
+        // most common first (open slots before blocked ones).
+        let none_said = !counted.iter().any(|(v, _)| says(answer_words, v));
+        let when = |v: &Value| v.as_str().and_then(envsim_core::clock::parse_time);
+        if let (true, Some(_)) = (none_said, when(current)) {
+            // A date the answer quotes ("starts on 2025-07-19", "arrival date is …"): the
+            // call is tied to the day, and the records nearest the call's clock come first.
+            let clock = refused.clock;
+            counted.sort_by(|(a, _), (b, _)| {
+                let distance = |v: &Value| when(v).map_or(f64::INFINITY, |t| (t - clock).abs());
+                distance(a).total_cmp(&distance(b))
+            });
+        } else if none_said {
+            counted.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        } else {
+            counted.sort_by_key(|(v, _)| saying(answer_words, v));
+        }
+        let wanted: Vec<&Value> = counted.into_iter().map(|(v, _)| v).collect();
         // Where the writes seen lead from the current value to one the answer says, the
         // first of them on this record (placed → paid → shipped → delivered: pay first).
         let toward = seen.first_step(&record.collection, field, current, |v| {
@@ -548,13 +849,27 @@ impl<'a> Reading<'a> {
         } else if known_elsewhere {
             0
         } else {
-            1
+            2
         };
         if let Some(param) = param {
+            // Of the records with the value wanted, those most like this one in the rest of
+            // their kind: the record passed the other conditions, which a record like it passes
+            // too (a booked reservation arriving today, not a checked-out one).
+            let this = refused
+                .state
+                .pointer(&record.place)
+                .and_then(|c| c.get(&record.key))
+                .unwrap_or(&Value::Null);
             for want in wanted.iter().take(tries) {
-                let alternatives: Vec<&String> = siblings
+                let with: Vec<(&String, usize)> = siblings
                     .iter()
                     .filter(|(_, s)| s.get(field) == Some(*want))
+                    .map(|(k, s)| (*k, likeness(this, s, field)))
+                    .collect();
+                let most = with.iter().map(|(_, n)| *n).max().unwrap_or(0);
+                let alternatives: Vec<&String> = with
+                    .iter()
+                    .filter(|(_, n)| *n == most)
                     .map(|(k, _)| *k)
                     .collect();
                 if let Some(key) = rng.pick(&alternatives) {
@@ -597,8 +912,22 @@ impl<'a> Reading<'a> {
             let text = norm(&value_text(v));
             !current_words.contains(&text) && answer_words.contains(&text)
         };
+        // The answer says the value the record has ("CC-1004 is already posted"): a new
+        // record, which starts with another value, is where the call may go.
+        let says_current = says(answer_words, current);
         if let Some(param) = param {
-            if let Some(creation) = self.seen.creation_where(&record.collection, field, asked) {
+            let creation = self
+                .seen
+                .creation_where(&record.collection, field, asked)
+                .or_else(|| {
+                    says_current
+                        .then(|| {
+                            self.seen
+                                .creation_where(&record.collection, field, |v| v != current)
+                        })
+                        .flatten()
+                });
+            if let Some(creation) = creation {
                 out.push(Next::Prepare {
                     tool: creation.tool.clone(),
                     args: creation.args.clone(),
@@ -682,6 +1011,73 @@ impl<'a> Reading<'a> {
             }
         }
     }
+}
+
+/// Whether a parameter's name ends in `unit` (`weight_kg`, `lengthCm`).
+fn in_unit(name: &str, unit: &str) -> bool {
+    crate::driver::name_words(name)
+        .last()
+        .is_some_and(|w| w.len() < name.len() && w == unit)
+}
+
+/// Whether the answer quotes `value` (`Unknown fraud indicator 'water_damage'`).
+fn quotes(answer: &str, value: &Value) -> bool {
+    value.as_str().is_some_and(|v| {
+        !v.is_empty()
+            && (answer.contains(&format!("'{v}'")) || answer.contains(&format!("\"{v}\"")))
+    })
+}
+
+/// The dates of `tries` (each parameter's first candidate) set together, when two or more
+/// date parameters are named: the first date the first of them (in the tool's order) was
+/// offered, each later one an hour later (a day for a date), so that a window's end follows
+/// its start on the same day. A date-time at midnight is moved to 09:00.
+fn dates_in_order(
+    tool: &ToolSpec,
+    tries: &[(&String, Vec<Value>)],
+    asked_length: Option<usize>,
+) -> Option<Vec<(String, Value)>> {
+    const HOUR: f64 = 3_600.0;
+    let dated: Vec<(&Param, Shape, &str)> = tool
+        .params
+        .iter()
+        .filter_map(|p| {
+            let (_, candidates) = tries.iter().find(|(n, _)| **n == p.name)?;
+            let shape = Shape::of(&p.name, &p.schema)
+                .filter(|s| matches!(s, Shape::Date | Shape::DateTime))?;
+            // Dates the answer asks for, whatever the name suggests (`period_start`).
+            let shape = if asked_length == Some(10) {
+                Shape::Date
+            } else {
+                shape
+            };
+            Some((p, shape, candidates.first()?.as_str()?))
+        })
+        .collect();
+    if dated.len() < 2 {
+        return None;
+    }
+    let mut start = envsim_core::clock::parse_time(dated[0].2)?;
+    if dated[0].1 == Shape::DateTime && start.rem_euclid(24.0 * HOUR) == 0.0 {
+        start += 9.0 * HOUR;
+    }
+    Some(
+        dated
+            .iter()
+            .enumerate()
+            .map(|(i, (param, shape, like))| {
+                let step = if *shape == Shape::Date {
+                    24.0 * HOUR
+                } else {
+                    HOUR
+                };
+                let text = date_like(start + step * i as f64, *shape, like);
+                let length = asked_length.or_else(|| described_length(&param.schema));
+                let text = sized(&text, length);
+                (param.name.clone(), Value::String(text))
+            })
+            .collect(),
+    )
 }
 
 /// The records a refused call points at: those its arguments name, then those its answer names
@@ -1040,5 +1436,492 @@ mod tests {
         assert_eq!(retried["order_id"], "O1");
         assert_eq!(least_characters("at most 5 items"), None);
         assert_eq!(least_characters("2 to 40 characters"), Some(40));
+    }
+
+    /// What `tool` refused with `answer` in `state` proposes (clock 2025-01-01, seed 1).
+    fn proposals(tool: &ToolSpec, called: Value, answer: &str, state: &Value) -> Vec<Next> {
+        let called = args(called);
+        let refused = Refused {
+            tool,
+            args: &called,
+            answer,
+            state,
+            clock: 1_735_689_600.0,
+        };
+        read(
+            &refused,
+            &StateIndex::new(state),
+            &Seen::default(),
+            std::slice::from_ref(tool),
+            &mut Rng::new(1),
+        )
+    }
+
+    fn retried(next: &[Next]) -> Vec<&Map<String, Value>> {
+        next.iter()
+            .map(|n| match n {
+                Next::Retry(a) => a,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dates_named_together_are_set_together_in_order() {
+        let state = json!({"users": {"u1": {"name": "Ann"}}});
+        let window = tool(
+            "check_conflicts",
+            &[
+                ("user_id", json!({"type": "string"})),
+                ("start", json!({"type": "string"})),
+                ("end", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &window,
+            json!({"user_id": "u1", "start": "2024-06-17 09:00:00", "end": "x"}),
+            "start and end must be YYYY-MM-DDTHH:MM with end after start",
+            &state,
+        );
+        let tries = retried(&next);
+        // First both, an hour apart on the clock's day; then one at a time, `start` and `end`
+        // taking turns (not three tries of `start` first).
+        assert_eq!(tries[0]["start"], "2025-01-01T09:00");
+        assert_eq!(tries[0]["end"], "2025-01-01T10:00");
+        assert_eq!(tries[1]["end"], "x");
+        assert_ne!(tries[1]["start"], "2024-06-17 09:00:00");
+        assert_eq!(tries[2]["start"], "2024-06-17 09:00:00");
+        assert_ne!(tries[2]["end"], "x");
+    }
+
+    #[test]
+    fn a_quoted_value_names_its_argument_and_the_description_offers_others() {
+        let state = json!({"claims": {"CL1": {"status": "open"}}});
+        let flag = tool(
+            "flag_fraud",
+            &[
+                ("claim_id", json!({"type": "string"})),
+                (
+                    "indicator",
+                    json!({"type": "string", "description": "One of \"late_report\", \"near_limit\"."}),
+                ),
+                (
+                    "year",
+                    json!({"type": "integer", "description": "Year, e.g. 2027"}),
+                ),
+            ],
+        );
+        let next = proposals(
+            &flag,
+            json!({"claim_id": "CL1", "indicator": "water_damage", "year": 27}),
+            "Unknown fraud indicator 'water_damage'",
+            &state,
+        );
+        let indicators: Vec<&Value> = retried(&next).iter().map(|a| &a["indicator"]).collect();
+        assert_eq!(
+            indicators[..2],
+            [&json!("late_report"), &json!("near_limit")]
+        );
+        // Not quoted, not named: the year stays.
+        assert!(retried(&next).iter().all(|a| a["year"] == 27));
+        let next = proposals(
+            &flag,
+            json!({"claim_id": "CL1", "indicator": "late_report", "year": 27}),
+            "Invalid expiry year",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["year"], 2027);
+        // Water damage said without quotes names nothing.
+        let next = proposals(
+            &flag,
+            json!({"claim_id": "CL1", "indicator": "water_damage", "year": 27}),
+            "Claim CL1 cannot be flagged for water_damage",
+            &state,
+        );
+        assert!(retried(&next)
+            .iter()
+            .all(|a| a["indicator"] == "water_damage"));
+    }
+
+    #[test]
+    fn a_record_the_answer_names_offers_its_members_of_the_refused_kind() {
+        let state = json!({
+            "users": {"tomas": {"active": true}, "lena": {"active": true},
+                      "raj": {"active": true}, "mia": {"active": true}},
+            "packages": {
+                "kit": {"maintainers": {"tomas": "maintainer", "lena": "owner", "raj": "maintainer"}},
+                "other": {"maintainers": {"mia": "owner"}}},
+            "calendars": {"cal-ben": {"owner": "mia", "shared_with": ["raj"]}}});
+        let deprecate = tool(
+            "deprecate_package",
+            &[
+                ("name", json!({"type": "string"})),
+                ("actor", json!({"type": "string"})),
+            ],
+        );
+        // The owner, not another maintainer like tomas.
+        let next = proposals(
+            &deprecate,
+            json!({"name": "kit", "actor": "tomas"}),
+            "only owners of kit can do this; tomas is a maintainer",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["actor"], "lena");
+        // Not a maintainer at all: any of them, those the answer's words fit first.
+        let next = proposals(
+            &deprecate,
+            json!({"name": "kit", "actor": "mia"}),
+            "mia is not a maintainer of kit",
+            &state,
+        );
+        let actors: Vec<&Value> = retried(&next).iter().map(|a| &a["actor"]).collect();
+        assert_eq!(actors[..2], [&json!("raj"), &json!("tomas")]);
+        // A field and a list of the record hold users too.
+        let book = tool(
+            "create_event",
+            &[
+                ("calendar_id", json!({"type": "string"})),
+                ("organizer", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &book,
+            json!({"calendar_id": "cal-ben", "organizer": "lena"}),
+            "lena has no write access to calendar cal-ben",
+            &state,
+        );
+        let organizers: Vec<&Value> = retried(&next).iter().map(|a| &a["organizer"]).collect();
+        assert_eq!(organizers[..2], [&json!("mia"), &json!("raj")]);
+        // The refused user said by its value in the record, not by its key.
+        let next = proposals(
+            &deprecate,
+            json!({"name": "kit", "actor": "raj"}),
+            "A maintainer cannot deprecate; owner role is required",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["actor"], "lena");
+        // An answer that says nothing of the user proposes none of these.
+        let next = proposals(
+            &deprecate,
+            json!({"name": "kit", "actor": "raj"}),
+            "kit is already deprecated",
+            &state,
+        );
+        assert!(retried(&next).iter().all(|a| a["actor"] == "raj"));
+    }
+
+    #[test]
+    fn a_record_said_to_be_done_already_calls_for_a_new_one() {
+        let state = json!({"counts": {
+            "CC-1": {"status": "posted", "bin": "A1"},
+            "CC-2": {"status": "cancelled", "bin": "A2"}},
+            "bins": {"A1": {"zone": "x"}, "A2": {"zone": "y"}}});
+        let post = tool("post_count", &[("count_id", json!({"type": "string"}))]);
+        let start = tool("start_count", &[("bin_id", json!({"type": "string"}))]);
+        let mut seen = Seen::default();
+        let mut after = state.clone();
+        after["counts"]["CC-3"] = json!({"status": "open", "bin": "A1"});
+        seen.learn(
+            "start_count",
+            &args(json!({"bin_id": "A1"})),
+            &state,
+            &after,
+        );
+        let called = args(json!({"count_id": "CC-1"}));
+        let refused = |answer| Refused {
+            tool: &post,
+            args: &called,
+            answer,
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let tools = [post.clone(), start.clone()];
+        let read_it = |answer| {
+            read(
+                &refused(answer),
+                &StateIndex::new(&state),
+                &seen,
+                &tools,
+                &mut Rng::new(1),
+            )
+        };
+        let next = read_it("Cycle count CC-1 is already posted");
+        let created = Next::Prepare {
+            tool: "start_count".into(),
+            args: args(json!({"bin_id": "A1"})),
+            then: Then::Created {
+                args: called.clone(),
+                param: "count_id".into(),
+            },
+        };
+        assert!(next.contains(&created), "{next:?}");
+        // An answer that does not say the record's value calls for no new record.
+        let next = read_it("Cycle count CC-1 needs an approver");
+        assert!(!next.contains(&created), "{next:?}");
+    }
+
+    #[test]
+    fn a_field_of_a_named_record_and_a_date_put_in_the_past_are_tried() {
+        let state = json!({
+            "domains": {"a.io": {"auth_code": "k1"}, "b.io": {"auth_code": "k2"}},
+            "units": {"U1": {"status": "vacant"}}});
+        let transfer = tool(
+            "request_transfer",
+            &[
+                ("domain", json!({"type": "string"})),
+                ("auth_code", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &transfer,
+            json!({"domain": "a.io", "auth_code": "k2"}),
+            "authorization code does not match",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["auth_code"], "k1");
+        let lease = tool(
+            "create_lease",
+            &[
+                ("unit_id", json!({"type": "string"})),
+                ("start_date", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &lease,
+            json!({"unit_id": "U1", "start_date": "2024-03-01"}),
+            "Error: a lease cannot start in the past",
+            &state,
+        );
+        // The clock's day (2025-01-01), the next, a week on.
+        let dates: Vec<&Value> = retried(&next).iter().map(|a| &a["start_date"]).collect();
+        assert_eq!(dates, ["2025-01-01", "2025-01-02", "2025-01-08"]);
+        // The past of something else names no date.
+        let next = proposals(
+            &lease,
+            json!({"unit_id": "U1", "start_date": "2024-03-01"}),
+            "Error: the unit was vacated in the past",
+            &state,
+        );
+        assert!(retried(&next)
+            .iter()
+            .all(|a| a["start_date"] == "2024-03-01"));
+    }
+
+    #[test]
+    fn an_object_takes_the_records_the_answer_lists_as_keys() {
+        let state = json!({
+            "exams": {"QZ": {"status": "open"}},
+            "questions": {"QZ-1": {"exam_id": "QZ"}, "QZ-2": {"exam_id": "QZ"}},
+            "meters": {"M1": {"registers": {"standard": 10.5}}}});
+        let submit = tool(
+            "submit_exam",
+            &[
+                ("exam_id", json!({"type": "string"})),
+                (
+                    "answers",
+                    json!({"type": "object", "description": "e.g. {\"QZ-1\": \"B\"}"}),
+                ),
+            ],
+        );
+        let next = proposals(
+            &submit,
+            json!({"exam_id": "QZ", "answers": {}}),
+            "Unanswered questions: QZ-1, QZ-2",
+            &state,
+        );
+        assert_eq!(
+            retried(&next)[0]["answers"],
+            json!({"QZ-1": "B", "QZ-2": "B"})
+        );
+        // An object the answer names takes the named record's own.
+        let read_meter = tool(
+            "submit_reading",
+            &[
+                ("meter_id", json!({"type": "string"})),
+                ("registers", json!({"type": "object"})),
+            ],
+        );
+        let next = proposals(
+            &read_meter,
+            json!({"meter_id": "M1", "registers": {}}),
+            "registers must be exactly ['standard']",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["registers"], json!({"standard": 10.5}));
+    }
+
+    #[test]
+    fn optional_arguments_named_are_left_out_and_a_value_already_so_is_changed() {
+        let state = json!({"devices": {"D1": {"type": "light"}},
+            "lines": {"L-2": {"number": "555-0101"}},
+            "agents": {"AG-3": {"status": "available"}}});
+        let mut light = tool(
+            "set_light",
+            &[
+                ("device_id", json!({"type": "string"})),
+                ("power", json!({"type": "string"})),
+                ("brightness", json!({"type": "integer"})),
+                ("color_temp", json!({"type": "integer"})),
+            ],
+        );
+        light.params[2].required = false;
+        light.params[3].required = false;
+        let next = proposals(
+            &light,
+            json!({"device_id": "D1", "power": "off", "brightness": 5, "color_temp": 3000}),
+            "brightness and color_temp can only be set when switching on",
+            &state,
+        );
+        assert_eq!(
+            *retried(&next)[0],
+            args(json!({"device_id": "D1", "power": "off"}))
+        );
+        let port = tool(
+            "port_out_line",
+            &[
+                ("line_id", json!({"type": "string"})),
+                ("confirmation", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &port,
+            json!({"line_id": "L-2", "confirmation": "x"}),
+            "Error: confirmation does not match the number of L-2",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["confirmation"], "555-0101");
+        let status = tool(
+            "set_agent_status",
+            &[
+                ("agent_id", json!({"type": "string"})),
+                (
+                    "status",
+                    json!({"type": "string", "enum": ["available", "away"]}),
+                ),
+            ],
+        );
+        let next = proposals(
+            &status,
+            json!({"agent_id": "AG-3", "status": "available"}),
+            "agent AG-3 is already available",
+            &state,
+        );
+        assert!(
+            retried(&next).iter().any(|a| a["status"] == "away"),
+            "{next:?}"
+        );
+    }
+
+    #[test]
+    fn numbers_in_a_unit_are_set_within_the_measure_given() {
+        let state = json!({"services": {"STD": {"max_weight_kg": 31.5}}});
+        let quote = tool(
+            "quote_shipment",
+            &[
+                ("service", json!({"type": "string"})),
+                ("weight_kg", json!({"type": "number"})),
+                ("length_cm", json!({"type": "integer"})),
+                ("width_cm", json!({"type": "integer"})),
+            ],
+        );
+        let next = proposals(
+            &quote,
+            json!({"service": "STD", "weight_kg": 2.0, "length_cm": 300, "width_cm": 150}),
+            "Standard Parcel accepts parcels up to 120 cm on the longest side",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["length_cm"], 119);
+        assert_eq!(retried(&next)[0]["width_cm"], 119);
+        assert_eq!(retried(&next)[0]["weight_kg"], 2.0);
+        assert!(!in_unit("cm", "cm") && in_unit("lengthCm", "cm"));
+    }
+
+    #[test]
+    fn a_date_quoted_of_a_record_leads_to_the_record_nearest_the_clock() {
+        // The clock is 2025-01-01.
+        let state = json!({"reservations": {
+            "R1": {"start": "2025-03-01", "status": "booked"},
+            "R2": {"start": "2024-06-01", "status": "booked"},
+            "R3": {"start": "2025-01-01", "status": "booked"},
+            "R4": {"start": "2024-06-01", "status": "booked"}}});
+        let pick_up = tool("pick_up", &[("reservation_id", json!({"type": "string"}))]);
+        let next = proposals(
+            &pick_up,
+            json!({"reservation_id": "R1"}),
+            "Reservation R1 starts on 2025-03-01",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["reservation_id"], "R3");
+        // A tool whose description says what a parameter takes.
+        let mut discharge = tool(
+            "discharge",
+            &[
+                ("patient_id", json!({"type": "string"})),
+                ("disposition", json!({"type": "string"})),
+            ],
+        );
+        discharge.description = "Rules: disposition must be one of home, rehab; the rest.".into();
+        let next = proposals(
+            &discharge,
+            json!({"patient_id": "R1", "disposition": "x-1"}),
+            "Unknown disposition 'x-1'",
+            &state,
+        );
+        let given: Vec<&Value> = retried(&next).iter().map(|a| &a["disposition"]).collect();
+        assert_eq!(given, ["home", "rehab"]);
+        // Dates the answer asks for as ISO dates, for parameters named like times.
+        let statement = tool(
+            "generate_statement",
+            &[
+                ("account_id", json!({"type": "string"})),
+                ("period_start", json!({"type": "string"})),
+                ("period_end", json!({"type": "string"})),
+            ],
+        );
+        let next = proposals(
+            &statement,
+            json!({"account_id": "A1", "period_start": "x", "period_end": "y"}),
+            "period_start and period_end must be ISO dates",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["period_start"], "2025-01-01");
+        assert_eq!(retried(&next)[0]["period_end"], "2025-01-02");
+    }
+
+    #[test]
+    fn the_record_taken_instead_is_like_the_refused_one_but_for_the_condition() {
+        // The clock is 2025-01-01; R1 arrives later. R2 arrives today but is checked out; R3
+        // arrives today and is booked like R1.
+        let state = json!({"reservations": {
+            "R1": {"arrival": "2025-03-01", "status": "booked"},
+            "R2": {"arrival": "2025-01-01", "status": "checked_out"},
+            "R3": {"arrival": "2025-01-01", "status": "booked"},
+            "R4": {"arrival": "2025-01-01", "status": "checked_out"},
+            "R5": {"arrival": "2025-01-01", "status": "checked_out"},
+            "R6": {"arrival": "2025-01-01", "status": "checked_out"}}});
+        let check_in = tool("check_in", &[("reservation_id", json!({"type": "string"}))]);
+        let next = proposals(
+            &check_in,
+            json!({"reservation_id": "R1"}),
+            "Arrival date is 2025-03-01; check-in is only possible on the arrival date",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["reservation_id"], "R3");
+        assert_eq!(
+            likeness(
+                &state["reservations"]["R1"],
+                &state["reservations"]["R3"],
+                "arrival"
+            ),
+            1
+        );
+        assert_eq!(
+            likeness(
+                &state["reservations"]["R1"],
+                &state["reservations"]["R2"],
+                "arrival"
+            ),
+            0
+        );
     }
 }

@@ -92,19 +92,43 @@ pub(super) fn same_word(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
+    // A part of a compound, as it is or inflected (`lock` in `transfer-locked`).
     let part_of = |part: &str, whole: &str| {
-        part.len() >= 4 && whole.contains('_') && whole.split('_').any(|p| p == part)
+        part.len() >= 4
+            && whole.contains('_')
+            && whole.split('_').any(|p| p == part || inflected(part, p))
     };
     if part_of(a, b) || part_of(b, a) {
         return true;
     }
+    inflected(a, b)
+}
+
+/// Whether one word is a short inflection of the other (`ship`, `shipped`; `order`, `orders`).
+fn inflected(a: &str, b: &str) -> bool {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     short.len() >= 4 && long.len() - short.len() <= 3 && long.starts_with(short)
+        // A long stem and a suffix of several letters (`confirm`, `confirmation`).
+        || short.len() >= 6 && long.len() - short.len() <= 6 && long.starts_with(short)
         || short.len() >= 3
             && long.len() == short.len() + 1
             && long.ends_with('s')
             && long.starts_with(short)
 }
+
+/// The first words of parameter names that say a role, not what the value is (`new_reserve`
+/// is a reserve, `from_section_id` a section).
+const ROLE_WORDS: [&str; 9] = [
+    "new",
+    "old",
+    "from",
+    "to",
+    "target",
+    "current",
+    "source",
+    "dest",
+    "destination",
+];
 
 /// Whether the answer's words hold `value` (a string of one or more words, or a number),
 /// word for word or inflected ([`same_word`]).
@@ -136,15 +160,44 @@ pub(super) fn saying(answer_words: &[String], value: &Value) -> u8 {
 }
 
 /// Whether the answer names a field (`is_draft` by "draft", `due_date` by "due date").
+/// A name's words may be abbreviated (`exp_year` by "expiry year"); a first word that says a
+/// role is not needed (`new_reserve` by "reserve"); a name of short words only is named as a
+/// whole (`as_of`).
 pub(super) fn names_field(answer_words: &[String], field: &str) -> bool {
-    let parts: Vec<String> = name_words(field)
+    let mut words = name_words(field);
+    if words.len() > 1 && ROLE_WORDS.contains(&words[0].as_str()) {
+        words.remove(0);
+    }
+    let parts: Vec<String> = words
         .into_iter()
         .filter(|p| p.len() > 2 && !FILLER.contains(&p.as_str()))
         .collect();
-    !parts.is_empty()
-        && parts
-            .iter()
-            .all(|p| answer_words.iter().any(|w| same_word(w, p)))
+    if parts.is_empty() {
+        let whole = norm(field);
+        return whole.len() > 2 && answer_words.contains(&whole);
+    }
+    // Three or four letters that begin a longer word of the answer abbreviate it (`exp` for
+    // "expiry", `auth` for "authorization").
+    let abbreviates = |part: &str, word: &str| {
+        (3..=4).contains(&part.len())
+            && word.len() > part.len()
+            && word.len() <= 14
+            && !word.contains('_')
+            && word.starts_with(part)
+    };
+    // A compound of the answer names the parts it joins (`buy-now` in `buy_now_price`).
+    let field = format!("_{}_", norm(field));
+    let compounded = |part: &str| {
+        answer_words.iter().any(|w| {
+            w.contains('_') && field.contains(&format!("_{w}_")) && w.split('_').any(|p| p == part)
+        })
+    };
+    parts.iter().all(|p| {
+        compounded(p)
+            || answer_words
+                .iter()
+                .any(|w| same_word(w, p) || abbreviates(p, w))
+    })
 }
 
 /// The values an answer offers for an argument: the texts it quotes, and the single words of
@@ -168,7 +221,7 @@ pub(super) fn offered_values(answer: &str) -> Vec<String> {
         let rest = &lower[at + cue.len()..];
         let rest = rest.trim_start_matches([':', ' ', '[', '(', '{']);
         let end = rest
-            .find(['.', ';', ')', ']', '}', '\n'])
+            .find(['.', ';', '(', ')', ']', '}', '\n'])
             .unwrap_or(rest.len());
         for item in rest[..end].split([',', '|', '/']) {
             for part in item.split(" or ") {
@@ -192,6 +245,46 @@ pub(super) fn numbers(answer: &str) -> Vec<f64> {
             if n.is_finite() && !out.contains(&n) {
                 out.push(n);
             }
+        }
+    }
+    out
+}
+
+/// The values a tool's description offers for a parameter: what [`offered_values`] reads in
+/// the parts of it (split at `;` and at the ends of sentences) that name the parameter as a
+/// word ("Rules: …; disposition must be one of home, transferred, deceased (which …); …").
+pub(super) fn ruled_values(description: &str, param: &str) -> Vec<String> {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: Vec<String> = Vec::new();
+    for part in text.split(';').flat_map(|p| p.split(". ")) {
+        if !tokens(part).any(|t| t == param) {
+            continue;
+        }
+        for value in offered_values(part) {
+            if value != param && !out.contains(&value) {
+                out.push(value);
+            }
+        }
+    }
+    out
+}
+
+/// The numbers an answer gives with a unit after them (`at most 31.5 kg`, `up to 120 cm`):
+/// each with its unit, lowercase (a word of one to five letters).
+pub(super) fn measures(answer: &str) -> Vec<(f64, String)> {
+    let mut out: Vec<(f64, String)> = Vec::new();
+    let words: Vec<&str> = answer.split_whitespace().collect();
+    for pair in words.windows(2) {
+        let number = pair[0].trim_matches(|c: char| !(c.is_ascii_digit() || c == '.'));
+        let unit = pair[1].trim_end_matches(['.', ',', ';', ')']);
+        let (Ok(n), true) = (
+            number.parse::<f64>(),
+            (1..=5).contains(&unit.len()) && unit.chars().all(|c| c.is_ascii_alphabetic()),
+        ) else {
+            continue;
+        };
+        if n.is_finite() && pair[0].starts_with(|c: char| c.is_ascii_digit()) {
+            out.push((n, unit.to_lowercase()));
         }
     }
     out
@@ -233,6 +326,21 @@ pub(super) fn asked_shape(answer: &str) -> Option<(Shape, Option<String>)> {
     if upper.contains("YYYY-MM-DD") {
         let time = upper.contains("HH:MM") || upper.contains("YYYY-MM-DDT");
         return Some((if time { Shape::DateTime } else { Shape::Date }, None));
+    }
+    // "must be ISO dates", "an ISO date-time".
+    if let Some(at) = upper.find("ISO") {
+        let rest = upper[at + 3..]
+            .trim_start_matches([' ', '-'])
+            .trim_start_matches("8601 ");
+        if rest.starts_with("DATETIME")
+            || rest.starts_with("DATE-TIME")
+            || rest.starts_with("TIMESTAMP")
+        {
+            return Some((Shape::DateTime, None));
+        }
+        if rest.starts_with("DATE") {
+            return Some((Shape::Date, None));
+        }
     }
     for token in answer.split(|c: char| c.is_whitespace() || ",;()'\"".contains(c)) {
         let token = token.trim_end_matches('.');
@@ -347,9 +455,20 @@ mod tests {
         assert!(same_word("arrive", "arrived") && same_word("orders", "order"));
         assert!(same_word("pending", "non_pending") && !same_word("non", "non_pending"));
         assert!(!same_word("ship", "shipment") && !same_word("cat", "cats_"));
+        assert!(same_word("confirm", "confirmation") && !same_word("account", "accountability"));
         assert!(names_field(&w, "is_draft"));
         assert!(names_field(&w, "mailbox"));
         assert!(!names_field(&w, "is_not"));
+        // Abbreviated, with a role word before it, short words only, inflected in a compound.
+        let n = words("Invalid expiry month/year; as_of is wrong; reserve too low; x-locked");
+        assert!(names_field(&n, "exp_year") && names_field(&n, "exp_month"));
+        assert!(names_field(&n, "new_reserve") && names_field(&n, "as_of"));
+        assert!(names_field(&n, "x_lock") && same_word("transfer_locked", "lock"));
+        assert!(!names_field(&n, "new_price") && !names_field(&n, "as_at"));
+        assert!(!names_field(&n, "expected_date") && !names_field(&n, "to"));
+        let n = words("Listing L-1 has no buy-now price; authorization code does not match");
+        assert!(names_field(&n, "buy_now_price") && names_field(&n, "auth_code"));
+        assert!(!names_field(&n, "now_price") && !names_field(&n, "buy_price"));
         assert!(says(&w, &json!("suspended")));
         assert!(!says(&w, &json!("active")));
         assert_eq!(
@@ -369,5 +488,17 @@ mod tests {
         );
         assert!(offered_values("your access token is missing, invalid or expired").is_empty());
         assert_eq!(numbers("at most 3 items, 2.5 kg"), [3.0, 2.5]);
+        let rules = "Discharge a patient. Rules: the encounter must be open; disposition must be \
+            one of home,\n home_care, deceased (which marks the patient); the summary must be \
+            at least 20 characters.";
+        assert_eq!(
+            ruled_values(rules, "disposition"),
+            ["home", "home_care", "deceased"]
+        );
+        assert!(ruled_values(rules, "summary_text").is_empty());
+        assert_eq!(
+            measures("accepts at most 31.5 kg, up to 120 cm on the longest side; 3 parcels"),
+            [(31.5, "kg".to_owned()), (120.0, "cm".to_owned())]
+        );
     }
 }
