@@ -434,10 +434,7 @@ impl Guided<'_, '_> {
                         .params
                         .iter()
                         .find(|p| stem_names(&id_stem(&p.name), &r.collection))?;
-                    state
-                        .pointer(&r.place)
-                        .and_then(|c| c.get(&r.key))
-                        .map(|_| (r, param.name.as_str()))
+                    r.in_state(state).map(|_| (r, param.name.as_str()))
                 })
                 .collect();
             let around = if self.rng.chance(FRESH_SHARE) {
@@ -463,10 +460,7 @@ impl Guided<'_, '_> {
             None
         };
         if let Some(record) = focus.as_ref().and_then(|f| f.record.as_ref()) {
-            if let Some(found) = state
-                .pointer(&record.place)
-                .and_then(|c| c.get(&record.key))
-            {
+            if let Some(found) = record.in_state(state) {
                 self.kinds
                     .insert((tool, record.collection.clone(), kind_of(found)));
             }
@@ -578,11 +572,7 @@ impl Guided<'_, '_> {
                 let Some(created) = &self.last_created else {
                     return Ok(None);
                 };
-                if value
-                    .pointer(&created.place)
-                    .and_then(|c| c.get(&created.key))
-                    .is_none()
-                {
+                if created.in_state(value).is_none() {
                     return Ok(None);
                 }
                 let key = Value::String(created.key.clone());

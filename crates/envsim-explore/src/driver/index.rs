@@ -106,6 +106,51 @@ pub struct RecordRef {
     pub key: String,
 }
 
+/// The names under which a tool's arguments hold objects of no declared shape, at any depth
+/// (a list's items under its name and its singular, as lists are drawn): those a focus
+/// record's own object of that name may fill ([`Focus::object`]).
+fn shapeless_objects(tool: &ToolSpec) -> std::collections::BTreeSet<&str> {
+    fn visit<'t>(name: &'t str, schema: &'t Value, out: &mut std::collections::BTreeSet<&'t str>) {
+        let schema = super::concrete(schema);
+        match super::schema_type(schema) {
+            "object" => match schema.get("properties").and_then(Value::as_object) {
+                Some(properties) => {
+                    for (k, v) in properties {
+                        visit(k, v, out);
+                    }
+                }
+                None => {
+                    out.insert(name);
+                }
+            },
+            "array" => {
+                if let Some(items) = schema.get("items") {
+                    visit(name, items, out);
+                    visit(name.trim_end_matches('s'), items, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for param in &tool.params {
+        visit(&param.name, &param.schema, &mut out);
+    }
+    out
+}
+
+impl RecordRef {
+    /// The record in `state`, when it is there.
+    pub fn in_state<'s>(&self, state: &'s Value) -> Option<&'s Value> {
+        state.pointer(&self.place)?.get(&self.key)
+    }
+
+    /// The record's fields in `state`, when it is there as an object.
+    pub fn fields_in<'s>(&self, state: &'s Value) -> Option<&'s serde_json::Map<String, Value>> {
+        self.in_state(state)?.as_object()
+    }
+}
+
 /// The kind of a record, as a tool's preconditions tell records apart: the values of its
 /// category fields (`status`, `type`, `role`, … and every truth value) and which of its fields
 /// are empty. Two pending orders are of one kind; a pending and a paid one are not.
@@ -376,7 +421,7 @@ impl StateIndex {
         }
         // As `rng.pick` would draw it, taken rather than copied.
         let (name, key, record, record_index, place) = best.swap_remove(rng.below(best.len()));
-        self.surround(&mut focus, name, key, record, &record_index, state);
+        self.surround(tool, &mut focus, name, key, record, &record_index, state);
         focus.record = Some(RecordRef {
             collection: name.to_owned(),
             place: place.clone(),
@@ -395,7 +440,7 @@ impl StateIndex {
         record: &RecordRef,
         rng: &mut Rng,
     ) -> Option<Focus> {
-        let found = state.pointer(&record.place)?.get(&record.key)?;
+        let found = record.in_state(state)?;
         let mut focus = Focus {
             own_values: envsim_core::audit::ToolEffects::guess(&tool.name).read_only
                 || rng.chance(RESTATE_SHARE),
@@ -403,6 +448,7 @@ impl StateIndex {
         };
         let record_index = StateIndex::new(found);
         self.surround(
+            tool,
             &mut focus,
             &record.collection,
             &record.key,
@@ -497,8 +543,10 @@ impl StateIndex {
 
     /// Adds to `focus` the record `key` of collection `name` and the records its id fields
     /// reference (at most [`FOCUS_HOPS`]).
+    #[allow(clippy::too_many_arguments)]
     fn surround(
         &self,
+        tool: &ToolSpec,
         focus: &mut Focus,
         name: &str,
         key: &str,
@@ -508,9 +556,14 @@ impl StateIndex {
     ) {
         focus.own.visit_entry(name, key, record);
         if let Some(fields) = record.as_object() {
+            // Only what an object parameter of the tool can take: records may hold large
+            // objects (a train's coaches and seats), and a focus is drawn for every call.
+            let wanted = shapeless_objects(tool);
             focus.objects = fields
                 .iter()
-                .filter(|(_, v)| v.as_object().is_some_and(|o| !o.is_empty()))
+                .filter(|(f, v)| {
+                    wanted.contains(f.as_str()) && v.as_object().is_some_and(|o| !o.is_empty())
+                })
                 .map(|(f, v)| (f.clone(), v.clone()))
                 .collect();
         }

@@ -549,10 +549,11 @@ fn listed(description: &str) -> Vec<String> {
     items.into_iter().map(str::to_owned).collect()
 }
 
-/// `value` as a value of `schema`'s type, when it reads as one.
-fn of_type(schema: &Value, value: Value) -> Option<Value> {
+/// `value` as a value of `schema`'s type, when it reads as one (a text read as a number or a
+/// truth value, wrapped as a list's one item).
+pub(crate) fn of_type(schema: &Value, value: Value) -> Option<Value> {
     let text = value.as_str();
-    match schema_type(schema) {
+    match schema_type(concrete(schema)) {
         "integer" => match text {
             Some(t) => t.parse::<i64>().ok().map(Value::from),
             None => value.as_i64().map(Value::from),

@@ -136,6 +136,11 @@ impl Shape {
         }
     }
 
+    /// The shape a parameter asks for ([`Shape::of`]) when it is a date or a date-time.
+    pub(crate) fn dated(name: &str, schema: &Value) -> Option<Shape> {
+        Shape::of(name, schema).filter(|s| matches!(s, Shape::Date | Shape::DateTime))
+    }
+
     /// A new text of this shape (an address, a date, a path, a page) when the state offers
     /// none.
     pub(crate) fn example(self, rng: &mut Rng) -> String {

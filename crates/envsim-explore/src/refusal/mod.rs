@@ -257,9 +257,7 @@ impl<'a> Reading<'a> {
             let name = &param.name;
             let numeric = matches!(schema_type(concrete(&param.schema)), "integer" | "number");
             let mut candidates: Vec<Value> = Vec::new();
-            if let Some(shape) = Shape::of(name, &param.schema)
-                .filter(|s| matches!(s, Shape::Date | Shape::DateTime) && !numeric)
-            {
+            if let Some(shape) = Shape::dated(name, &param.schema).filter(|_| !numeric) {
                 // Dates the answer gives (a day after, a day before, a month after) and today.
                 let like = refused.args.get(name).and_then(Value::as_str).unwrap_or("");
                 for seconds in &dates {
@@ -413,11 +411,7 @@ impl<'a> Reading<'a> {
             if n.param.is_some_and(|p| p == param) {
                 continue;
             }
-            let Some(record) = state
-                .pointer(&n.record.place)
-                .and_then(|c| c.get(&n.record.key))
-                .and_then(Value::as_object)
-            else {
+            let Some(record) = n.record.fields_in(state) else {
                 continue;
             };
             // Its field of the argument's name where an argument names it, then any scalar
@@ -517,8 +511,7 @@ impl<'a> Reading<'a> {
             .any(|w| self.answer_words.iter().any(|a| a == w))
         {
             for p in &refused.tool.params {
-                let dated = Shape::of(&p.name, &p.schema)
-                    .is_some_and(|s| matches!(s, Shape::Date | Shape::DateTime));
+                let dated = Shape::dated(&p.name, &p.schema).is_some();
                 let partly = crate::driver::name_words(&p.name)
                     .iter()
                     .any(|w| w.len() > 3 && self.answer_words.iter().any(|a| same_word(a, w)));
@@ -605,12 +598,7 @@ impl<'a> Reading<'a> {
         let (refused, index) = (self.refused, self.index);
         let said: BTreeSet<String> = tokens(refused.answer).map(str::to_lowercase).collect();
         for holder in &self.named {
-            let Some(fields) = refused
-                .state
-                .pointer(&holder.record.place)
-                .and_then(|c| c.get(&holder.record.key))
-                .and_then(Value::as_object)
-            else {
+            let Some(fields) = holder.record.fields_in(refused.state) else {
                 continue;
             };
             for (param, value) in refused.args {
@@ -746,13 +734,7 @@ impl<'a> Reading<'a> {
         let answer_words = &self.answer_words;
         for named in &self.named {
             let record = &named.record;
-            let Some(fields) = self
-                .refused
-                .state
-                .pointer(&record.place)
-                .and_then(|c| c.get(&record.key))
-                .and_then(Value::as_object)
-            else {
+            let Some(fields) = record.fields_in(self.refused.state) else {
                 continue;
             };
             let siblings = self.index.records_at(self.refused.state, &record.place);
@@ -855,11 +837,7 @@ impl<'a> Reading<'a> {
             // Of the records with the value wanted, those most like this one in the rest of
             // their kind: the record passed the other conditions, which a record like it passes
             // too (a booked reservation arriving today, not a checked-out one).
-            let this = refused
-                .state
-                .pointer(&record.place)
-                .and_then(|c| c.get(&record.key))
-                .unwrap_or(&Value::Null);
+            let this = record.in_state(refused.state).unwrap_or(&Value::Null);
             for want in wanted.iter().take(tries) {
                 let with: Vec<(&String, usize)> = siblings
                     .iter()
@@ -1043,8 +1021,7 @@ fn dates_in_order(
         .iter()
         .filter_map(|p| {
             let (_, candidates) = tries.iter().find(|(n, _)| **n == p.name)?;
-            let shape = Shape::of(&p.name, &p.schema)
-                .filter(|s| matches!(s, Shape::Date | Shape::DateTime))?;
+            let shape = Shape::dated(&p.name, &p.schema)?;
             // Dates the answer asks for, whatever the name suggests (`period_start`).
             let shape = if asked_length == Some(10) {
                 Shape::Date

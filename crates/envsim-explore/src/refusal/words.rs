@@ -3,7 +3,7 @@
 //! lists, numbers, the shape of text it asks for, dates around those it gives, a variant of a
 //! value it says is taken.
 
-use crate::driver::{concrete, name_words, quoted_values, schema_type, Shape};
+use crate::driver::{concrete, name_words, of_type, quoted_values, schema_type, Shape};
 use serde_json::Value;
 
 /// Phrases that say a named thing does not exist.
@@ -406,20 +406,15 @@ pub(super) fn date_like(seconds: f64, shape: Shape, like: &str) -> String {
     full.chars().take(length).collect()
 }
 
-/// A value for a parameter of this schema from a text the answer offered.
+/// A value for a parameter of this schema from a text the answer offered (a truth value in
+/// any case: answers write `True`).
 pub(super) fn typed(schema: &Value, text: &str) -> Option<Value> {
-    match schema_type(concrete(schema)) {
-        "integer" => text.parse::<i64>().ok().map(Value::from),
-        "number" => text.parse::<f64>().ok().map(Value::from),
-        "boolean" => match text.to_ascii_lowercase().as_str() {
-            "true" => Some(Value::Bool(true)),
-            "false" => Some(Value::Bool(false)),
-            _ => None,
-        },
-        "array" => Some(Value::Array(vec![Value::String(text.to_owned())])),
-        "object" => None,
-        _ => Some(Value::String(text.to_owned())),
-    }
+    let text = if schema_type(concrete(schema)) == "boolean" {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_owned()
+    };
+    of_type(schema, Value::String(text))
 }
 
 /// A scalar's text as an answer would say it.
