@@ -13,8 +13,10 @@ Requests (one JSON object per line, answered by one line with the same "id"):
                                                    -> {"state": the constructed instance's state}
   {"op": "load", "env": K, "code": S, "class_name": C, "convention": "class" | "database"}
   {"op": "describe", "env": K}                     -> the tools and their signatures
-  {"op": "code_map", "env": K}                     -> the environment's executable lines and
-                                                      branch arcs (see "Coverage" below)
+  {"op": "code_map", "env": K}                     -> the environment's executable lines,
+                                                      branch arcs and the numbers its functions
+                                                      compare their parameters with (see
+                                                      "Coverage" below)
   {"op": "call", "env": K, "tool": T, "args": {...},
    "seed": int, "clock": float, "alias_init_config": bool, "trace": bool, "coverage": bool}
   followed by one line holding the state JSON; with "coverage" the reply (a success or not)
@@ -32,6 +34,7 @@ Every reply is {"id", "ok": true, ...} or {"id", "ok": false, "error": {"kind", 
 Error kinds: load_error, invalid_call, exception, memory, output_too_large, bad_request.
 """
 
+import ast
 import builtins
 import copy
 import datetime as _datetime
@@ -717,6 +720,7 @@ def _unwrap(value):
 # same call always reports the same coverage.
 
 _SOURCES = {}  # env key -> (compiled module code, the class whose __init__ is the constructor)
+_TEXTS = {}  # env key -> the environment's source text (what comparisons are read from)
 _CODE_MAPS = {}  # env key -> _CodeMap
 _COVERAGE = []  # the coverage of the call being answered, attached to its reply by main()
 
@@ -800,6 +804,139 @@ class _CodeMap:
                 self.branches.add((lines[k], fallen))
 
 
+_TEXT_METHODS = frozenset(("strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title"))
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_ORDERS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def _compared_number(node):
+    """The number a comparison operand is written as (`5`, `-1`, `31.5`), else None."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    if negative:
+        node = node.operand
+    if (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)):
+        return -node.value if negative else node.value
+    return None
+
+
+def _compared_parameter(node, parameters):
+    """(parameter, whether its length is compared) for an operand that is a parameter
+    (`weight`) or its length (`len(title)`, `len(title.strip())`), else None. `parameters` maps
+    the names that stand for a parameter (the parameter itself, or a local made from it) to it."""
+    if isinstance(node, ast.Name) and node.id in parameters:
+        return parameters[node.id], False
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+            and len(node.args) == 1 and not node.keywords):
+        inner = _unwrapped_text(node.args[0])
+        if isinstance(inner, ast.Name) and inner.id in parameters:
+            return parameters[inner.id], True
+    return None
+
+
+def _unwrapped_text(node):
+    """`title` for `title.strip().lower()`: what a chain of text methods is called on."""
+    while (isinstance(node, ast.Call) and not node.args and not node.keywords
+           and isinstance(node.func, ast.Attribute) and node.func.attr in _TEXT_METHODS):
+        node = node.func.value
+    return node
+
+
+def _same_length_source(node):
+    """The name a value of the same length is made from: `title` for `title.strip()`,
+    `nameservers` for `[n.lower() for n in nameservers]`, `items` for `list(items)`."""
+    node = _unwrapped_text(node)
+    if isinstance(node, ast.Name):
+        return node.id
+    if (isinstance(node, ast.ListComp) and len(node.generators) == 1
+            and not node.generators[0].ifs and isinstance(node.generators[0].iter, ast.Name)):
+        return node.generators[0].iter.id
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("list", "tuple", "str") and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name)):
+        return node.args[0].id
+    return None
+
+
+def _function_parameters(function):
+    arguments = function.args
+    return [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+
+
+def _comparisons(text):
+    """The numbers the functions of `text` compare their own parameters (or the parameters'
+    lengths) with: [function, parameter, whether a length, operator, number], each once, in
+    source order, read as `parameter operator number`. A local made from a parameter
+    (`ns = [n.lower() for n in nameservers]`) stands for it, and a helper's comparison counts
+    for the function that passes it a parameter (`_is_amount(amount)`). The places where a
+    value one off changes the answer: what boundary probes aim at."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    own = {}  # function name -> [(parameter, length, operator, number)] of its own comparisons
+    for function in functions:
+        parameters = {p: p for p in _function_parameters(function) if p != "self"}
+        for node in ast.walk(function):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)):
+                source = _same_length_source(node.value)
+                if source in parameters and node.targets[0].id not in parameters:
+                    parameters[node.targets[0].id] = parameters[source]
+        found = own.setdefault(function.name, [])
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left] + list(node.comparators)
+            for k, op in enumerate(node.ops):
+                name = _ORDERS.get(type(op))
+                if name is None:
+                    continue
+                left, right = operands[k], operands[k + 1]
+                compared, number = _compared_parameter(left, parameters), _compared_number(right)
+                if compared is None:
+                    # `5 <= len(title)` reads as `len(title) >= 5`.
+                    compared, number = _compared_parameter(right, parameters), _compared_number(left)
+                    name = _FLIPPED.get(name, name)
+                if compared is not None and number is not None:
+                    found.append((compared[0], compared[1], name, number))
+    by_name = {f.name: f for f in functions}
+    out, seen = [], set()
+
+    def add(entry):
+        if entry not in seen:
+            seen.add(entry)
+            out.append(list(entry))
+
+    for function in functions:
+        for entry in own.get(function.name, []):
+            add((function.name,) + entry)
+        parameters = set(_function_parameters(function)) - {"self"}
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else (
+                node.func.id if isinstance(node.func, ast.Name) else None)
+            helper = by_name.get(callee)
+            if helper is None or helper is function or not own.get(helper.name):
+                continue
+            names = _function_parameters(helper)
+            if names and names[0] == "self" and isinstance(node.func, ast.Attribute):
+                names = names[1:]
+            passed = {}
+            for name, arg in zip(names, node.args):
+                if isinstance(arg, ast.Name) and arg.id in parameters:
+                    passed[name] = arg.id
+            for keyword in node.keywords:
+                if isinstance(keyword.value, ast.Name) and keyword.value.id in parameters:
+                    passed[keyword.arg] = keyword.value.id
+            for parameter, length, operator, number in own[helper.name]:
+                if parameter in passed:
+                    add((function.name, passed[parameter], length, operator, number))
+    return out
+
+
 def _code_map(key):
     found = _CODE_MAPS.get(key)
     if found is None and key in _SOURCES:
@@ -811,7 +948,8 @@ def _code_map_op(req):
     code_map = _code_map(req.get("env"))
     if code_map is None or req.get("env") not in _ENVS:
         return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
-    return {"ok": True, "lines": sorted(code_map.lines), "branches": sorted(code_map.branches)}
+    return {"ok": True, "lines": sorted(code_map.lines), "branches": sorted(code_map.branches),
+            "comparisons": _comparisons(_TEXTS.get(req.get("env"), ""))}
 
 
 class _Coverage:
@@ -999,6 +1137,7 @@ def _load(req):
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: env code is untrusted
         return _fail("load_error", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
     _SOURCES[key] = (compiled, class_name if convention == "class" else None)
+    _TEXTS[key] = code
     _PRISTINE[key] = _Pristine(module)
     if convention == "database":
         return _load_database(key, module)

@@ -29,13 +29,55 @@ impl std::fmt::Display for LineArc {
 
 /// What an environment's code offers to cover: the executable lines of its functions and the
 /// outcomes of their branches (the class convention's constructor left out: it runs before the
-/// call, outside the trace).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// call, outside the trace), and the numbers its functions compare their parameters with.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CodeMap {
     /// Lines that hold code of a function.
     pub lines: BTreeSet<u32>,
     /// Branch outcomes: for each conditional jump, the arc taken and the arc fallen through.
     pub branches: BTreeSet<LineArc>,
+    /// Every comparison of a function's parameter, or of its length, with a number written in
+    /// the code, once each, in source order.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// A comparison of a parameter with a number written in the code, read as `parameter
+/// operator number` (`5 <= len(title)` is `len(title) >= 5`): where a value one off changes
+/// what the function does, and where a wrong bound hides from calls that stay clear of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The function it is in (a tool, or a helper whose parameter may share a tool's name).
+    pub function: String,
+    /// The parameter compared.
+    pub parameter: String,
+    /// Whether the parameter's length is compared (`len(title.strip()) < 5`), not its value.
+    pub length: bool,
+    /// `<`, `<=`, `>`, `>=`, `==` or `!=`.
+    pub operator: String,
+    /// The number.
+    pub number: f64,
+}
+
+/// Reads `[[function, parameter, length, operator, number], ...]`; a reply without the field
+/// (an older worker) has none.
+fn comparisons_of(value: Option<&Value>) -> Option<Vec<Comparison>> {
+    let Some(value) = value else {
+        return Some(Vec::new());
+    };
+    value
+        .as_array()?
+        .iter()
+        .map(|entry| match entry.as_array()?.as_slice() {
+            [function, parameter, length, operator, number] => Some(Comparison {
+                function: function.as_str()?.to_owned(),
+                parameter: parameter.as_str()?.to_owned(),
+                length: length.as_bool()?,
+                operator: operator.as_str()?.to_owned(),
+                number: number.as_f64().filter(|n| n.is_finite())?,
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The lines and line arcs one call ran in the environment's functions.
@@ -90,6 +132,7 @@ impl CodeMap {
         Some(CodeMap {
             lines: lines_of(reply.get("lines"))?.into_iter().collect(),
             branches: arcs_of(reply.get("branches"))?.into_iter().collect(),
+            comparisons: comparisons_of(reply.get("comparisons"))?,
         })
     }
 }
@@ -114,6 +157,20 @@ mod tests {
         let map =
             CodeMap::from_reply(&json!({"lines": [3, 4], "branches": [[3, 4], [3, 6]]})).unwrap();
         assert_eq!(map.lines.len(), 2);
+        assert!(map.comparisons.is_empty());
+        let compared = CodeMap::from_reply(&json!({"lines": [], "branches": [],
+            "comparisons": [["ship", "weight", false, ">", 31.5]]}))
+        .unwrap();
+        assert_eq!(
+            compared.comparisons,
+            [Comparison {
+                function: "ship".into(),
+                parameter: "weight".into(),
+                length: false,
+                operator: ">".into(),
+                number: 31.5
+            }]
+        );
         let covered =
             CallCoverage::from_reply(&json!({"lines": [3, 4], "arcs": [[3, 4], [4, 5]]})).unwrap();
         assert_eq!(
@@ -125,6 +182,8 @@ mod tests {
             json!({"lines": [-1], "branches": []}),
             json!({"lines": [1]}),
             json!({"lines": [1], "branches": [[1, "2"]]}),
+            json!({"lines": [1], "branches": [], "comparisons": [["f", "x", false, "<"]]}),
+            json!({"lines": [1], "branches": [], "comparisons": [["f", "x", "no", "<", 1]]}),
         ] {
             assert_eq!(CodeMap::from_reply(&bad), None, "{bad}");
         }

@@ -72,6 +72,65 @@ async fn the_code_map_lists_the_functions_lines_and_branch_outcomes() {
     assert_eq!(map.branches, branches);
 }
 
+const LISTINGS: &str = r#"
+def _is_amount(value):
+    return isinstance(value, (int, float)) and value > 0
+
+
+class Listings:
+    def __init__(self, init_config):
+        self.items = {}
+
+    def create(self, title: str, price: float, tags: list, count: int = 1):
+        if not 5 <= len(title.strip()) <= 120:
+            return {"success": False, "error": "title must be 5-120 characters"}
+        if not _is_amount(price):
+            return {"success": False, "error": "price must be positive"}
+        names = [t.lower() for t in tags]
+        if len(names) > 3 or count == 0 or -1 >= count:
+            return {"success": False, "error": "too many tags"}
+        kept = [t for t in tags if t]
+        if len(kept) < 1 or len(self.items) >= 100 or price < count:
+            return {"success": False, "error": "no tags"}
+        return {"success": True}
+"#;
+
+#[tokio::test]
+async fn the_code_map_lists_the_numbers_parameters_are_compared_with() {
+    let exec = executor().await;
+    let env = EnvCode::new(LISTINGS, "Listings");
+    let map = exec.code_map(&env).await.unwrap();
+    let got: Vec<(&str, &str, bool, &str, f64)> = map
+        .comparisons
+        .iter()
+        .map(|c| {
+            (
+                c.function.as_str(),
+                c.parameter.as_str(),
+                c.length,
+                c.operator.as_str(),
+                c.number,
+            )
+        })
+        .collect();
+    // Read as `parameter operator number`; a local of the same length stands for its
+    // parameter, a filtered one does not; a helper's bound counts for the caller that passes
+    // it a parameter; a state's size and a comparison of two parameters are not parameters'
+    // bounds.
+    assert_eq!(
+        got,
+        [
+            ("_is_amount", "value", false, ">", 0.0),
+            ("create", "title", true, ">=", 5.0),
+            ("create", "title", true, "<=", 120.0),
+            ("create", "tags", true, ">", 3.0),
+            ("create", "count", false, "==", 0.0),
+            ("create", "count", false, "<=", -1.0),
+            ("create", "price", false, ">", 0.0),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn each_call_reports_what_it_ran_whatever_its_outcome() {
     let exec = executor().await;

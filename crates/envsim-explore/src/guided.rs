@@ -9,7 +9,9 @@
 //! likelier — and extends it by a few calls: tools that have not succeeded yet drawn more often,
 //! arguments drawn from the state's records (around records it created itself, often) and from
 //! earlier answers. A call drawn to succeed and refused is read ([`crate::refusal`]) and, for a
-//! tool that has rarely succeeded, what the answer asks for is tried next.
+//! tool that has rarely succeeded, what the answer asks for is tried next. A tool's first
+//! success is made again with a parameter on each side of the numbers its code compares it
+//! with ([`crate::boundary`]).
 
 use crate::driver::{
     arguments_explored, id_stem, kind_of, stem_names, Intent, RecordRef, StateIndex, ToolSpec,
@@ -91,6 +93,8 @@ const FEW_SUCCESSES: f64 = 3.0;
 const REPEAT_SHARE: f64 = 0.1;
 /// Share of the budget the package's own sequences may take.
 const SEED_SHARE: f64 = 0.5;
+/// Share of the budget boundary probes may take ([`crate::boundary`]).
+const PROBE_SHARE: f64 = 0.2;
 
 /// A walk being made.
 struct Making {
@@ -123,6 +127,15 @@ struct Guided<'c, 'a> {
     since_new: usize,
     cache: StateCache,
     specs: Vec<ToolSpec>,
+    /// Per tool, the boundary probes not yet made.
+    probes: Vec<VecDeque<crate::boundary::Probe>>,
+    /// Per tool, the node a call of it drawn to succeed reached by succeeding: where its
+    /// probes are made from.
+    probe_base: Vec<Option<usize>>,
+    /// Calls spent on probes.
+    probe_calls: usize,
+    /// The tool whose probe comes next (tools take turns).
+    probe_turn: usize,
 }
 
 /// Explores the context's package with `budget` calls.
@@ -148,7 +161,12 @@ pub(crate) async fn explore(
             reached_by: None,
         })
         .collect();
-    let specs = cx.tools.iter().map(|(spec, _)| spec.clone()).collect();
+    let specs: Vec<ToolSpec> = cx.tools.iter().map(|(spec, _)| spec.clone()).collect();
+    let probes = specs
+        .iter()
+        .map(|t| crate::boundary::probes_of(t, cx.tally.comparisons(), &specs).into())
+        .collect();
+    let probe_base = vec![None; specs.len()];
     let mut g = Guided {
         cx,
         budget,
@@ -165,6 +183,10 @@ pub(crate) async fn explore(
         since_new: 0,
         cache: StateCache::default(),
         specs,
+        probes,
+        probe_base,
+        probe_calls: 0,
+        probe_turn: 0,
     };
     if g.cx.plan.seeds {
         g.seeds().await?;
@@ -232,12 +254,69 @@ impl Guided<'_, '_> {
             if self.plateaued() {
                 return Ok(Stop::Plateau);
             }
+            if let Some(tool) = self.next_probe() {
+                self.probe(tool).await?;
+                continue;
+            }
             let Some(pick) = self.pick() else {
                 break;
             };
             self.extend_node(pick).await?;
         }
         Ok(Stop::Budget)
+    }
+
+    /// The tool whose boundary probe comes next: tools take turns among those with probes left
+    /// and a success to make them from, within [`PROBE_SHARE`] of the budget.
+    fn next_probe(&mut self) -> Option<usize> {
+        if self.probe_calls as f64 >= PROBE_SHARE * self.budget as f64 {
+            return None;
+        }
+        let n = self.specs.len();
+        let tool = (0..n)
+            .map(|k| (self.probe_turn + k) % n)
+            .find(|&t| self.probe_base[t].is_some() && !self.probes[t].is_empty())?;
+        self.probe_turn = (tool + 1) % n;
+        Some(tool)
+    }
+
+    /// One boundary probe of `tool`: the call that first reached a node by succeeding, made
+    /// again from the state it was made in with one parameter at a bound its code compares
+    /// with. Its refusal is not read: a refusal is what one side of a bound is.
+    async fn probe(&mut self, tool: usize) -> Result<(), ExecError> {
+        let Some(probe) = self.probes[tool].pop_front() else {
+            return Ok(());
+        };
+        let Some(base) = self.probe_base[tool] else {
+            return Ok(());
+        };
+        let node = &self.nodes[base];
+        let Some((_, args, before)) = &node.reached_by else {
+            return Ok(());
+        };
+        let Some(args) = crate::boundary::applied(&probe, args) else {
+            return Ok(());
+        };
+        let (state, steps) = (node.state, node.steps - 1);
+        let origin = node
+            .origin
+            .filter(|_| steps > 0)
+            .map(|o| Origin { steps, ..o });
+        let mut text = before.clone();
+        let mut value = self.cache.value(&text);
+        let mut making = self.start(state, origin, steps);
+        let planned = Planned {
+            tool,
+            args,
+            intent: Intent::Valid,
+            created: None,
+            depth: REPAIR_DEPTH,
+        };
+        self.probe_calls += 1;
+        self.call(&mut making, planned, &mut value, &mut text, None)
+            .await?;
+        self.finish(making);
+        Ok(())
     }
 
     /// A node to extend: the more it brought and the less it was extended, the likelier.
@@ -676,6 +755,12 @@ impl Guided<'_, '_> {
         making.records.push(record.clone());
         if novelty.any() {
             self.since_new = 0;
+            if record.outcome == Outcome::Success
+                && planned.intent == Intent::Valid
+                && self.probe_base[planned.tool].is_none()
+            {
+                self.probe_base[planned.tool] = Some(self.nodes.len());
+            }
             self.nodes.push(Node {
                 state: making.state,
                 origin: Some(Origin {

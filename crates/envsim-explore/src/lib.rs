@@ -18,6 +18,7 @@
 //! - [`driver`]: arguments from schemas and state;
 //! - [`plan`]: strategy and budget; [`report`]: what was reached ([`report::CoverageReport`]).
 
+mod boundary;
 pub mod driver;
 mod guided;
 pub mod plan;

@@ -182,6 +182,12 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
+    /// The numbers the package's code compares its functions' parameters with (none when its
+    /// code did not map).
+    pub(crate) fn comparisons(&self) -> &[envsim_exec::coverage::Comparison] {
+        self.map.as_ref().map_or(&[], |m| m.comparisons.as_slice())
+    }
+
     /// Totals for a package with these tools, whose code maps as `map`, with `budget` calls.
     pub(crate) fn new(tools: &[String], map: Option<CodeMap>, budget: usize) -> Tally {
         Tally {

@@ -378,3 +378,75 @@ async fn a_change_is_made_again_on_what_it_changed() {
         "{repeats:?}"
     );
 }
+
+const NOTES: &str = r#"
+class Notes:
+    def __init__(self, config):
+        self.notes = {}
+
+    def add_note(self, text: str, priority: int) -> dict:
+        if not isinstance(text, str) or not 3 <= len(text.strip()) <= 40:
+            return {"success": False, "error": "text must be 3-40 characters"}
+        if priority > 5:
+            return {"success": False, "error": "priority too high"}
+        self.notes[str(len(self.notes) + 1)] = {"text": text, "priority": priority}
+        return {"success": True}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_call_is_made_again_on_both_sides_of_the_bounds_its_code_tests() {
+    // Drawn texts are short and drawn numbers seldom 6: the bounds the code tests (a 40-
+    // character text, a priority of 5) are where an off-by-one would hide, and probes put the
+    // call exactly there.
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("notes");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), NOTES).unwrap();
+    let manifest = json!({"name": "notes", "domain": "test", "description": "Notes.",
+        "class_name": "Notes", "tools": [{"type": "function", "function": {
+            "name": "add_note", "description": "Adds a note.",
+            "parameters": {"type": "object", "required": ["text", "priority"], "properties": {
+                "text": {"type": "string"}, "priority": {"type": "integer"}}}}}]});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(
+        pkg.join("states/00.json"),
+        json!({"notes": {"1": {"text": "call the bank", "priority": 2}}}).to_string(),
+    )
+    .unwrap();
+    let package = EnvPackage::load(&pkg).unwrap();
+    let guided = explore(&package, plan(Strategy::Guided)).await;
+    let calls: Vec<(Value, Outcome)> = guided
+        .walks
+        .iter()
+        .flat_map(|w| &w.records)
+        .map(|r| (r.action["arguments"].clone(), r.outcome))
+        .collect();
+    let outcome_where = |test: &dyn Fn(&Value) -> bool| -> Vec<Outcome> {
+        calls
+            .iter()
+            .filter(|(args, _)| test(args))
+            .map(|(_, o)| *o)
+            .collect()
+    };
+    let length =
+        |n: usize| move |a: &Value| a["text"].as_str().is_some_and(|t| t.chars().count() == n);
+    // Both sides of each bound were called, and answered as the code says.
+    assert!(
+        outcome_where(&length(41)).contains(&Outcome::Failure),
+        "{calls:?}"
+    );
+    assert!(
+        outcome_where(&length(40)).contains(&Outcome::Success),
+        "{calls:?}"
+    );
+    assert!(
+        outcome_where(&length(3)).contains(&Outcome::Success),
+        "{calls:?}"
+    );
+    assert!(
+        outcome_where(&length(2)).contains(&Outcome::Failure),
+        "{calls:?}"
+    );
+    assert!(outcome_where(&|a| a["priority"] == 6).contains(&Outcome::Failure));
+    assert!(outcome_where(&|a| a["priority"] == 5).contains(&Outcome::Success));
+}

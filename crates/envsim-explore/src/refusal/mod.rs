@@ -25,9 +25,10 @@ use envsim_core::rng::Rng;
 use seen::strings;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+pub(crate) use words::lengthened;
 use words::{
-    asked_shape, date_like, dated, least_characters, lengthened, measures, names_field, norm,
-    numbers, offered_values, ruled_values, same_word, saying, says, tokens, typed, value_text,
+    asked_shape, date_like, dated, least_characters, measures, names_field, norm, numbers,
+    offered_values, ruled_values, same_word, saying, says, shaped_like, tokens, typed, value_text,
     variant, words, NOT_FOUND, TAKEN,
 };
 
@@ -303,8 +304,17 @@ impl<'a> Reading<'a> {
                 candidates.extend(choices);
             }
             // First, the field of that name of a record another argument names ("authorization
-            // code does not match": the domain's `auth_code`).
+            // code does not match": the domain's `auth_code`) — and before it, a value the answer
+            // writes the way the refused one is written (`only be opened for the current period
+            // 2024-05` when 2024-03 was given).
             candidates.splice(0..0, self.fields_of_named_records(name));
+            if let Some(Value::String(given)) = refused.args.get(name) {
+                let said = shaped_like(refused.answer, given);
+                candidates.splice(
+                    0..0,
+                    said.into_iter().filter_map(|t| typed(&param.schema, t)),
+                );
+            }
             candidates.retain(|v| Some(v) != refused.args.get(name));
             candidates.dedup();
             if candidates.is_empty() {
@@ -1682,6 +1692,30 @@ mod tests {
         assert!(retried(&next)
             .iter()
             .all(|a| a["start_date"] == "2024-03-01"));
+    }
+
+    #[test]
+    fn a_value_the_answer_writes_like_the_refused_one_comes_before_the_records_fields() {
+        // Timesheets hold periods too; the answer's own period is the one to try first.
+        let state = json!({"company": {"current_period": "2024-05"},
+            "timesheets": {"T1": {"period": "2024-01"}, "T2": {"period": "2024-02"},
+                           "T3": {"period": "2024-03"}}});
+        let open = tool("open_payroll_run", &[("period", json!({"type": "string"}))]);
+        let next = proposals(
+            &open,
+            json!({"period": "2024-03"}),
+            "Payroll can only be opened for the current period 2024-05",
+            &state,
+        );
+        assert_eq!(retried(&next)[0]["period"], "2024-05");
+        // An answer that says no such value leaves the rest as they were.
+        let next = proposals(
+            &open,
+            json!({"period": "2024-03"}),
+            "Payroll can only be opened for the current period",
+            &state,
+        );
+        assert!(retried(&next).iter().all(|a| a["period"] != "2024-05"));
     }
 
     #[test]

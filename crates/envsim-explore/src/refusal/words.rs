@@ -85,6 +85,34 @@ pub(super) fn tokens(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
+/// The words of `answer` written the way `value` is — digits for digits, letters for letters,
+/// the same punctuation in the same places — and not `value` itself, each once: what the
+/// answer says the value should be (`only be opened for the current period 2024-05` for a
+/// period `2024-03`). Only for values with a digit: a word of letters alone is as likely a
+/// status or a name as the value asked for.
+pub(super) fn shaped_like<'t>(answer: &'t str, value: &str) -> Vec<&'t str> {
+    fn pattern(text: &str) -> Vec<char> {
+        text.chars()
+            .map(|c| match c {
+                '0'..='9' => '9',
+                c if c.is_alphabetic() => 'a',
+                c => c,
+            })
+            .collect()
+    }
+    if !value.chars().any(|c| c.is_ascii_digit()) {
+        return Vec::new();
+    }
+    let wanted = pattern(value);
+    let mut out: Vec<&str> = Vec::new();
+    for word in tokens(answer) {
+        if word != value && pattern(word) == wanted && !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
 /// Whether two compared words name the same thing: equal, one a short inflection of the
 /// other (`arrive` and `arrived`, `ship` and `shipped`, `order` and `orders`), or one a part of
 /// the other's compound (`pending` in `non-pending`).
@@ -307,7 +335,7 @@ pub(super) fn least_characters(answer: &str) -> Option<usize> {
 
 /// `text`, made at least `least` characters long with words of its own kind (a reason that
 /// says what was seen), the given text first.
-pub(super) fn lengthened(text: &str, least: usize) -> String {
+pub(crate) fn lengthened(text: &str, least: usize) -> String {
     const MORE: &str = "as reported on site and confirmed in writing";
     let mut out = text.trim().to_owned();
     while out.chars().count() < least {
@@ -429,6 +457,19 @@ pub(super) fn value_text(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn words_shaped_like_the_value_are_what_the_answer_asks_for() {
+        let answer = "Payroll can only be opened for the current period 2024-05 (not 2024-03)";
+        assert_eq!(shaped_like(answer, "2024-03"), ["2024-05"]);
+        assert_eq!(
+            shaped_like("use ORD-1002 or ORD-1003, not ORD-1001", "ORD-1001"),
+            ["ORD-1002", "ORD-1003"]
+        );
+        // Letters alone say nothing of the value's shape.
+        assert!(shaped_like("order is pending, not shipped", "draft").is_empty());
+        assert!(shaped_like("period must be YYYY-MM", "2024-3").is_empty());
+    }
 
     #[test]
     fn answers_are_read_word_by_word() {
