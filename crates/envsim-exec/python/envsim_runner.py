@@ -719,8 +719,8 @@ def _unwrap(value):
 # itself is traced, never the construction of the instance (which a chained call skips), so the
 # same call always reports the same coverage.
 
-_SOURCES = {}  # env key -> (compiled module code, the class whose __init__ is the constructor)
-_TEXTS = {}  # env key -> the environment's source text (what comparisons are read from)
+_SOURCES = {}  # env key -> (compiled module code, the class whose __init__ is the constructor,
+#                the source text comparisons are read from)
 _CODE_MAPS = {}  # env key -> _CodeMap
 _COVERAGE = []  # the coverage of the call being answered, attached to its reply by main()
 
@@ -749,13 +749,14 @@ def _instruction_lines(instructions):
 
 class _CodeMap:
     """The environment's functions (code objects of its own source that are functions, not the
-    module body or class bodies, and not the class's constructor), their executable lines and
-    their branch arcs."""
+    module body or class bodies, and not the class's constructor), their executable lines,
+    their branch arcs and the numbers they compare their parameters with."""
 
-    def __init__(self, module_code, class_name):
+    def __init__(self, module_code, class_name, text):
         self.codes = set()
         self.lines = set()
         self.branches = set()
+        self.comparisons = _comparisons(text)
         pending = [(c, module_code) for c in module_code.co_consts]
         while pending:
             code, parent = pending.pop()
@@ -949,7 +950,7 @@ def _code_map_op(req):
     if code_map is None or req.get("env") not in _ENVS:
         return _fail("bad_request", "environment %r is not loaded" % req.get("env"))
     return {"ok": True, "lines": sorted(code_map.lines), "branches": sorted(code_map.branches),
-            "comparisons": _comparisons(_TEXTS.get(req.get("env"), ""))}
+            "comparisons": code_map.comparisons}
 
 
 class _Coverage:
@@ -1136,8 +1137,7 @@ def _load(req):
         return _fail("memory", "out of memory while loading the environment")
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: env code is untrusted
         return _fail("load_error", "%s: %s" % (type(exc).__name__, exc), traceback.format_exc(limit=8))
-    _SOURCES[key] = (compiled, class_name if convention == "class" else None)
-    _TEXTS[key] = code
+    _SOURCES[key] = (compiled, class_name if convention == "class" else None, code)
     _PRISTINE[key] = _Pristine(module)
     if convention == "database":
         return _load_database(key, module)

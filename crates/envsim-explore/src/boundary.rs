@@ -178,11 +178,9 @@ fn of_length(text: &str, length: usize) -> String {
         crate::refusal::lengthened(text, length)
     };
     let mut chars: Vec<char> = long.chars().take(length).collect();
+    // Both ways of lengthening start from the trimmed text: only the cut can end on a space.
     while chars.last().is_some_and(|c| c.is_whitespace()) {
         chars.pop();
-    }
-    while chars.first().is_some_and(|c| c.is_whitespace()) {
-        chars.remove(0);
     }
     while chars.len() < length {
         chars.push('x');

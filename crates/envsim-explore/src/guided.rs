@@ -44,6 +44,19 @@ struct Node {
     reached_by: Option<(usize, Map<String, Value>, StateText)>,
 }
 
+impl Node {
+    /// Where the call that reached it was made: its path's origin and steps one call shorter
+    /// (what a mutation or a probe of that call starts from).
+    fn before_its_call(&self) -> (Option<Origin>, usize) {
+        let steps = self.steps.saturating_sub(1);
+        let origin = self
+            .origin
+            .filter(|_| steps > 0)
+            .map(|o| Origin { steps, ..o });
+        (origin, steps)
+    }
+}
+
 /// A call decided on.
 struct Planned {
     tool: usize,
@@ -229,13 +242,7 @@ impl Guided<'_, '_> {
                 let Some(tool) = self.cx.tools.iter().position(|(t, _)| t.name == tool) else {
                     continue;
                 };
-                let planned = Planned {
-                    tool,
-                    args,
-                    intent: Intent::Valid,
-                    created: None,
-                    depth: REPAIR_DEPTH,
-                };
+                let planned = repair(tool, args, None, REPAIR_DEPTH);
                 self.call(&mut making, planned, &mut value, &mut text, None)
                     .await?;
                 self.cx.tally.seed_calls += 1;
@@ -297,21 +304,12 @@ impl Guided<'_, '_> {
         let Some(args) = crate::boundary::applied(&probe, args) else {
             return Ok(());
         };
-        let (state, steps) = (node.state, node.steps - 1);
-        let origin = node
-            .origin
-            .filter(|_| steps > 0)
-            .map(|o| Origin { steps, ..o });
+        let state = node.state;
+        let (origin, steps) = node.before_its_call();
         let mut text = before.clone();
         let mut value = self.cache.value(&text);
         let mut making = self.start(state, origin, steps);
-        let planned = Planned {
-            tool,
-            args,
-            intent: Intent::Valid,
-            created: None,
-            depth: REPAIR_DEPTH,
-        };
+        let planned = repair(tool, args, None, REPAIR_DEPTH);
         self.probe_calls += 1;
         self.call(&mut making, planned, &mut value, &mut text, None)
             .await?;
@@ -359,8 +357,7 @@ impl Guided<'_, '_> {
         let (state, mut origin, mut steps) = (node.state, node.origin, node.steps);
         let mut text = node.text.clone();
         if let Some((tool, args, before)) = mutation {
-            steps -= 1;
-            origin = origin.filter(|_| steps > 0).map(|o| Origin { steps, ..o });
+            (origin, steps) = node.before_its_call();
             text = before;
             let value = self.cache.value(&text);
             let index = StateIndex::new(&value);
@@ -780,7 +777,8 @@ impl Guided<'_, '_> {
     }
 }
 
-/// A call that tries what a refusal proposed.
+/// A call drawn to succeed: one that tries what a refusal proposed (at its `depth`), or, at
+/// [`REPAIR_DEPTH`], one whose refusals are not read (the package's own sequences, probes).
 fn repair(tool: usize, args: Map<String, Value>, created: Option<Taken>, depth: u8) -> Planned {
     Planned {
         tool,

@@ -428,25 +428,19 @@ async fn a_successful_call_is_made_again_on_both_sides_of_the_bounds_its_code_te
             .map(|(_, o)| *o)
             .collect()
     };
-    let length =
-        |n: usize| move |a: &Value| a["text"].as_str().is_some_and(|t| t.chars().count() == n);
     // Both sides of each bound were called, and answered as the code says.
-    assert!(
-        outcome_where(&length(41)).contains(&Outcome::Failure),
-        "{calls:?}"
-    );
-    assert!(
-        outcome_where(&length(40)).contains(&Outcome::Success),
-        "{calls:?}"
-    );
-    assert!(
-        outcome_where(&length(3)).contains(&Outcome::Success),
-        "{calls:?}"
-    );
-    assert!(
-        outcome_where(&length(2)).contains(&Outcome::Failure),
-        "{calls:?}"
-    );
+    for (n, answered) in [
+        (41, Outcome::Failure),
+        (40, Outcome::Success),
+        (3, Outcome::Success),
+        (2, Outcome::Failure),
+    ] {
+        let of_length = |a: &Value| a["text"].as_str().is_some_and(|t| t.chars().count() == n);
+        assert!(
+            outcome_where(&of_length).contains(&answered),
+            "{n}: {calls:?}"
+        );
+    }
     assert!(outcome_where(&|a| a["priority"] == 6).contains(&Outcome::Failure));
     assert!(outcome_where(&|a| a["priority"] == 5).contains(&Outcome::Success));
 }
