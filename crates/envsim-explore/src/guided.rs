@@ -23,7 +23,7 @@ use crate::{Context, Origin, Walk};
 use envsim_core::rng::Rng;
 use envsim_exec::{Call, ExecError};
 use serde_json::{Map, Value};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A state worth extending from.
 struct Node {
@@ -79,6 +79,10 @@ enum Taken {
 
 /// How many earlier answers arguments may be drawn from.
 const ANSWERS_KEPT: usize = 16;
+/// How many of the latest values answers gave under one field name are kept beyond those.
+const ANSWERED_PER_NAME: usize = 4;
+/// Field names whose answered values are kept.
+const ANSWERED_NAMES: usize = 256;
 /// How many records the exploration created or changed it keeps to draw calls around.
 const FRESH_KEPT: usize = 32;
 /// How often a coherent call is drawn around a record the exploration created or changed
@@ -129,6 +133,10 @@ struct Guided<'c, 'a> {
     answers: VecDeque<Value>,
     /// Answers kept so far (what tells a cached index that an answer came since).
     answers_added: usize,
+    /// The latest values answers gave under each field name ([`ANSWERED_PER_NAME`], for at
+    /// most [`ANSWERED_NAMES`] names): offered where the state holds nothing of the name, long
+    /// after the answer left `answers` (a login's token for every later call that asks).
+    answered: BTreeMap<String, Vec<Value>>,
     fresh: VecDeque<RecordRef>,
     /// The last record a call created (what a planned call after a creation takes).
     last_created: Option<RecordRef>,
@@ -189,6 +197,7 @@ pub(crate) async fn explore(
         seen: Seen::default(),
         answers: VecDeque::new(),
         answers_added: 0,
+        answered: BTreeMap::new(),
         fresh: VecDeque::new(),
         last_created: None,
         last_answer: None,
@@ -396,6 +405,7 @@ impl Guided<'_, '_> {
             }
             let index = cached.get_or_insert_with(|| {
                 let mut index = StateIndex::new(&value);
+                index.absorb_unheld(&self.answered);
                 for answer in &self.answers {
                     index.absorb(answer);
                 }
@@ -719,10 +729,14 @@ impl Guided<'_, '_> {
         if record.outcome == Outcome::Success {
             if planned.intent == Intent::Valid {
                 match index {
-                    Some(index) => self.seen.learn_arguments(&planned.args, value, index),
+                    Some(index) => {
+                        self.seen
+                            .learn_arguments(&spec.name, &planned.args, value, index)
+                    }
                     None => {
                         let index = StateIndex::new(value);
-                        self.seen.learn_arguments(&planned.args, value, &index);
+                        self.seen
+                            .learn_arguments(&spec.name, &planned.args, value, &index);
                     }
                 }
             }
@@ -732,6 +746,17 @@ impl Guided<'_, '_> {
                 }
                 self.answers.push_back(record.observation_json.clone());
                 self.answers_added += 1;
+                for (name, values) in StateIndex::answer_values(&record.observation_json) {
+                    if self.answered.len() == ANSWERED_NAMES && !self.answered.contains_key(&name) {
+                        continue;
+                    }
+                    let kept = self.answered.entry(name).or_default();
+                    for value in values.into_iter().rev().take(ANSWERED_PER_NAME) {
+                        kept.retain(|v| *v != value);
+                        kept.insert(0, value);
+                    }
+                    kept.truncate(ANSWERED_PER_NAME);
+                }
             }
             if let Some(after) = &executed.after {
                 let touched = self.seen.learn(&spec.name, &planned.args, value, after);

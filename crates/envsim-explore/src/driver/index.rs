@@ -42,6 +42,10 @@ pub struct StateIndex {
     /// The keys of every object, by its name (a door's name in `doorStatus`), at most
     /// [`VALUES_PER_FIELD`] per name.
     object_keys: BTreeMap<String, Vec<String>>,
+    /// Values earlier answers gave under names the state holds nothing of
+    /// ([`StateIndex::absorb_unheld`]): offered for a parameter of that very name only, never
+    /// as values of a shape or of a related name (a card id is no airport code).
+    answered: BTreeMap<String, Vec<Value>>,
 }
 
 /// What a coherent call draws its arguments from first ([`StateIndex::focus`]): one record,
@@ -67,6 +71,15 @@ pub struct Focus {
 }
 
 impl Focus {
+    /// The same focus, its record's own values taken whatever the tool (a login's address
+    /// and password of one user: a call made for what it answers, not to change the record).
+    pub fn with_own_values(self) -> Focus {
+        Focus {
+            own_values: true,
+            ..self
+        }
+    }
+
     /// Values for a parameter: the record's own, or those of the record and what it
     /// references together.
     pub(super) fn offered(&self, name: &str, rng: &mut Rng) -> Vec<Value> {
@@ -82,6 +95,15 @@ impl Focus {
         let mut all = own;
         all.extend(self.near.offered(name));
         all
+    }
+
+    /// The values the record itself holds under the field `field` (its own, not its
+    /// neighbours'), when the call takes its values.
+    pub(super) fn own_field(&self, field: &str) -> Vec<Value> {
+        if !self.own_values {
+            return Vec::new();
+        }
+        self.own.values.get(field).cloned().unwrap_or_default()
     }
 
     /// The record's own object field named `name`, when it has a non-empty one.
@@ -325,8 +347,9 @@ impl StateIndex {
         if !ids.is_empty() {
             return ids;
         }
-        if let Some(seen) = self.values.get(name).filter(|v| !v.is_empty()) {
-            return seen.clone();
+        let seen = self.values_named(name);
+        if !seen.is_empty() {
+            return seen.to_vec();
         }
         // A list parameter takes what its singular names (`item_ids` → `item_id`).
         if let Some(one) = name.strip_suffix('s').filter(|one| one.ends_with("_id")) {
@@ -523,15 +546,40 @@ impl StateIndex {
     /// Offers, beside the state's, the scalar values of `answer` (an earlier call's answer)
     /// under their field names: a token a login returned, the id a creation answered with.
     pub fn absorb(&mut self, answer: &Value) {
-        let mut found = StateIndex::default();
-        found.visit(None, answer, 1, &mut Vec::new());
-        for (name, values) in found.values {
+        for (name, values) in StateIndex::answer_values(answer) {
             let seen = self.values.entry(name).or_default();
             for value in values {
                 if seen.len() < VALUES_PER_FIELD && !seen.contains(&value) {
                     seen.push(value);
                 }
             }
+        }
+    }
+
+    /// The scalar values of an answer under their field names, as [`StateIndex::absorb`]
+    /// offers them.
+    pub fn answer_values(answer: &Value) -> BTreeMap<String, Vec<Value>> {
+        let mut found = StateIndex::default();
+        found.visit(None, answer, 1, &mut Vec::new());
+        found.values
+    }
+
+    /// Offers `kept` (values earlier answers gave, by field name) under the names this index
+    /// offers nothing for: a token only a login's answer holds, whichever answers came since.
+    pub fn absorb_unheld(&mut self, kept: &BTreeMap<String, Vec<Value>>) {
+        for (name, values) in kept {
+            if self.offered(name).is_empty() {
+                self.answered.insert(name.clone(), values.clone());
+            }
+        }
+    }
+
+    /// The values found under a field name: the state's and recent answers', else those kept
+    /// from earlier answers for a name the state holds nothing of.
+    pub(super) fn values_named(&self, name: &str) -> &[Value] {
+        match self.values.get(name) {
+            Some(values) if !values.is_empty() => values,
+            _ => self.answered.get(name).map_or(&[], Vec::as_slice),
         }
     }
 
@@ -651,6 +699,23 @@ mod tests {
     use super::*;
     use crate::driver::{arguments, arguments_with, Intent};
     use serde_json::json;
+
+    #[test]
+    fn values_kept_from_answers_are_offered_only_under_names_the_state_has_nothing_for() {
+        let state = json!({"users": {"1": {"email": "ann@example.com", "status": "active"}}});
+        let answer = json!({"access_token": "tok-1", "token_type": "Bearer",
+            "status": "logged in", "items": [{"email": "old@example.com"}]});
+        let kept = StateIndex::answer_values(&answer);
+        assert_eq!(kept["access_token"], [json!("tok-1")]);
+        assert_eq!(kept["email"], [json!("old@example.com")]);
+        let mut index = StateIndex::new(&state);
+        index.absorb_unheld(&kept);
+        assert_eq!(index.offered_for("access_token"), [json!("tok-1")]);
+        assert_eq!(index.offered_for("token_type"), [json!("Bearer")]);
+        // What the state holds is offered as it is.
+        assert_eq!(index.offered_for("status"), [json!("active")]);
+        assert_eq!(index.offered_for("email"), [json!("ann@example.com")]);
+    }
 
     fn returns() -> ToolSpec {
         ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "return_delivered_items",

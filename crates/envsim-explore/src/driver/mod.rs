@@ -273,6 +273,15 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
             return choice.clone();
         }
     }
+    // A text whose description names a field of the focus record ("Your account email." for
+    // `username`) takes that field's value before what the name alone offers (the user's key).
+    if let (true, Some(focus), "string") = (draw.inferred, draw.focus, schema_type(schema)) {
+        let named = described_field(schema, |word| focus.own_field(word));
+        let texts: Vec<&Value> = named.iter().filter(|v| v.is_string()).collect();
+        if let Some(v) = rng.pick(&texts) {
+            return (*v).clone();
+        }
+    }
     if let Some(offered) = &offered {
         let fitting: Vec<&Value> = offered
             .iter()
@@ -289,7 +298,7 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
         }
     }
     let unknown_here = || {
-        index.values.get(name).is_none_or(Vec::is_empty)
+        index.values_named(name).is_empty()
             && index.ids_for(name).is_empty()
             && index.shaped(name, schema).is_empty()
     };
@@ -310,7 +319,7 @@ fn valid_value(name: &str, schema: &Value, draw: Draw<'_>, rng: &mut Rng, depth:
             }
         }
     }
-    let mut seen: Vec<Value> = index.values.get(name).cloned().unwrap_or_default();
+    let mut seen: Vec<Value> = index.values_named(name).to_vec();
     if seen.is_empty() && draw.inferred {
         seen = index.related(name);
     }
@@ -444,29 +453,39 @@ fn valid_text(name: &str, schema: &Value, draw: Draw<'_>, seen: &[Value], rng: &
     }
 }
 
-/// The values of the field a parameter's description names ("Your account email." for
-/// `username`): the first word of the description, of four letters or more, that names a field
-/// of the focus record or of the state.
-fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
+/// The values `field_values` gives for the first word of a parameter's description, of four
+/// letters or more, for which it gives any.
+pub(crate) fn described_field(
+    schema: &Value,
+    field_values: impl Fn(&str) -> Vec<Value>,
+) -> Vec<Value> {
     let description = schema
         .get("description")
         .and_then(Value::as_str)
         .unwrap_or("");
-    for word in description
+    description
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| w.len() >= 4)
-    {
-        let word = word.to_lowercase();
-        if let Some(offered) = draw.focus.map(|f| f.offered(&word, rng)) {
-            if !offered.is_empty() {
-                return offered;
-            }
+        .map(|w| field_values(&w.to_lowercase()))
+        .find(|values| !values.is_empty())
+        .unwrap_or_default()
+}
+
+/// The values of the field a parameter's description names ("Your account email." for
+/// `username`): the first word of the description, of four letters or more, that names a field
+/// of the focus record or of the state.
+fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
+    let rng = std::cell::RefCell::new(rng);
+    described_field(schema, |word| {
+        let offered = draw
+            .focus
+            .map(|f| f.offered(word, &mut rng.borrow_mut()))
+            .unwrap_or_default();
+        if !offered.is_empty() {
+            return offered;
         }
-        if let Some(values) = draw.index.values.get(&word).filter(|v| !v.is_empty()) {
-            return values.clone();
-        }
-    }
-    Vec::new()
+        draw.index.values.get(word).cloned().unwrap_or_default()
+    })
 }
 
 /// How often a parameter the state offers no value of its own for is drawn, by the explorer,
@@ -830,6 +849,34 @@ mod tests {
         assert!(of(json!({"type": "object", "description": "e.g. {broken"})).is_empty());
         assert!(of(json!({"type": "string", "description": "Whatever fits."})).is_empty());
         assert!(of(json!({"type": "string"})).is_empty());
+    }
+
+    #[test]
+    fn a_text_whose_description_names_a_field_takes_the_focus_records_own() {
+        let spec = ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "login",
+            "parameters": {"type": "object", "properties": {
+                "username": {"type": "string", "description": "Your account email."},
+                "password": {"type": "string", "description": "Your account password."}},
+            "required": ["username", "password"]}}}))
+        .unwrap();
+        let state = json!({"users": {
+            "1": {"email": "ann@example.com", "password": "pw-ann"},
+            "2": {"email": "bo@example.com", "password": "pw-bo"}}});
+        let index = StateIndex::new(&state);
+        for seed in 0..50 {
+            let mut rng = Rng::new(seed);
+            let focus = index.focus(&spec, &state, &mut rng).with_own_values();
+            let args = arguments_explored(&spec, &index, Some(&focus), &mut rng, Intent::Valid);
+            let pair = (args["username"].as_str(), args["password"].as_str());
+            assert!(
+                [
+                    (Some("ann@example.com"), Some("pw-ann")),
+                    (Some("bo@example.com"), Some("pw-bo"))
+                ]
+                .contains(&pair),
+                "{args:?}"
+            );
+        }
     }
 
     #[test]

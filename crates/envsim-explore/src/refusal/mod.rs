@@ -17,9 +17,9 @@ pub use seen::{Creation, Seen, Touched, Write};
 pub use words::answer_text;
 
 use crate::driver::{
-    arguments_explored, concrete, described_length, described_values, id_stem, likeness,
-    names_an_id, schema_type, sized, spelled_length, Intent, Param, RecordRef, Shape, StateIndex,
-    ToolSpec,
+    arguments_explored, concrete, described_field, described_length, described_values, id_stem,
+    likeness, names_an_id, schema_type, sized, spelled_length, Intent, Param, RecordRef, Shape,
+    StateIndex, ToolSpec,
 };
 use envsim_core::rng::Rng;
 use seen::strings;
@@ -127,6 +127,7 @@ pub fn read(
     // The rules in the order their proposals rank (and draw from `rng`).
     reading.taken_values(&mut out, rng);
     reading.producers(&mut out, rng);
+    reading.as_the_owner(&mut out);
     let unanswered = reading.named_arguments(&mut out, rng);
     reading.another_record(&mut out, rng);
     reading.records_the_answer_names(&mut out);
@@ -307,6 +308,20 @@ impl<'a> Reading<'a> {
             // code does not match": the domain's `auth_code`) — and before it, a value the answer
             // writes the way the refused one is written (`only be opened for the current period
             // 2024-05` when 2024-03 was given).
+            // A text of a shape (an address) the answer says names nothing: those of that
+            // shape calls that succeeded took (the address a login took exists here; one
+            // drawn from the state may be another app's account).
+            if self.not_found {
+                if let Some(shape) = Shape::of(name, &param.schema) {
+                    let worked: Vec<Value> = self
+                        .seen
+                        .succeeded_texts()
+                        .filter_map(|t| shape.fit(t))
+                        .filter_map(|t| typed(&param.schema, &t))
+                        .collect();
+                    candidates.splice(0..0, worked);
+                }
+            }
             candidates.splice(0..0, self.fields_of_named_records(name));
             if let Some(Value::String(given)) = refused.args.get(name) {
                 let said = shaped_like(refused.answer, given);
@@ -455,22 +470,17 @@ impl<'a> Reading<'a> {
             if !refused.args.contains_key(name) || !names_field(&self.answer_words, name) {
                 continue;
             }
-            let description = param
-                .schema
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let described = words(description);
-            let producer = self.tools.iter().find(|t| {
-                t.name != refused.tool.name
-                    && crate::driver::name_words(&t.name)
-                        .iter()
-                        .all(|w| described.iter().any(|d| same_word(d, w)))
-            });
-            if let Some(tool) = producer {
-                // Drawn around one record (a login's address and password of one user).
-                let focus = self.index.focus(tool, refused.state, rng);
-                let args = arguments_explored(tool, self.index, Some(&focus), rng, Intent::Valid);
+            if let Some(tool) = self.producer_of(param) {
+                // The producer's latest call that succeeded, made again for its answer; else
+                // one drawn around one record with its own values (a login's address and
+                // password of one user).
+                let args = match self.seen.succeeded_with(&tool.name) {
+                    Some(args) => args.clone(),
+                    None => {
+                        let focus = self.index.focus(tool, refused.state, rng).with_own_values();
+                        arguments_explored(tool, self.index, Some(&focus), rng, Intent::Valid)
+                    }
+                };
                 out.push(Next::Prepare {
                     tool: tool.name.clone(),
                     args,
@@ -481,6 +491,138 @@ impl<'a> Reading<'a> {
                 });
             }
         }
+    }
+
+    /// The tool a parameter's description names as giving it ("Access token obtained from
+    /// venmo app login." → `login`).
+    fn producer_of(&self, param: &Param) -> Option<&'a ToolSpec> {
+        let description = param
+            .schema
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let described = words(description);
+        let refused = self.refused.tool;
+        self.tools.iter().find(|t| {
+            t.name != refused.name
+                && crate::driver::name_words(&t.name)
+                    .iter()
+                    .all(|w| described.iter().any(|d| same_word(d, w)))
+        })
+    }
+
+    /// A record that is not the caller's ("The given email thread does not belong to you",
+    /// "you are not a member of this group") where an argument is what a producer gives (the
+    /// token of a login): the producer made as the record's owner — the account its `user_id`
+    /// (or other id field) references, the producer's arguments that account's own fields or
+    /// those their descriptions name — then the refused call with its answer.
+    fn as_the_owner(&self, out: &mut Proposals<'_>) {
+        const NOT_YOURS: [&str; 5] = [
+            "belong",
+            "not a member",
+            "not a collaborator",
+            "not the owner",
+            "neither the",
+        ];
+        if !NOT_YOURS.iter().any(|p| self.lower.contains(p)) {
+            return;
+        }
+        let refused = self.refused;
+        let produced: Vec<(&Param, &ToolSpec)> = refused
+            .tool
+            .params
+            .iter()
+            .filter(|p| refused.args.contains_key(&p.name))
+            .filter_map(|p| self.producer_of(p).map(|t| (p, t)))
+            .collect();
+        if produced.is_empty() {
+            return;
+        }
+        for (param, value) in refused.args {
+            if !names_an_id(param) || produced.iter().any(|(p, _)| p.name == *param) {
+                continue;
+            }
+            let key = match value {
+                Value::String(_) | Value::Number(_) => value_text(value),
+                _ => continue,
+            };
+            for (place, record) in self.records_named(&id_stem(param), &key) {
+                for owner in self.owners(place, record) {
+                    for (produced, producer) in &produced {
+                        if let Some(args) = arguments_from(producer, owner) {
+                            out.push(Next::Prepare {
+                                tool: producer.name.clone(),
+                                args,
+                                then: Then::Answered {
+                                    args: refused.args.clone(),
+                                    param: produced.name.clone(),
+                                },
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The records keyed `key` of the collections a stem names (`email_thread` →
+    /// `user_email_threads`, `global_email_threads`), with their places.
+    fn records_named(&self, stem: &str, key: &str) -> Vec<(&'a str, &'a Map<String, Value>)> {
+        let state = self.refused.state;
+        let mut out = Vec::new();
+        for (name, places) in self.index.places() {
+            let lower = name.to_ascii_lowercase();
+            let names = crate::driver::stem_names(stem, name)
+                || lower.trim_end_matches('s').ends_with(&format!("_{stem}"));
+            if !names {
+                continue;
+            }
+            for place in places {
+                if let Some(record) = state
+                    .pointer(place)
+                    .and_then(|c| c.get(key))
+                    .and_then(Value::as_object)
+                {
+                    out.push((place.as_str(), record));
+                }
+            }
+        }
+        out
+    }
+
+    /// The records `record` (of the collection at `place`) references by its id fields
+    /// (`user_id` → a user), each looked up in the collection beside `place` first (an app's
+    /// own `users` before another app's).
+    fn owners(&self, place: &str, record: &Map<String, Value>) -> Vec<&'a Map<String, Value>> {
+        let state = self.refused.state;
+        let parent = place.rsplit_once('/').map_or("", |(p, _)| p);
+        let mut out = Vec::new();
+        for (field, value) in record {
+            if field == "id" || !names_an_id(field) {
+                continue;
+            }
+            let key = match value {
+                Value::String(_) | Value::Number(_) => value_text(value),
+                _ => continue,
+            };
+            let stem = id_stem(field);
+            let mut places: Vec<&String> = self
+                .index
+                .places()
+                .filter(|(name, _)| crate::driver::stem_names(&stem, name))
+                .flat_map(|(_, places)| places)
+                .collect();
+            places.sort_by_key(|p| !p.starts_with(&format!("{parent}/")));
+            if let Some(owner) = places.iter().find_map(|p| {
+                state
+                    .pointer(p)
+                    .and_then(|c| c.get(&key))
+                    .and_then(Value::as_object)
+            }) {
+                out.push(owner);
+            }
+        }
+        out
     }
 
     /// Whether the answer says a value argument's value is already so ("agent AG-3 is already
@@ -1098,6 +1240,29 @@ fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointe
     named
 }
 
+/// Arguments for `tool` from one record's own fields: each parameter the field of its name,
+/// else the field its description names first ("Your account email." → `email`); `None` when
+/// a required one has neither.
+fn arguments_from(tool: &ToolSpec, record: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut args = Map::new();
+    let field = |name: &str| record.get(name).filter(|v| !v.is_null()).cloned();
+    for param in &tool.params {
+        let found = field(&param.name).or_else(|| {
+            described_field(&param.schema, |word| field(word).into_iter().collect())
+                .into_iter()
+                .next()
+        });
+        match found {
+            Some(v) if !v.is_object() && !v.is_array() => {
+                args.insert(param.name.clone(), v);
+            }
+            _ if param.required => return None,
+            _ => {}
+        }
+    }
+    Some(args)
+}
+
 /// `write`'s tool on `record` (its argument naming the record set to the record's key, the
 /// value it was seen setting where it takes the field by name, the rest drawn around the
 /// record), then the refused call again.
@@ -1186,6 +1351,184 @@ mod tests {
             &mut Rng::new(1),
         );
         assert_eq!(next, [Next::Retry(args(json!({"order_id": "O2"})))]);
+    }
+
+    #[test]
+    fn a_token_is_asked_of_its_producer_drawn_from_one_account_then_as_it_last_succeeded() {
+        let state = json!({"users": {
+            "1": {"email": "ann@example.com", "password": "pw-ann", "name": "Ann"},
+            "2": {"email": "bo@example.com", "password": "pw-bo", "name": "Bo"}}});
+        let index = StateIndex::new(&state);
+        let login = tool(
+            "login",
+            &[
+                (
+                    "username",
+                    json!({"type": "string", "description": "Your account email."}),
+                ),
+                (
+                    "password",
+                    json!({"type": "string", "description": "Your account password."}),
+                ),
+            ],
+        );
+        let show = tool(
+            "show_account",
+            &[(
+                "access_token",
+                json!({"type": "string", "description": "Access token obtained from login."}),
+            )],
+        );
+        let called = args(json!({"access_token": "x"}));
+        let refused = Refused {
+            tool: &show,
+            args: &called,
+            answer: "401: your access token is missing, invalid or expired",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let tools = [show.clone(), login];
+        let then = Then::Answered {
+            args: called.clone(),
+            param: "access_token".into(),
+        };
+        // Nothing seen yet: the login's address and password are those of one account.
+        for seed in 0..20 {
+            let next = read(
+                &refused,
+                &index,
+                &Seen::default(),
+                &tools,
+                &mut Rng::new(seed),
+            );
+            let Some(Next::Prepare {
+                tool,
+                args: drawn,
+                then: after,
+            }) = next.first()
+            else {
+                panic!("{next:?}");
+            };
+            assert_eq!((tool.as_str(), after), ("login", &then));
+            let account = [("ann@example.com", "pw-ann"), ("bo@example.com", "pw-bo")]
+                .iter()
+                .any(|(email, password)| {
+                    drawn["username"] == json!(email) && drawn["password"] == json!(password)
+                });
+            assert!(account, "{drawn:?}");
+        }
+        // Once a login has succeeded, the token is asked of that login again.
+        let mut seen = Seen::default();
+        let good = args(json!({"username": "bo@example.com", "password": "pw-bo"}));
+        seen.learn_arguments("login", &good, &state, &index);
+        assert_eq!(seen.succeeded_with("login"), Some(&good));
+        let next = read(&refused, &index, &seen, &tools, &mut Rng::new(3));
+        assert_eq!(
+            next.first(),
+            Some(&Next::Prepare {
+                tool: "login".into(),
+                args: good,
+                then
+            })
+        );
+    }
+
+    #[test]
+    fn a_record_not_the_callers_is_asked_for_with_its_owners_token() {
+        // Two apps' accounts share keys; the thread belongs to mail's user 2.
+        let state = json!({
+            "files": {"users": {"2": {"email": "cy@example.com", "password": "pw-files"}}},
+            "mail": {
+                "users": {
+                    "1": {"email": "ann@example.com", "password": "pw-ann"},
+                    "2": {"email": "bo@example.com", "password": "pw-bo"}},
+                "user_email_threads": {"7": {"id": 7, "user_id": 2, "subject": "hi"}}}});
+        let index = StateIndex::new(&state);
+        let login = tool(
+            "login",
+            &[
+                (
+                    "username",
+                    json!({"type": "string", "description": "Your account email."}),
+                ),
+                ("password", json!({"type": "string"})),
+            ],
+        );
+        let show = tool(
+            "show_thread",
+            &[
+                ("email_thread_id", json!({"type": "integer"})),
+                (
+                    "access_token",
+                    json!({"type": "string", "description": "Access token obtained from login."}),
+                ),
+            ],
+        );
+        let called = args(json!({"email_thread_id": 7, "access_token": "tok-ann"}));
+        let mut refused = Refused {
+            tool: &show,
+            args: &called,
+            answer: "The given email thread does not belong to you, so you cannot access it.",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let tools = [show.clone(), login];
+        let next = read(&refused, &index, &Seen::default(), &tools, &mut Rng::new(1));
+        assert_eq!(
+            next.first(),
+            Some(&Next::Prepare {
+                tool: "login".into(),
+                args: args(json!({"username": "bo@example.com", "password": "pw-bo"})),
+                then: Then::Answered {
+                    args: called.clone(),
+                    param: "access_token".into()
+                }
+            })
+        );
+        // Without such words, nothing is asked of the owner.
+        refused.answer = "The email thread with id 7 is archived.";
+        let next = read(&refused, &index, &Seen::default(), &tools, &mut Rng::new(1));
+        assert!(
+            !next
+                .iter()
+                .any(|n| matches!(n, Next::Prepare { tool, .. } if tool == "login")),
+            "{next:?}"
+        );
+    }
+
+    #[test]
+    fn an_address_said_to_name_no_account_is_swapped_for_one_a_call_that_succeeded_took() {
+        // The account the login took is this app's (its own table is not in the state).
+        let state = json!({
+            "mail": {"users": {"1": {"email": "ann@example.com"}}},
+            "notes": {"users": {"1": {"email": "cy@example.com"}}}});
+        let index = StateIndex::new(&state);
+        let verify = tool(
+            "send_verification_code",
+            &[("email", json!({"type": "string", "format": "email"}))],
+        );
+        let called = args(json!({"email": "ann@example.com"}));
+        let refused = Refused {
+            tool: &verify,
+            args: &called,
+            answer: "Account for this email does not exist.",
+            state: &state,
+            clock: 1_735_689_600.0,
+        };
+        let mut seen = Seen::default();
+        seen.learn_arguments(
+            "login",
+            &args(json!({"username": "dee@example.com", "password": "pw"})),
+            &state,
+            &index,
+        );
+        let tools = [verify.clone()];
+        let next = read(&refused, &index, &seen, &tools, &mut Rng::new(1));
+        let dee = Next::Retry(args(json!({"email": "dee@example.com"})));
+        assert_eq!(next.first(), Some(&dee));
+        // Nothing learned: only the state's addresses.
+        let next = read(&refused, &index, &Seen::default(), &tools, &mut Rng::new(1));
+        assert!(!next.is_empty() && !next.contains(&dee), "{next:?}");
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct Seen {
     /// For an argument name, the collection whose key it held in a call that succeeded
     /// (`reporter_id` → `users`): what the argument takes, whatever it is called.
     takes: std::collections::BTreeMap<String, String>,
+    /// For a tool, the arguments of its latest call drawn to succeed that did: what a call
+    /// made for its answer (a login for the token another tool asks for) is made with.
+    succeeded: std::collections::BTreeMap<String, Map<String, Value>>,
 }
 
 impl Seen {
@@ -142,19 +145,37 @@ impl Seen {
         }
     }
 
-    /// Learns what a call that succeeded shows its arguments take: an argument that held the
-    /// key of a record of a collection takes that collection's keys.
+    /// Learns what a call of `tool` drawn to succeed that did shows its arguments take: an
+    /// argument that held the key of a record of a collection takes that collection's keys;
+    /// and the arguments themselves, as the tool's latest that succeeded.
     pub fn learn_arguments(
         &mut self,
+        tool: &str,
         args: &Map<String, Value>,
         state: &Value,
         index: &StateIndex,
     ) {
+        self.succeeded.insert(tool.to_owned(), args.clone());
         for (param, value) in args {
             if let Some(record) = strings(value).first().and_then(|s| index.locate(state, s)) {
                 self.takes.insert(param.clone(), record.collection);
             }
         }
+    }
+
+    /// The arguments of `tool`'s latest call drawn to succeed that did.
+    pub fn succeeded_with(&self, tool: &str) -> Option<&Map<String, Value>> {
+        self.succeeded.get(tool)
+    }
+
+    /// The texts the latest calls drawn to succeed that did took as arguments, each once (by
+    /// tool name, then argument name).
+    pub fn succeeded_texts(&self) -> impl Iterator<Item = &str> {
+        let mut seen = BTreeSet::new();
+        self.succeeded
+            .values()
+            .flat_map(|args| args.values().filter_map(Value::as_str))
+            .filter(move |t| seen.insert(*t))
     }
 
     /// The collection whose keys an argument was seen taking in a call that succeeded.

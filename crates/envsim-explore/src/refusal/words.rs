@@ -34,7 +34,7 @@ pub fn answer_text(answer: &Value, rendered: &str) -> String {
         if read.value.is_object() {
             let inner = answer_text(&read.value, text);
             let before = text.find(['{', '[']).map_or("", |at| text[..at].trim());
-            return if before.is_empty() {
+            return if before.is_empty() || status_line(before) {
                 inner
             } else {
                 format!("{before} {inner}")
@@ -64,6 +64,24 @@ pub fn answer_text(answer: &Value, rendered: &str) -> String {
     } else {
         parts.join("; ")
     }
+}
+
+/// Whether a text only states an HTTP status (`Response status code is 422:`, `HTTP 409`):
+/// its number is the protocol's, no value of the call's (an id 422 tried after it never is).
+fn status_line(text: &str) -> bool {
+    const WORDS: [&str; 6] = ["response", "status", "code", "is", "http", "error"];
+    let mut number = false;
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        match word.parse::<u16>() {
+            Ok(n) if (100..600).contains(&n) && !number => number = true,
+            _ if WORDS.contains(&word.to_lowercase().as_str()) => {}
+            _ => return false,
+        }
+    }
+    number
 }
 
 /// A word as compared: lowercase, `-` as `_` (`checked-in` is the value `checked_in`).
@@ -516,8 +534,15 @@ mod tests {
                 &json!("Response status code is 401:\n{\"message\":\"Invalid credentials\"}"),
                 ""
             ),
-            "Response status code is 401: Invalid credentials"
+            "Invalid credentials"
         );
+        // A text before the object that says more than a status is kept.
+        assert_eq!(
+            answer_text(&json!("Order 422 refused: {\"message\": \"closed\"}"), ""),
+            "Order 422 refused: closed"
+        );
+        assert!(status_line("HTTP 409") && status_line("Response status code is 422:"));
+        assert!(!status_line("Response status code is") && !status_line("Error 42"));
         assert_eq!(
             answer_text(&json!({"success": false, "error": "no"}), "x"),
             "no"
