@@ -746,17 +746,7 @@ impl Guided<'_, '_> {
                 }
                 self.answers.push_back(record.observation_json.clone());
                 self.answers_added += 1;
-                for (name, values) in StateIndex::answer_values(&record.observation_json) {
-                    if self.answered.len() == ANSWERED_NAMES && !self.answered.contains_key(&name) {
-                        continue;
-                    }
-                    let kept = self.answered.entry(name).or_default();
-                    for value in values.into_iter().rev().take(ANSWERED_PER_NAME) {
-                        kept.retain(|v| *v != value);
-                        kept.insert(0, value);
-                    }
-                    kept.truncate(ANSWERED_PER_NAME);
-                }
+                keep_answered(&mut self.answered, &record.observation_json);
             }
             if let Some(after) = &executed.after {
                 let touched = self.seen.learn(&spec.name, &planned.args, value, after);
@@ -799,6 +789,22 @@ impl Guided<'_, '_> {
             self.since_new += 1;
         }
         Ok(Some(record))
+    }
+}
+
+/// Keeps in `kept` the latest [`ANSWERED_PER_NAME`] values `answer` gives under each field
+/// name, for at most [`ANSWERED_NAMES`] names (the names kept first stay).
+fn keep_answered(kept: &mut BTreeMap<String, Vec<Value>>, answer: &Value) {
+    for (name, values) in StateIndex::answer_values(answer) {
+        if kept.len() == ANSWERED_NAMES && !kept.contains_key(&name) {
+            continue;
+        }
+        let latest = kept.entry(name).or_default();
+        for value in values.into_iter().rev().take(ANSWERED_PER_NAME) {
+            latest.retain(|v| *v != value);
+            latest.insert(0, value);
+        }
+        latest.truncate(ANSWERED_PER_NAME);
     }
 }
 

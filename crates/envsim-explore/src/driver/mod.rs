@@ -457,7 +457,7 @@ fn valid_text(name: &str, schema: &Value, draw: Draw<'_>, seen: &[Value], rng: &
 /// letters or more, for which it gives any.
 pub(crate) fn described_field(
     schema: &Value,
-    field_values: impl Fn(&str) -> Vec<Value>,
+    mut field_values: impl FnMut(&str) -> Vec<Value>,
 ) -> Vec<Value> {
     let description = schema
         .get("description")
@@ -475,12 +475,8 @@ pub(crate) fn described_field(
 /// `username`): the first word of the description, of four letters or more, that names a field
 /// of the focus record or of the state.
 fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
-    let rng = std::cell::RefCell::new(rng);
     described_field(schema, |word| {
-        let offered = draw
-            .focus
-            .map(|f| f.offered(word, &mut rng.borrow_mut()))
-            .unwrap_or_default();
+        let offered = draw.focus.map(|f| f.offered(word, rng)).unwrap_or_default();
         if !offered.is_empty() {
             return offered;
         }

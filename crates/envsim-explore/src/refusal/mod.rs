@@ -542,9 +542,8 @@ impl<'a> Reading<'a> {
             if !names_an_id(param) || produced.iter().any(|(p, _)| p.name == *param) {
                 continue;
             }
-            let key = match value {
-                Value::String(_) | Value::Number(_) => value_text(value),
-                _ => continue,
+            let Some(key) = key_text(value) else {
+                continue;
             };
             for (place, record) in self.records_named(&id_stem(param), &key) {
                 for owner in self.owners(place, record) {
@@ -595,15 +594,14 @@ impl<'a> Reading<'a> {
     /// own `users` before another app's).
     fn owners(&self, place: &str, record: &Map<String, Value>) -> Vec<&'a Map<String, Value>> {
         let state = self.refused.state;
-        let parent = place.rsplit_once('/').map_or("", |(p, _)| p);
+        let beside = format!("{}/", place.rsplit_once('/').map_or("", |(p, _)| p));
         let mut out = Vec::new();
         for (field, value) in record {
             if field == "id" || !names_an_id(field) {
                 continue;
             }
-            let key = match value {
-                Value::String(_) | Value::Number(_) => value_text(value),
-                _ => continue,
+            let Some(key) = key_text(value) else {
+                continue;
             };
             let stem = id_stem(field);
             let mut places: Vec<&String> = self
@@ -612,7 +610,7 @@ impl<'a> Reading<'a> {
                 .filter(|(name, _)| crate::driver::stem_names(&stem, name))
                 .flat_map(|(_, places)| places)
                 .collect();
-            places.sort_by_key(|p| !p.starts_with(&format!("{parent}/")));
+            places.sort_by_key(|p| !p.starts_with(&beside));
             if let Some(owner) = places.iter().find_map(|p| {
                 state
                     .pointer(p)
@@ -1238,6 +1236,11 @@ fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointe
         }
     }
     named
+}
+
+/// A string or a number as the key of the record it names (`7` for `email_thread_id: 7`).
+fn key_text(value: &Value) -> Option<String> {
+    matches!(value, Value::String(_) | Value::Number(_)).then(|| value_text(value))
 }
 
 /// Arguments for `tool` from one record's own fields: each parameter the field of its name,
