@@ -332,7 +332,8 @@ def generate(app, state_apps, apis):
     body = "\n\nclass %s(_EnvsimAppWorldApp):\n    %s\n\n" % (
         class_name_of(app), json.dumps("AppWorld's %s app." % app))
     body += "\n".join(method_source(api) for api in apis)
-    return head + ADAPTER + body
+    # All of it is adapter: AppWorld's own code runs in the installed package, outside the map.
+    return head + "# envsim: adapter begin\n" + ADAPTER + body
 
 
 # ----------------------------------------------------------------------------------------------

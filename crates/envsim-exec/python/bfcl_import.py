@@ -201,7 +201,7 @@ def env_code(module_name, class_name, adapter_class, adapter_text, default_state
         head.append("exec(compile(%r, %r, 'exec'), _envsim_modules[%r].__dict__)\n" % (modules[name], name, name))
     head.append("# ---- %s ----\n" % module_name)
     tail = [
-        "\n\n# ---- envsim JSON state adapter ----\n",
+        "\n\n# envsim: adapter begin\n# ---- envsim JSON state adapter ----\n",
         adapter_text,
         "\n\n%s = envsim_adapter(%s, %r, _envsim_json.loads(%r), globals())\n"
         % (adapter_class, class_name, adapter_class, json.dumps(default_state, sort_keys=True)),

@@ -747,21 +747,46 @@ def _instruction_lines(instructions):
     return lines
 
 
+# Lines that open and close code a package carries that is not the environment's own (an
+# importer's adapter, stand-ins for a framework): left out of the code map, so coverage and
+# boundary probes speak of the environment's code alone. A region left open runs to the end.
+_ADAPTER_BEGIN = "# envsim: adapter begin"
+_ADAPTER_END = "# envsim: adapter end"
+
+
+def _adapter_lines(text):
+    """The 1-based numbers of the lines inside adapter regions (markers included)."""
+    inside, out = False, set()
+    for number, line in enumerate(text.split("\n"), 1):  # as the compiler counts lines
+        marker = line.strip()
+        if marker == _ADAPTER_BEGIN:
+            inside = True
+        if inside:
+            out.add(number)
+        if marker == _ADAPTER_END:
+            inside = False
+    return out
+
+
 class _CodeMap:
     """The environment's functions (code objects of its own source that are functions, not the
-    module body or class bodies, and not the class's constructor), their executable lines,
-    their branch arcs and the numbers they compare their parameters with."""
+    module body or class bodies, not the class's constructor, and not in an adapter region),
+    their executable lines, their branch arcs and the numbers they compare their parameters
+    with."""
 
     def __init__(self, module_code, class_name, text):
         self.codes = set()
         self.lines = set()
         self.branches = set()
-        self.comparisons = _comparisons(text)
+        adapter = _adapter_lines(text)
+        self.comparisons = _comparisons(text, adapter)
         pending = [(c, module_code) for c in module_code.co_consts]
         while pending:
             code, parent = pending.pop()
             if not isinstance(code, types.CodeType):
                 continue
+            if code.co_firstlineno in adapter:
+                continue  # not the environment's own code, nor what it nests
             pending.extend((c, code) for c in code.co_consts)
             if not code.co_flags & inspect.CO_OPTIMIZED:
                 continue  # a class body
@@ -864,18 +889,20 @@ def _function_parameters(function):
     return [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
 
 
-def _comparisons(text):
+def _comparisons(text, adapter=frozenset()):
     """The numbers the functions of `text` compare their own parameters (or the parameters'
     lengths) with: [function, parameter, whether a length, operator, number], each once, in
     source order, read as `parameter operator number`. A local made from a parameter
     (`ns = [n.lower() for n in nameservers]`) stands for it, and a helper's comparison counts
     for the function that passes it a parameter (`_is_amount(amount)`). The places where a
-    value one off changes the answer: what boundary probes aim at."""
+    value one off changes the answer: what boundary probes aim at. Functions that start on a
+    line of `adapter` (the lines of adapter regions) are left out."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    functions = [f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and f.lineno not in adapter]
     own = {}  # function name -> [(parameter, length, operator, number)] of its own comparisons
     for function in functions:
         parameters = {p: p for p in _function_parameters(function) if p != "self"}

@@ -475,10 +475,10 @@ def import_domain(domain, split):
         "# MIT, see its licence); their imports of tau2's framework are replaced by envsim's\n"
         "# stand-ins, which come first; envsim's adapter class comes last.\n" % domain,
         "import copy\nimport json\n",
-        FRAMEWORK,
+        "# envsim: adapter begin\n" + FRAMEWORK + "\n# envsim: adapter end\n",
         inline(package, modules),
         sync_source(type(environment)),
-        ADAPTER % {
+        "# envsim: adapter begin" + ADAPTER % {
             "class_name": class_name,
             "doc": doc,
             "agent_db": agent_db_class.__name__,

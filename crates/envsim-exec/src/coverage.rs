@@ -27,6 +27,33 @@ impl std::fmt::Display for LineArc {
     }
 }
 
+/// The line that opens a region of code a package carries that is not the environment's own
+/// (an importer's adapter, stand-ins for a framework the environment imports). Coverage,
+/// boundary probes and mutants leave such regions out, so that they speak of the environment's
+/// code alone.
+pub const ADAPTER_BEGIN: &str = "# envsim: adapter begin";
+/// The line that closes an adapter region (one left open runs to the end of the code).
+pub const ADAPTER_END: &str = "# envsim: adapter end";
+
+/// Whether each line of `code` (index 0 is line 1) lies in an adapter region, markers included
+/// ([`ADAPTER_BEGIN`], [`ADAPTER_END`], each a line of its own, spaces around it ignored).
+pub fn adapter_lines(code: &str) -> Vec<bool> {
+    let mut inside = false;
+    code.lines()
+        .map(|line| {
+            let marker = line.trim();
+            if marker == ADAPTER_BEGIN {
+                inside = true;
+            }
+            let this = inside;
+            if marker == ADAPTER_END {
+                inside = false;
+            }
+            this
+        })
+        .collect()
+}
+
 /// What an environment's code offers to cover: the executable lines of its functions and the
 /// outcomes of their branches (the class convention's constructor left out: it runs before the
 /// call, outside the trace), and the numbers its functions compare their parameters with.
@@ -149,6 +176,21 @@ impl CallCoverage {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn adapter_regions_run_from_their_opening_marker_to_their_closing_one_or_the_end() {
+        let code =
+            "a\n  # envsim: adapter begin\nb\n# envsim: adapter end\nc\n# envsim: adapter begin\nd";
+        assert_eq!(
+            super::adapter_lines(code),
+            vec![false, true, true, true, false, true, true]
+        );
+        // A marker with more words is a comment like any other.
+        assert_eq!(
+            super::adapter_lines("# envsim: adapter begins here\nx"),
+            vec![false, false]
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

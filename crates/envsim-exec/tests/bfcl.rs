@@ -96,6 +96,16 @@ async fn base_ground_truth_replays_identically_from_json_states() {
     let mut problems = Vec::new();
     for env in &summary.envs {
         let package = EnvPackage::load(&out.path().join(&env.name)).expect("the package loads");
+        // The code map speaks of BFCL's code alone: envsim's adapter, marked, is left out.
+        let adapter = (package.code.code.lines())
+            .position(|l| l.trim() == envsim_exec::coverage::ADAPTER_BEGIN)
+            .expect("the adapter is marked");
+        let map = executor.code_map(&package.code).await.unwrap();
+        assert!(
+            !map.lines.is_empty() && map.lines.iter().all(|&l| (l as usize) <= adapter),
+            "{}: the code map holds lines of the adapter",
+            env.name
+        );
         let cases: BTreeMap<&str, _> = package.tests.iter().map(|c| (c.name.as_str(), c)).collect();
         let text = std::fs::read_to_string(package.dir.join("trajectories.jsonl")).unwrap();
         let count = counts.entry(env.name.clone()).or_default();

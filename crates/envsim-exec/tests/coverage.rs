@@ -132,6 +132,40 @@ async fn the_code_map_lists_the_numbers_parameters_are_compared_with() {
 }
 
 #[tokio::test]
+async fn adapter_regions_are_left_out_of_the_code_map() {
+    let exec = executor().await;
+    // Shop's `total` and `crash` (lines 16-25) inside an adapter region, and a helper after it
+    // that compares its parameter: the region's lines, branches and comparisons go, the rest of
+    // the map stays as it was, line numbers unchanged.
+    let wrapped = SHOP.replace(
+        "    def total(self):",
+        "# envsim: adapter begin\n    def total(self):",
+    )
+        + "# envsim: adapter end\ndef limit(n):\n    if n > 3:\n        return 1\n    return 0\n";
+    let map = exec
+        .code_map(&EnvCode::new(wrapped.as_str(), "Shop"))
+        .await
+        .unwrap();
+    let lines: Vec<u32> = map.lines.iter().copied().collect();
+    assert_eq!(lines, [8, 9, 10, 11, 12, 13, 14, 29, 30, 31]);
+    let branches: BTreeSet<LineArc> = [
+        arc(9, 10),
+        arc(9, 11),
+        arc(11, 12),
+        arc(11, 13),
+        arc(29, 30),
+        arc(29, 31),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(map.branches, branches);
+    let compared: Vec<(&str, f64)> = (map.comparisons.iter())
+        .map(|c| (c.function.as_str(), c.number))
+        .collect();
+    assert_eq!(compared, [("limit", 3.0)]);
+}
+
+#[tokio::test]
 async fn each_call_reports_what_it_ran_whatever_its_outcome() {
     let exec = executor().await;
     let env = EnvCode::new(SHOP, "Shop");

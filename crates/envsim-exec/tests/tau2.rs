@@ -72,6 +72,16 @@ async fn import_and_check(python: PathBuf, domain: &str, split: &str) -> tau2::T
             "{name}: the constructed state differs"
         );
     }
+    // The code map speaks of τ²'s code alone: envsim's stand-ins (first) and adapter class
+    // (last), both marked, are left out; τ²'s tools are in it.
+    let marked = envsim_exec::coverage::adapter_lines(&package.code.code);
+    let map = executor.code_map(&package.code).await.unwrap();
+    assert!(
+        !map.lines.is_empty()
+            && (map.lines.iter()).all(|&l| !marked.get(l as usize - 1).copied().unwrap_or(true)),
+        "{domain}: the code map holds lines of envsim's stand-ins or adapter"
+    );
+    assert!(marked.first() == Some(&false) && marked.last() == Some(&true));
     let failures = package.run_tests(&executor).await;
     assert!(
         failures.is_empty(),

@@ -378,11 +378,14 @@ fn threshold(code: &str) -> Option<(usize, usize, &str)> {
     None
 }
 
-/// Every place an edit of `kind` applies in `code`: outside `__init__` and module level.
+/// Every place an edit of `kind` applies in `code`: outside `__init__`, module level and
+/// adapter regions (code an importer wrapped around the environment's own, which is not what a
+/// gate of the environment is measured on).
 pub fn sites(code: &str, kind: MutantKind) -> Vec<Edit> {
+    let adapter = envsim_exec::coverage::adapter_lines(code);
     scan(code)
         .into_iter()
-        .filter(|l| l.simple)
+        .filter(|l| l.simple && !adapter.get(l.number - 1).copied().unwrap_or(false))
         .filter_map(|l| {
             let function = l.function.clone()?;
             if function == "__init__" {
@@ -518,6 +521,33 @@ class Shop:
                 "        order_id = \"O%d\" % self.next_id\n        order_id = \"%s-%s\" % (order_id, __import__(\"os\").urandom(3).hex())".to_owned()
             )]
         );
+    }
+
+    #[test]
+    fn adapter_regions_are_not_mutated() {
+        // The same code with `cancel_order` inside an adapter region: its check, its writes and
+        // its `if` are no site any more; `place_order`'s stay, at lines shifted by none.
+        let wrapped = CODE.replace(
+            "    def cancel_order",
+            "# envsim: adapter begin\n    def cancel_order",
+        );
+        let inverted: Vec<usize> = (sites(&wrapped, MutantKind::InvertedCheck).iter())
+            .map(|e| e.line)
+            .collect();
+        assert_eq!(inverted, vec![14, 16]);
+        let dropped: Vec<usize> = (sites(&wrapped, MutantKind::DroppedWrite).iter())
+            .map(|e| e.line)
+            .collect();
+        assert_eq!(dropped, vec![19]);
+        // Closed again, what follows is the environment's own.
+        let closed = wrapped.replace(
+            "        del self.orders[order_id]",
+            "# envsim: adapter end\n        del self.orders[order_id]",
+        );
+        let dropped: Vec<usize> = (sites(&closed, MutantKind::DroppedWrite).iter())
+            .map(|e| e.line)
+            .collect();
+        assert_eq!(dropped, vec![19, 30, 31]);
     }
 
     #[test]

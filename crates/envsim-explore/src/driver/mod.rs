@@ -453,8 +453,10 @@ fn valid_text(name: &str, schema: &Value, draw: Draw<'_>, seen: &[Value], rng: &
     }
 }
 
-/// The values `field_values` gives for the first word of a parameter's description, of four
-/// letters or more, for which it gives any.
+/// The values `field_values` gives for the first field name a parameter's description names:
+/// at each word, the word and the next joined as one name (`User ID of the user` names
+/// `user_id`), then the word alone; names of four letters or more, the first for which it
+/// gives any.
 pub(crate) fn described_field(
     schema: &Value,
     mut field_values: impl FnMut(&str) -> Vec<Value>,
@@ -463,17 +465,30 @@ pub(crate) fn described_field(
         .get("description")
         .and_then(Value::as_str)
         .unwrap_or("");
-    description
+    let words: Vec<String> = description
         .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.len() >= 4)
-        .map(|w| field_values(&w.to_lowercase()))
-        .find(|values| !values.is_empty())
-        .unwrap_or_default()
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    for (i, word) in words.iter().enumerate() {
+        let joined = words.get(i + 1).map(|next| format!("{word}_{next}"));
+        for name in joined.iter().chain([word]) {
+            if name.len() < 4 {
+                continue;
+            }
+            let values = field_values(name);
+            if !values.is_empty() {
+                return values;
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// The values of the field a parameter's description names ("Your account email." for
-/// `username`): the first word of the description, of four letters or more, that names a field
-/// of the focus record or of the state.
+/// `username`, "User ID of the user to send the message to." for `receiver_id`): the first
+/// name in the description ([`described_field`]) that names a field of the focus record, of
+/// the state or of recent answers.
 fn described(schema: &Value, draw: Draw<'_>, rng: &mut Rng) -> Vec<Value> {
     described_field(schema, |word| {
         let offered = draw.focus.map(|f| f.offered(word, rng)).unwrap_or_default();
@@ -724,6 +739,7 @@ fn invalid_value(name: &str, schema: &Value, rng: &mut Rng) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn tool() -> ToolSpec {
         ToolSpec::from_schema(&json!({"type": "function", "function": {"name": "ship", "parameters": {"type": "object",
@@ -873,6 +889,34 @@ mod tests {
                 "{args:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_description_naming_a_field_in_two_words_takes_that_fields_values() {
+        let schema =
+            json!({"type": "string", "description": "User ID of the user to send the message to."});
+        let fields = BTreeMap::from([
+            ("user_id", json!("USR002")),
+            ("user", json!("Jane")),
+            ("message", json!("Contact added.")),
+        ]);
+        let mut asked = Vec::new();
+        let found = described_field(&schema, |name| {
+            asked.push(name.to_owned());
+            fields.get(name).cloned().into_iter().collect()
+        });
+        // `user_id` comes before the word `user` alone and before `message`.
+        assert_eq!(found, vec![json!("USR002")]);
+        assert_eq!(asked, ["user_id"]);
+        // Without it, the first single word of four letters or more that names a field.
+        let found = described_field(&schema, |name| {
+            (name != "user_id")
+                .then(|| fields.get(name).cloned())
+                .flatten()
+                .into_iter()
+                .collect()
+        });
+        assert_eq!(found, vec![json!("Jane")]);
     }
 
     #[test]

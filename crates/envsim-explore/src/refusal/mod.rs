@@ -18,8 +18,8 @@ pub use words::answer_text;
 
 use crate::driver::{
     arguments_explored, concrete, described_field, described_length, described_values, id_stem,
-    likeness, names_an_id, schema_type, sized, spelled_length, Intent, Param, RecordRef, Shape,
-    StateIndex, ToolSpec,
+    likeness, names_an_id, schema_type, sized, spelled_length, stem_names, Intent, Param,
+    RecordRef, Shape, StateIndex, ToolSpec,
 };
 use envsim_core::rng::Rng;
 use seen::strings;
@@ -312,6 +312,13 @@ impl<'a> Reading<'a> {
             // shape calls that succeeded took (the address a login took exists here; one
             // drawn from the state may be another app's account).
             if self.not_found {
+                // A name said to name nothing: the entries of a lookup table named like the
+                // parameter (`user` → the keys of `user_map: {"Jane": "USR002"}`).
+                let looked_up: Vec<Value> = lookup_keys(refused.state, name)
+                    .into_iter()
+                    .filter_map(|k| typed(&param.schema, &k))
+                    .collect();
+                candidates.splice(0..0, looked_up);
                 if let Some(shape) = Shape::of(name, &param.schema) {
                     let worked: Vec<Value> = self
                         .seen
@@ -1239,6 +1246,33 @@ fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointe
 }
 
 /// A string or a number as the key of the record it names (`7` for `email_thread_id: 7`).
+/// The keys of the state's lookup tables named like `param` (an object whose name starts with
+/// the parameter's stem and whose values are no records: `user_map: {"Jane": "USR002"}` for
+/// `user`), within three levels of the root, at most 32.
+fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
+    fn walk(value: &Value, stem: &str, depth: usize, out: &mut Vec<String>) {
+        let Some(map) = value.as_object() else {
+            return;
+        };
+        for (name, inner) in map {
+            match inner.as_object() {
+                Some(table)
+                    if !table.is_empty()
+                        && stem_names(stem, name)
+                        && table.values().all(|v| !v.is_object() && !v.is_array()) =>
+                {
+                    out.extend(table.keys().take(32 - out.len().min(32)).cloned());
+                }
+                Some(_) if depth < 3 => walk(inner, stem, depth + 1, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(state, &id_stem(param), 1, &mut out);
+    out
+}
+
 fn key_text(value: &Value) -> Option<String> {
     matches!(value, Value::String(_) | Value::Number(_)).then(|| value_text(value))
 }
@@ -1497,6 +1531,24 @@ mod tests {
                 .any(|n| matches!(n, Next::Prepare { tool, .. } if tool == "login")),
             "{next:?}"
         );
+    }
+
+    #[test]
+    fn a_name_said_to_name_nothing_takes_the_keys_of_the_lookup_table_named_like_it() {
+        let lookup = tool("get_user_id", &[("user", json!({"type": "string"}))]);
+        let state = json!({"workspace": {"user_map": {"John": "USR001", "Jane": "USR002"},
+            "users": {"U1": {"name": "Ann"}}}, "user_count": 2});
+        let next = proposals(
+            &lookup,
+            json!({"user": "user 5"}),
+            "{'error': \"User 'user 5' not found in the workspace.\"}",
+            &state,
+        );
+        let tried: Vec<&Value> = retried(&next).iter().map(|a| &a["user"]).collect();
+        // The table's keys first (not its ids, not the records' keys of `users`).
+        assert_eq!(tried[..2], [&json!("John"), &json!("Jane")], "{next:?}");
+        assert_eq!(lookup_keys(&state, "user"), ["John", "Jane"]);
+        assert!(lookup_keys(&state, "order").is_empty());
     }
 
     #[test]
