@@ -176,23 +176,23 @@ impl CallCoverage {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::json;
+
     #[test]
     fn adapter_regions_run_from_their_opening_marker_to_their_closing_one_or_the_end() {
         let code =
             "a\n  # envsim: adapter begin\nb\n# envsim: adapter end\nc\n# envsim: adapter begin\nd";
         assert_eq!(
-            super::adapter_lines(code),
+            adapter_lines(code),
             vec![false, true, true, true, false, true, true]
         );
         // A marker with more words is a comment like any other.
         assert_eq!(
-            super::adapter_lines("# envsim: adapter begins here\nx"),
+            adapter_lines("# envsim: adapter begins here\nx"),
             vec![false, false]
         );
     }
-
-    use super::*;
-    use serde_json::json;
 
     #[test]
     fn replies_read_and_bad_ones_do_not() {

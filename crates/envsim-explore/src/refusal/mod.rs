@@ -1245,10 +1245,9 @@ fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointe
     named
 }
 
-/// A string or a number as the key of the record it names (`7` for `email_thread_id: 7`).
-/// The keys of the state's lookup tables named like `param` (an object whose name starts with
-/// the parameter's stem and whose values are no records: `user_map: {"Jane": "USR002"}` for
-/// `user`), within three levels of the root, at most 32.
+/// The keys of the state's lookup tables named like `param` (named as a collection of its
+/// records would be, and holding no records: `user_map: {"Jane": "USR002"}` for `user`),
+/// within three levels of the root, at most 32.
 fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
     fn walk(value: &Value, stem: &str, depth: usize, out: &mut Vec<String>) {
         let Some(map) = value.as_object() else {
@@ -1273,6 +1272,7 @@ fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
     out
 }
 
+/// A string or a number as the key of the record it names (`7` for `email_thread_id: 7`).
 fn key_text(value: &Value) -> Option<String> {
     matches!(value, Value::String(_) | Value::Number(_)).then(|| value_text(value))
 }
