@@ -117,12 +117,21 @@ fn print_table(runs: &[Vec<CoverageReport>]) {
             continue;
         };
         let total = |f: fn(&CoverageReport) -> usize| run.iter().map(f).sum::<usize>();
+        let branches = total(|r| r.branches);
+        let reached = if branches == 0 {
+            // All adapter (AppWorld's packages), or no map: nothing to count, said so.
+            "no branch outcomes in the code map".to_owned()
+        } else {
+            format!(
+                "{} branch outcomes reached",
+                share(total(|r| r.branches_reached), branches)
+            )
+        };
         println!(
-            "{}: {} of {} tools succeeded, {} branch outcomes reached, {} calls, {:.1} s",
+            "{}: {} of {} tools succeeded, {reached}, {} calls, {:.1} s",
             first.strategy.as_str(),
             total(CoverageReport::tools_succeeding),
             total(|r| r.tools.len()),
-            share(total(|r| r.branches_reached), total(|r| r.branches)),
             total(|r| r.calls),
             run.iter().map(|r| r.seconds).sum::<f64>()
         );
@@ -135,12 +144,23 @@ fn print_table(runs: &[Vec<CoverageReport>]) {
     }
 }
 
+/// `part/whole (n%)`; `none mapped` when there is nothing to count (a package whose code is
+/// all adapter, or whose code map could not be read).
 fn share(part: usize, whole: usize) -> String {
     if whole == 0 {
-        return format!("{part}/0");
+        return "none mapped".to_owned();
     }
     format!(
         "{part}/{whole} ({:.0}%)",
         100.0 * part as f64 / whole as f64
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shares_say_their_percentage_and_an_empty_map_says_so() {
+        assert_eq!(super::share(3, 4), "3/4 (75%)");
+        assert_eq!(super::share(0, 0), "none mapped");
+    }
 }
