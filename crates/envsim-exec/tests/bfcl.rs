@@ -97,12 +97,17 @@ async fn base_ground_truth_replays_identically_from_json_states() {
     for env in &summary.envs {
         let package = EnvPackage::load(&out.path().join(&env.name)).expect("the package loads");
         // The code map speaks of BFCL's code alone: envsim's adapter, marked, is left out.
-        let adapter = (package.code.code.lines())
-            .position(|l| l.trim() == envsim_exec::coverage::ADAPTER_BEGIN)
-            .expect("the adapter is marked");
+        let marked = envsim_exec::coverage::adapter_lines(&package.code.code);
+        assert!(
+            marked.last() == Some(&true),
+            "{}: the adapter is marked",
+            env.name
+        );
         let map = executor.code_map(&package.code).await.unwrap();
         assert!(
-            !map.lines.is_empty() && map.lines.iter().all(|&l| (l as usize) <= adapter),
+            !map.lines.is_empty()
+                && (map.lines.iter())
+                    .all(|&l| !marked.get(l as usize - 1).copied().unwrap_or(true)),
             "{}: the code map holds lines of the adapter",
             env.name
         );

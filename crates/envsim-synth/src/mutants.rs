@@ -523,6 +523,11 @@ class Shop:
         );
     }
 
+    /// The lines of `code` where an edit of `kind` applies.
+    fn site_lines(code: &str, kind: MutantKind) -> Vec<usize> {
+        sites(code, kind).iter().map(|e| e.line).collect()
+    }
+
     #[test]
     fn adapter_regions_are_not_mutated() {
         // The same code with `cancel_order` inside an adapter region: its check, its writes and
@@ -531,23 +536,20 @@ class Shop:
             "    def cancel_order",
             "# envsim: adapter begin\n    def cancel_order",
         );
-        let inverted: Vec<usize> = (sites(&wrapped, MutantKind::InvertedCheck).iter())
-            .map(|e| e.line)
-            .collect();
-        assert_eq!(inverted, vec![14, 16]);
-        let dropped: Vec<usize> = (sites(&wrapped, MutantKind::DroppedWrite).iter())
-            .map(|e| e.line)
-            .collect();
-        assert_eq!(dropped, vec![19]);
+        assert_eq!(
+            site_lines(&wrapped, MutantKind::InvertedCheck),
+            vec![14, 16]
+        );
+        assert_eq!(site_lines(&wrapped, MutantKind::DroppedWrite), vec![19]);
         // Closed again, what follows is the environment's own.
         let closed = wrapped.replace(
             "        del self.orders[order_id]",
             "# envsim: adapter end\n        del self.orders[order_id]",
         );
-        let dropped: Vec<usize> = (sites(&closed, MutantKind::DroppedWrite).iter())
-            .map(|e| e.line)
-            .collect();
-        assert_eq!(dropped, vec![19, 30, 31]);
+        assert_eq!(
+            site_lines(&closed, MutantKind::DroppedWrite),
+            vec![19, 30, 31]
+        );
     }
 
     #[test]

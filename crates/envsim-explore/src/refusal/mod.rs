@@ -304,13 +304,6 @@ impl<'a> Reading<'a> {
                 rng.shuffle(&mut choices);
                 candidates.extend(choices);
             }
-            // First, the field of that name of a record another argument names ("authorization
-            // code does not match": the domain's `auth_code`) — and before it, a value the answer
-            // writes the way the refused one is written (`only be opened for the current period
-            // 2024-05` when 2024-03 was given).
-            // A text of a shape (an address) the answer says names nothing: those of that
-            // shape calls that succeeded took (the address a login took exists here; one
-            // drawn from the state may be another app's account).
             if self.not_found {
                 // A name said to name nothing: the entries of a lookup table named like the
                 // parameter (`user` → the keys of `user_map: {"Jane": "USR002"}`).
@@ -319,6 +312,9 @@ impl<'a> Reading<'a> {
                     .filter_map(|k| typed(&param.schema, &k))
                     .collect();
                 candidates.splice(0..0, looked_up);
+                // A text of a shape (an address) said to name nothing: those of that shape
+                // calls that succeeded took (the address a login took exists here; one drawn
+                // from the state may be another app's account).
                 if let Some(shape) = Shape::of(name, &param.schema) {
                     let worked: Vec<Value> = self
                         .seen
@@ -329,6 +325,10 @@ impl<'a> Reading<'a> {
                     candidates.splice(0..0, worked);
                 }
             }
+            // First, the field of that name of a record another argument names ("authorization
+            // code does not match": the domain's `auth_code`) — and before it, a value the answer
+            // writes the way the refused one is written (`only be opened for the current period
+            // 2024-05` when 2024-03 was given).
             candidates.splice(0..0, self.fields_of_named_records(name));
             if let Some(Value::String(given)) = refused.args.get(name) {
                 let said = shaped_like(refused.answer, given);
@@ -578,17 +578,13 @@ impl<'a> Reading<'a> {
         let mut out = Vec::new();
         for (name, places) in self.index.places() {
             let lower = name.to_ascii_lowercase();
-            let names = crate::driver::stem_names(stem, name)
+            let names = stem_names(stem, name)
                 || lower.trim_end_matches('s').ends_with(&format!("_{stem}"));
             if !names {
                 continue;
             }
             for place in places {
-                if let Some(record) = state
-                    .pointer(place)
-                    .and_then(|c| c.get(key))
-                    .and_then(Value::as_object)
-                {
+                if let Some(record) = record_at(state, place, key) {
                     out.push((place.as_str(), record));
                 }
             }
@@ -614,16 +610,11 @@ impl<'a> Reading<'a> {
             let mut places: Vec<&String> = self
                 .index
                 .places()
-                .filter(|(name, _)| crate::driver::stem_names(&stem, name))
+                .filter(|(name, _)| stem_names(&stem, name))
                 .flat_map(|(_, places)| places)
                 .collect();
             places.sort_by_key(|p| !p.starts_with(&beside));
-            if let Some(owner) = places.iter().find_map(|p| {
-                state
-                    .pointer(p)
-                    .and_then(|c| c.get(&key))
-                    .and_then(Value::as_object)
-            }) {
+            if let Some(owner) = places.iter().find_map(|p| record_at(state, p, &key)) {
                 out.push(owner);
             }
         }
@@ -1245,9 +1236,12 @@ fn named_records<'a>(refused: &'a Refused<'a>, index: &StateIndex) -> Vec<Pointe
     named
 }
 
+/// The most keys of lookup tables one not-found refusal tries.
+const LOOKUP_KEYS: usize = 32;
+
 /// The keys of the state's lookup tables named like `param` (named as a collection of its
 /// records would be, and holding no records: `user_map: {"Jane": "USR002"}` for `user`),
-/// within three levels of the root, at most 32.
+/// within three levels of the root, at most [`LOOKUP_KEYS`].
 fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
     fn walk(value: &Value, stem: &str, depth: usize, out: &mut Vec<String>) {
         let Some(map) = value.as_object() else {
@@ -1260,7 +1254,8 @@ fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
                         && stem_names(stem, name)
                         && table.values().all(|v| !v.is_object() && !v.is_array()) =>
                 {
-                    out.extend(table.keys().take(32 - out.len().min(32)).cloned());
+                    let room = LOOKUP_KEYS.saturating_sub(out.len());
+                    out.extend(table.keys().take(room).cloned());
                 }
                 Some(_) if depth < 3 => walk(inner, stem, depth + 1, out),
                 _ => {}
@@ -1270,6 +1265,11 @@ fn lookup_keys(state: &Value, param: &str) -> Vec<String> {
     let mut out = Vec::new();
     walk(state, &id_stem(param), 1, &mut out);
     out
+}
+
+/// The record keyed `key` of the collection at `place` (a JSON pointer), as an object.
+fn record_at<'s>(state: &'s Value, place: &str, key: &str) -> Option<&'s Map<String, Value>> {
+    state.pointer(place)?.get(key)?.as_object()
 }
 
 /// A string or a number as the key of the record it names (`7` for `email_thread_id: 7`).
