@@ -1,7 +1,13 @@
 //! Measures exploration on a folder of packages: per strategy and seed, tools that succeed and
 //! branch outcomes reached at the same budget.
 //!
-//! `cargo run --release -p envsim-explore --example explore_corpus -- envs [SEEDS] [--no-seeds] [--walks N] [--steps N] [--random]`
+//! `cargo run --release -p envsim-explore --example explore_corpus -- envs [SEEDS] [--no-seeds] [--walks N] [--steps N] [--random] [--missing] [--dump FILE] [--from N]`
+//!
+//! Plan seeds run from 1000 (`--from N`: from 1000 + N).
+//!
+//! `--dump FILE` writes every call of the last run as a line of JSON (package, walk, step, tool,
+//! arguments, outcome, the answer's first 300 characters): what to read when a tool never
+//! succeeds.
 
 use envsim_exec::package::EnvPackage;
 use envsim_exec::{Executor, Limits};
@@ -27,7 +33,8 @@ async fn main() {
         strategies.push(Strategy::Random);
     }
     for strategy in strategies {
-        for seed in 0..seeds {
+        let from = value("--from").unwrap_or(0) as u64;
+        for seed in from..from + seeds {
             let plan = ExplorePlan {
                 strategy,
                 seed: 1000 + seed,
@@ -52,6 +59,27 @@ async fn main() {
             .await
             .expect("explore");
             let reports = out.reports();
+            if let Some(path) = args
+                .iter()
+                .position(|a| a == "--dump")
+                .and_then(|i| args.get(i + 1))
+            {
+                let mut lines = String::new();
+                for w in out.packages.iter().flat_map(|p| &p.walks) {
+                    let from = w.from.map(|o| (o.walk, o.steps));
+                    for r in &w.records {
+                        let answer: String = r.observation.chars().take(300).collect();
+                        let line = serde_json::json!({
+                            "package": r.env, "state": r.initial_state, "walk": r.walk, "step": r.step,
+                            "tool": r.action["name"], "arguments": r.action["arguments"],
+                            "outcome": r.outcome, "answer": answer, "continues": from,
+                        });
+                        lines.push_str(&line.to_string());
+                        lines.push('\n');
+                    }
+                }
+                std::fs::write(path, lines).expect("the dump file");
+            }
             let tools: usize = reports.iter().map(|r| r.tools.len()).sum();
             let ok: usize = reports.iter().map(|r| r.tools_succeeding()).sum();
             let branches: usize = reports.iter().map(|r| r.branches).sum();

@@ -90,6 +90,11 @@ const FRESH_KEPT: usize = 32;
 const FRESH_SHARE: f64 = 0.5;
 /// Under how many successes a tool's refusals are read.
 const READ_BELOW_SUCCESSES: usize = 3;
+/// How many even shares of the budget (the budget divided among the tools) a tool's calls may
+/// take before its refusals are no longer read: repairs that have led nowhere by then give
+/// their calls to the tools not yet tried beyond a first refusal (on a package of 65 tools,
+/// chains of repairs of a few tools had left most of the rest at one call each).
+const READ_WITHIN_SHARES: f64 = 2.0;
 /// How many proposals of one refusal are tried.
 const PROPOSALS_TRIED: usize = 3;
 /// How many refusals in a chain are read (a repair refused is read again, up to a lifecycle of
@@ -416,10 +421,13 @@ impl Guided<'_, '_> {
                 None => self.propose(&value, index),
             };
             let depth = planned.depth;
+            let name = &self.specs[planned.tool].name;
+            let share = self.budget as f64 / self.specs.len().max(1) as f64;
             let read = depth < REPAIR_DEPTH
                 && self.warmed_up()
                 && planned.intent == Intent::Valid
-                && self.cx.tally.successes(&self.specs[planned.tool].name) < READ_BELOW_SUCCESSES;
+                && self.cx.tally.successes(name) < READ_BELOW_SUCCESSES
+                && (self.cx.tally.calls_of(name) as f64) < READ_WITHIN_SHARES * share;
             let answers = self.answers_added;
             let record = self
                 .call(&mut making, planned, &mut value, &mut text, Some(index))

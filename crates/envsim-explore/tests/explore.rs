@@ -444,3 +444,119 @@ async fn a_successful_call_is_made_again_on_both_sides_of_the_bounds_its_code_te
     assert!(outcome_where(&|a| a["priority"] == 6).contains(&Outcome::Failure));
     assert!(outcome_where(&|a| a["priority"] == 5).contains(&Outcome::Success));
 }
+
+const NEWSLETTER: &str = r#"
+class Newsletter:
+    def __init__(self, config):
+        self.subscribers = config.get("subscribers", {})
+        self.topics = {}
+
+    def subscribe(self, email: str) -> dict:
+        if "@" not in email:
+            return {"success": False, "error": "email: value is not a valid email address"}
+        self.subscribers[email] = {"verified": False}
+        return {"success": True}
+
+    def verify_account(self, email: str, code: int) -> dict:
+        # No code is ever right, and every refusal names the next one to try.
+        return {"success": False, "error": f"Code {code} is no longer valid; use code {code + 1}."}
+
+    def count_subscribers(self) -> dict:
+        return {"success": True, "count": len(self.subscribers)}
+
+    # Twenty more tools, each a topic of its own that takes any name.
+    for _k in range(20):
+        def _adds(k):
+            def add(self, name: str) -> dict:
+                self.topics[f"{k}/{name}"] = {"posts": 0}
+                return {"success": True}
+            return add
+        locals()[f"add_topic_{_k}"] = _adds(_k)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_that_lead_nowhere_stop_being_read_after_twice_a_tools_share() {
+    // `verify_account` never succeeds and every refusal proposes another address: read for
+    // ever, its repairs would take the budget from the other tools.
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("newsletter");
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), NEWSLETTER).unwrap();
+    let tool = |name: &str, props: Value| {
+        let required: Vec<&String> = props.as_object().unwrap().keys().collect();
+        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
+            "parameters": {"type": "object", "properties": props, "required": required}}})
+    };
+    let email = json!({"type": "string", "description": "The subscriber's email address."});
+    let mut tools = vec![
+        tool("subscribe", json!({"email": email})),
+        tool(
+            "verify_account",
+            json!({"email": email, "code": {"type": "integer"}}),
+        ),
+        tool("count_subscribers", json!({})),
+    ];
+    tools.extend((0..20).map(|k| {
+        tool(
+            &format!("add_topic_{k}"),
+            json!({"name": {"type": "string"}}),
+        )
+    }));
+    let manifest = json!({"name": "newsletter", "domain": "test", "description": "Mail.",
+        "class_name": "Newsletter", "tools": tools});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    let subscribers: serde_json::Map<String, Value> = (1..=30)
+        .map(|i| (format!("reader{i}@mail.example"), json!({"verified": true})))
+        .collect();
+    std::fs::write(
+        pkg.join("states/00.json"),
+        json!({"subscribers": subscribers}).to_string(),
+    )
+    .unwrap();
+    let package = EnvPackage::load(&pkg).unwrap();
+    let guided = explore(
+        &package,
+        ExplorePlan {
+            walks: 40,
+            ..plan(Strategy::Guided)
+        },
+    )
+    .await;
+    assert_eq!(
+        guided.report.tools_succeeding(),
+        22,
+        "{:?}",
+        guided.report.tools
+    );
+    // Twice the tool's even share of the budget.
+    let cap = 2.0 * guided.report.calls as f64 / 23.0;
+    // In the order made: the calls of `verify_account` that follow its own refusal in the
+    // same walk (what reading the refusal proposes) once it has had its share.
+    let (mut verify, mut followed_after_cap, mut followed_before_cap) = (0usize, 0usize, 0usize);
+    for walk in &guided.walks {
+        for pair in walk.records.windows(2) {
+            if pair[1].action["name"] != "verify_account" {
+                continue;
+            }
+            verify += 1;
+            if pair[0].action["name"] == "verify_account" {
+                if verify as f64 > cap + 1.0 {
+                    followed_after_cap += 1;
+                } else {
+                    followed_before_cap += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        followed_before_cap >= 3,
+        "its refusals were read: {followed_before_cap}"
+    );
+    // A few proposals read before the cap may still be waiting when it is reached; without the
+    // cap, the refusals go on being read (29 such calls at this seed, 73 calls of the tool).
+    assert!(
+        followed_after_cap <= 3 && (verify as f64) < 1.5 * cap,
+        "{verify} calls of the tool that never succeeds, {followed_after_cap} after its own \
+         refusal beyond the cap of {cap:.1}"
+    );
+}

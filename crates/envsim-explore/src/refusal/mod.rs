@@ -18,8 +18,8 @@ pub use words::answer_text;
 
 use crate::driver::{
     arguments_explored, concrete, described_field, described_length, described_values, id_stem,
-    likeness, names_an_id, schema_type, sized, spelled_length, stem_names, Intent, Param,
-    RecordRef, Shape, StateIndex, ToolSpec,
+    likeness, name_words, names_an_id, schema_type, sized, spelled_length, stem_names, Intent,
+    Param, RecordRef, Shape, StateIndex, ToolSpec,
 };
 use envsim_core::rng::Rng;
 use seen::strings;
@@ -607,14 +607,24 @@ impl<'a> Reading<'a> {
                 continue;
             };
             let stem = id_stem(field);
-            let mut places: Vec<&String> = self
-                .index
-                .places()
+            // Beside the record first, and there the collection the id names exactly (`users`
+            // for `user_id`) before those whose names only begin with it
+            // (`user_artist_followings`, which has a record 1 too).
+            let beside = beside.as_str();
+            let mut places: Vec<(bool, bool, &String)> = (self.index.places())
                 .filter(|(name, _)| stem_names(&stem, name))
-                .flat_map(|(_, places)| places)
+                .flat_map(|(name, places)| {
+                    let exact = name.to_ascii_lowercase().trim_end_matches('s') == stem;
+                    places
+                        .iter()
+                        .map(move |p| (!p.starts_with(beside), !exact, p))
+                })
                 .collect();
-            places.sort_by_key(|p| !p.starts_with(&beside));
-            if let Some(owner) = places.iter().find_map(|p| record_at(state, p, &key)) {
+            places.sort();
+            if let Some(owner) = places
+                .iter()
+                .find_map(|(_, _, p)| record_at(state, p, &key))
+            {
                 out.push(owner);
             }
         }
@@ -843,9 +853,15 @@ impl<'a> Reading<'a> {
     }
 
     /// Keys of records there are to try for `param` instead of its `value`: those offered for
-    /// it, and those of the collection the answer names.
+    /// it, and those of the collection the answer names — or, when the answer names the record
+    /// by a field ("the user with phone_number 6 does not exist"), that field's values of the
+    /// collection's records, and only those.
     fn known_instead(&self, param: &str, value: &Value) -> Vec<Value> {
         let (refused, index) = (self.refused, self.index);
+        let by_field = self.values_of_named_field(param, value);
+        if !by_field.is_empty() {
+            return by_field;
+        }
         let mut others: Vec<Value> = index
             .offered_for(param)
             .into_iter()
@@ -874,6 +890,55 @@ impl<'a> Reading<'a> {
             }
         }
         others
+    }
+
+    /// The values, in the records of a collection the answer names, of a field the answer
+    /// names too and the parameter's name shares a word with: how the answer identified the
+    /// record it did not find (`users`' `phone_number` for "the user with phone_number 6 does
+    /// not exist", their `email` for `receiver_email`). Strings only, as ids are tried; not
+    /// `value` itself.
+    fn values_of_named_field(&self, param: &str, value: &Value) -> Vec<Value> {
+        let (refused, index) = (self.refused, self.index);
+        let param_words: Vec<String> = name_words(param)
+            .iter()
+            .map(|w| w.trim_end_matches('s').to_owned())
+            .collect();
+        let shares_a_word = |field: &str| {
+            name_words(field)
+                .iter()
+                .any(|w| w.len() > 2 && param_words.contains(&w.trim_end_matches('s').to_owned()))
+        };
+        let mut out: Vec<Value> = Vec::new();
+        for (name, places) in index.places() {
+            let noun = name.trim_end_matches('s');
+            if !(self.answer_words.iter()).any(|w| same_word(w, noun) || same_word(w, name)) {
+                continue;
+            }
+            for place in places {
+                for (_, record) in index
+                    .records_at(refused.state, place)
+                    .into_iter()
+                    .take(SIBLINGS_READ)
+                {
+                    let Some(fields) = record.as_object() else {
+                        continue;
+                    };
+                    let named = fields.iter().filter(|(field, v)| {
+                        v.is_string()
+                            && *v != value
+                            && !same_word(field, noun)
+                            && shares_a_word(field)
+                            && names_field(&self.answer_words, field)
+                    });
+                    for (_, v) in named {
+                        if !out.contains(v) {
+                            out.push(v.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// A named record in the wrong condition: the fields the answer points at, those whose
@@ -1472,10 +1537,13 @@ mod tests {
 
     #[test]
     fn a_record_not_the_callers_is_asked_for_with_its_owners_token() {
-        // Two apps' accounts share keys; the thread belongs to mail's user 2.
+        // Two apps' accounts share keys; the thread belongs to mail's user 2. Beside mail's
+        // `users` lie tables whose names begin with `user` and that have a record 2 too: the
+        // owner is looked up in `users`.
         let state = json!({
             "files": {"users": {"2": {"email": "cy@example.com", "password": "pw-files"}}},
             "mail": {
+                "user_contacts": {"2": {"id": 2, "user_id": 1, "name": "Cy"}},
                 "users": {
                     "1": {"email": "ann@example.com", "password": "pw-ann"},
                     "2": {"email": "bo@example.com", "password": "pw-bo"}},
@@ -1549,6 +1617,57 @@ mod tests {
         assert_eq!(tried[..2], [&json!("John"), &json!("Jane")], "{next:?}");
         assert_eq!(lookup_keys(&state, "user"), ["John", "Jane"]);
         assert!(lookup_keys(&state, "order").is_empty());
+    }
+
+    #[test]
+    fn a_record_said_to_be_named_by_a_field_is_asked_for_by_that_fields_values() {
+        let send = tool(
+            "send_text_message",
+            &[
+                ("phone_number", json!({"type": "string"})),
+                ("message", json!({"type": "string"})),
+            ],
+        );
+        // Tables of an app, as AppWorld's states hold them: records keyed by row id.
+        let state = json!({"phone": {
+            "users": {"1": {"phone_number": "2125550101", "first_name": "Ann"},
+                      "2": {"phone_number": "2125550102", "first_name": "Bo"}},
+            "alarms": {"1": {"label": "wake", "user_id": 1}},
+            "sqlite_sequence": {"users": 2, "alarms": 1}}});
+        let next = proposals(
+            &send,
+            json!({"phone_number": "alarms", "message": "hi"}),
+            r#"Response status code is 409: {"message":["The user with phone_number alarms does not exist."]}"#,
+            &state,
+        );
+        // Of the retries that change the number (others change the message)...
+        let tried: Vec<&Value> = (retried(&next).iter())
+            .map(|a| &a["phone_number"])
+            .filter(|v| **v != json!("alarms"))
+            .collect();
+        assert!(!tried.is_empty(), "{next:?}");
+        // ...the users' numbers, never their row keys or the names of tables.
+        for value in &tried {
+            assert!(
+                [json!("2125550101"), json!("2125550102")].contains(value),
+                "{tried:?}"
+            );
+        }
+        // A field the answer names but the parameter does not (`first_name`) is no way in.
+        let named_by_name = proposals(
+            &send,
+            json!({"phone_number": "alarms", "message": "hi"}),
+            "The user with first_name alarms does not exist.",
+            &state,
+        );
+        let tried: Vec<&Value> = retried(&named_by_name)
+            .iter()
+            .map(|a| &a["phone_number"])
+            .collect();
+        assert!(
+            !tried.contains(&&json!("Ann")) && !tried.contains(&&json!("Bo")),
+            "{tried:?}"
+        );
     }
 
     #[test]
