@@ -128,6 +128,7 @@ pub fn read(
     reading.taken_values(&mut out, rng);
     reading.producers(&mut out, rng);
     reading.as_the_owner(&mut out);
+    reading.held_by_named_records(&mut out);
     let unanswered = reading.named_arguments(&mut out, rng);
     reading.another_record(&mut out, rng);
     reading.records_the_answer_names(&mut out);
@@ -564,6 +565,63 @@ impl<'a> Reading<'a> {
                                     param: produced.name.clone(),
                                 },
                             });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// An id said not found, where the record another argument names, or a record it
+    /// references (the order's user), holds a collection the id's name names
+    /// (`payment_method_id` → the user's `payment_methods`): that collection's keys, where the
+    /// code looks the id up. "Payment method not found" for a card of another user than the
+    /// order's: the order's user's cards.
+    fn held_by_named_records(&self, out: &mut Proposals<'_>) {
+        if !self.not_found {
+            return;
+        }
+        let refused = self.refused;
+        for (param, value) in refused.args {
+            if !names_an_id(param) {
+                continue;
+            }
+            // A list of ids is asked for by one of them (`item_ids: ["7602931732"]`).
+            let first = value.as_array().and_then(|a| a.first()).unwrap_or(value);
+            let Some(key) = key_text(first) else {
+                continue;
+            };
+            let stem = id_stem(param);
+            let field_of_one = format!("{stem}_id");
+            let mut tried = 0;
+            for n in self
+                .named
+                .iter()
+                .filter(|n| n.param.is_some_and(|p| p != param))
+            {
+                let Some(record) = n.record.fields_in(refused.state) else {
+                    continue;
+                };
+                let holders = std::iter::once(record).chain(self.owners(&n.record.place, record));
+                for holder in holders {
+                    // Keys of an object the name names (`payment_methods`), or the ids of the
+                    // records of a list it names (`items: [{"item_id": …}]`).
+                    let mut held: Vec<String> = Vec::new();
+                    for (_, v) in holder.iter().filter(|(f, _)| stem_names(&stem, f)) {
+                        match v {
+                            Value::Object(keyed) => held.extend(keyed.keys().cloned()),
+                            Value::Array(items) => held.extend(
+                                (items.iter())
+                                    .filter_map(|i| i.get(&field_of_one))
+                                    .filter_map(key_text),
+                            ),
+                            _ => {}
+                        }
+                    }
+                    for other in held.iter().filter(|k| **k != key) {
+                        if tried < 2 {
+                            out.retry_with(param, as_argument(Some(value), other));
+                            tried += 1;
                         }
                     }
                 }
@@ -1667,6 +1725,73 @@ mod tests {
         assert!(
             !tried.contains(&&json!("Ann")) && !tried.contains(&&json!("Bo")),
             "{tried:?}"
+        );
+    }
+
+    #[test]
+    fn an_id_held_by_another_record_is_swapped_for_one_held_by_the_record_the_call_names() {
+        let refund = tool(
+            "return_delivered_order_items",
+            &[
+                ("order_id", json!({"type": "string"})),
+                ("payment_method_id", json!({"type": "string"})),
+            ],
+        );
+        // The card is Bo's; the order is Ann's.
+        let state = json!({
+            "users": {
+                "ann": {"user_id": "ann", "payment_methods": {
+                    "paypal_1": {"source": "paypal"}, "card_2": {"source": "credit_card"}}},
+                "bo": {"user_id": "bo", "payment_methods": {"card_9": {"source": "credit_card"}}}},
+            "orders": {"#W1": {"order_id": "#W1", "user_id": "ann", "status": "delivered",
+                "items": [{"item_id": "i-10", "price": 5.0}, {"item_id": "i-11", "price": 7.0}]}}});
+        let next = proposals(
+            &refund,
+            json!({"order_id": "#W1", "payment_method_id": "card_9"}),
+            "Error: Payment method not found",
+            &state,
+        );
+        let tried: Vec<&Value> = retried(&next)
+            .iter()
+            .map(|a| &a["payment_method_id"])
+            .collect();
+        // Ann's methods first, through the order's `user_id`.
+        assert_eq!(
+            tried[..2],
+            [&json!("paypal_1"), &json!("card_2")],
+            "{next:?}"
+        );
+        // The items, as a list of the order's own, the same way.
+        let refund_items = tool(
+            "return_delivered_order_items",
+            &[
+                ("order_id", json!({"type": "string"})),
+                (
+                    "item_ids",
+                    json!({"type": "array", "items": {"type": "string"}}),
+                ),
+            ],
+        );
+        let next = proposals(
+            &refund_items,
+            json!({"order_id": "#W1", "item_ids": ["i-99"]}),
+            "Error: Some item not found",
+            &state,
+        );
+        let tried: Vec<&Value> = retried(&next).iter().map(|a| &a["item_ids"]).collect();
+        assert_eq!(tried[..2], [&json!(["i-10"]), &json!(["i-11"])], "{next:?}");
+        // Said otherwise than not found, nothing of Ann's is proposed for it.
+        let next = proposals(
+            &refund,
+            json!({"order_id": "#W1", "payment_method_id": "card_9"}),
+            "Error: Payment method is expired",
+            &state,
+        );
+        assert!(
+            !retried(&next)
+                .iter()
+                .any(|a| a["payment_method_id"] == json!("paypal_1")),
+            "{next:?}"
         );
     }
 
