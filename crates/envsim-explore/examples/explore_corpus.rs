@@ -32,8 +32,8 @@ async fn main() {
     if flag("--random") {
         strategies.push(Strategy::Random);
     }
+    let from = value("--from").unwrap_or(0) as u64;
     for strategy in strategies {
-        let from = value("--from").unwrap_or(0) as u64;
         for seed in from..from + seeds {
             let plan = ExplorePlan {
                 strategy,

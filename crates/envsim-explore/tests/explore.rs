@@ -83,15 +83,35 @@ class Shop:
         return {"success": True}
 "#;
 
+/// A tool of a test manifest whose parameters are all required.
+fn tool(name: &str, props: Value) -> Value {
+    let required: Vec<&String> = props.as_object().unwrap().keys().collect();
+    json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
+        "parameters": {"type": "object", "properties": props, "required": required}}})
+}
+
+/// A package `name` of class `class` in `root`: its code, tools and one initial state.
+fn write_one_state(
+    root: &Path,
+    (name, class): (&str, &str),
+    code: &str,
+    tools: Vec<Value>,
+    state: Value,
+) -> EnvPackage {
+    let pkg = root.join(name);
+    std::fs::create_dir_all(pkg.join("states")).unwrap();
+    std::fs::write(pkg.join("env.py"), code).unwrap();
+    let manifest = json!({"name": name, "domain": "test", "description": format!("{name}."),
+        "class_name": class, "tools": tools});
+    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(pkg.join("states/00.json"), state.to_string()).unwrap();
+    EnvPackage::load(&pkg).unwrap()
+}
+
 fn write_package(root: &Path, tests: Option<Value>) -> EnvPackage {
     let pkg = root.join("shop");
     std::fs::create_dir_all(pkg.join("states")).unwrap();
     std::fs::write(pkg.join("env.py"), CODE).unwrap();
-    let tool = |name: &str, props: Value| {
-        let required: Vec<&String> = props.as_object().unwrap().keys().collect();
-        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
-            "parameters": {"type": "object", "properties": props, "required": required}}})
-    };
     let id = json!({"order_id": {"type": "string"}});
     let manifest = json!({"name": "shop", "domain": "test", "description": "Orders.",
     "class_name": "Shop", "tools": [
@@ -399,21 +419,17 @@ async fn a_successful_call_is_made_again_on_both_sides_of_the_bounds_its_code_te
     // character text, a priority of 5) are where an off-by-one would hide, and probes put the
     // call exactly there.
     let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("notes");
-    std::fs::create_dir_all(pkg.join("states")).unwrap();
-    std::fs::write(pkg.join("env.py"), NOTES).unwrap();
-    let manifest = json!({"name": "notes", "domain": "test", "description": "Notes.",
-        "class_name": "Notes", "tools": [{"type": "function", "function": {
-            "name": "add_note", "description": "Adds a note.",
-            "parameters": {"type": "object", "required": ["text", "priority"], "properties": {
-                "text": {"type": "string"}, "priority": {"type": "integer"}}}}}]});
-    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
-    std::fs::write(
-        pkg.join("states/00.json"),
-        json!({"notes": {"1": {"text": "call the bank", "priority": 2}}}).to_string(),
-    )
-    .unwrap();
-    let package = EnvPackage::load(&pkg).unwrap();
+    let add_note = json!({"type": "function", "function": {
+        "name": "add_note", "description": "Adds a note.",
+        "parameters": {"type": "object", "required": ["text", "priority"], "properties": {
+            "text": {"type": "string"}, "priority": {"type": "integer"}}}}});
+    let package = write_one_state(
+        dir.path(),
+        ("notes", "Notes"),
+        NOTES,
+        vec![add_note],
+        json!({"notes": {"1": {"text": "call the bank", "priority": 2}}}),
+    );
     let guided = explore(&package, plan(Strategy::Guided)).await;
     let calls: Vec<(Value, Outcome)> = guided
         .walks
@@ -476,17 +492,9 @@ class Newsletter:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_that_lead_nowhere_stop_being_read_after_twice_a_tools_share() {
-    // `verify_account` never succeeds and every refusal proposes another address: read for
+    // `verify_account` never succeeds and every refusal names another code to try: read for
     // ever, its repairs would take the budget from the other tools.
     let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("newsletter");
-    std::fs::create_dir_all(pkg.join("states")).unwrap();
-    std::fs::write(pkg.join("env.py"), NEWSLETTER).unwrap();
-    let tool = |name: &str, props: Value| {
-        let required: Vec<&String> = props.as_object().unwrap().keys().collect();
-        json!({"type": "function", "function": {"name": name, "description": format!("{name}."),
-            "parameters": {"type": "object", "properties": props, "required": required}}})
-    };
     let email = json!({"type": "string", "description": "The subscriber's email address."});
     let mut tools = vec![
         tool("subscribe", json!({"email": email})),
@@ -502,18 +510,16 @@ async fn refusals_that_lead_nowhere_stop_being_read_after_twice_a_tools_share() 
             json!({"name": {"type": "string"}}),
         )
     }));
-    let manifest = json!({"name": "newsletter", "domain": "test", "description": "Mail.",
-        "class_name": "Newsletter", "tools": tools});
-    std::fs::write(pkg.join("manifest.json"), manifest.to_string()).unwrap();
     let subscribers: serde_json::Map<String, Value> = (1..=30)
         .map(|i| (format!("reader{i}@mail.example"), json!({"verified": true})))
         .collect();
-    std::fs::write(
-        pkg.join("states/00.json"),
-        json!({"subscribers": subscribers}).to_string(),
-    )
-    .unwrap();
-    let package = EnvPackage::load(&pkg).unwrap();
+    let package = write_one_state(
+        dir.path(),
+        ("newsletter", "Newsletter"),
+        NEWSLETTER,
+        tools,
+        json!({"subscribers": subscribers}),
+    );
     let guided = explore(
         &package,
         ExplorePlan {

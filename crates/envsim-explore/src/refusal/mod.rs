@@ -1670,7 +1670,7 @@ mod tests {
             "{'error': \"User 'user 5' not found in the workspace.\"}",
             &state,
         );
-        let tried: Vec<&Value> = retried(&next).iter().map(|a| &a["user"]).collect();
+        let tried = tried_for(&next, "user");
         // The table's keys first (not its ids, not the records' keys of `users`).
         assert_eq!(tried[..2], [&json!("John"), &json!("Jane")], "{next:?}");
         assert_eq!(lookup_keys(&state, "user"), ["John", "Jane"]);
@@ -1699,8 +1699,7 @@ mod tests {
             &state,
         );
         // Of the retries that change the number (others change the message)...
-        let tried: Vec<&Value> = (retried(&next).iter())
-            .map(|a| &a["phone_number"])
+        let tried: Vec<&Value> = (tried_for(&next, "phone_number").into_iter())
             .filter(|v| **v != json!("alarms"))
             .collect();
         assert!(!tried.is_empty(), "{next:?}");
@@ -1718,10 +1717,7 @@ mod tests {
             "The user with first_name alarms does not exist.",
             &state,
         );
-        let tried: Vec<&Value> = retried(&named_by_name)
-            .iter()
-            .map(|a| &a["phone_number"])
-            .collect();
+        let tried = tried_for(&named_by_name, "phone_number");
         assert!(
             !tried.contains(&&json!("Ann")) && !tried.contains(&&json!("Bo")),
             "{tried:?}"
@@ -1751,10 +1747,7 @@ mod tests {
             "Error: Payment method not found",
             &state,
         );
-        let tried: Vec<&Value> = retried(&next)
-            .iter()
-            .map(|a| &a["payment_method_id"])
-            .collect();
+        let tried = tried_for(&next, "payment_method_id");
         // Ann's methods first, through the order's `user_id`.
         assert_eq!(
             tried[..2],
@@ -1778,7 +1771,7 @@ mod tests {
             "Error: Some item not found",
             &state,
         );
-        let tried: Vec<&Value> = retried(&next).iter().map(|a| &a["item_ids"]).collect();
+        let tried = tried_for(&next, "item_ids");
         assert_eq!(tried[..2], [&json!(["i-10"]), &json!(["i-11"])], "{next:?}");
         // Said otherwise than not found, nothing of Ann's is proposed for it.
         let next = proposals(
@@ -2093,6 +2086,11 @@ mod tests {
                 other => panic!("{other:?}"),
             })
             .collect()
+    }
+
+    /// The values the retries in `next` give `param`.
+    fn tried_for<'n>(next: &'n [Next], param: &str) -> Vec<&'n Value> {
+        retried(next).into_iter().map(|a| &a[param]).collect()
     }
 
     #[test]
