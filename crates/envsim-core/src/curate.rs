@@ -655,58 +655,6 @@ pub fn histogram(values: impl IntoIterator<Item = f64>) -> [usize; 10] {
     bins
 }
 
-/// A checker of a final state for RL episodes: the values the task's reference solution left
-/// at every location it changed (`expect`, RFC 6901 pointers), and the locations it removed
-/// (`absent`). A final state passes when every expected location holds its value and every
-/// absent one is gone; what the solution did not touch is not checked.
-pub fn state_checker(initial: &Value, expected: &Value) -> Value {
-    let mut expect = serde_json::Map::new();
-    let mut absent = Vec::new();
-    for change in crate::diff::fine_diff(initial, expected) {
-        match change.after {
-            Some(v) => {
-                expect.insert(change.pointer.to_string(), v.clone());
-            }
-            None => absent.push(Value::String(change.pointer.to_string())),
-        }
-    }
-    serde_json::json!({"type": "state_values", "expect": expect, "absent": absent})
-}
-
-/// What a final state gets wrong against a [`state_checker`] (empty: it passes); an error
-/// when the checker is not one.
-pub fn check_state(checker: &Value, state: &Value) -> Result<Vec<String>, RecordError> {
-    if checker.get("type").and_then(Value::as_str) != Some("state_values") {
-        return Err(RecordError(
-            "the checker's `type` is not \"state_values\"".into(),
-        ));
-    }
-    let expect = checker
-        .get("expect")
-        .and_then(Value::as_object)
-        .ok_or_else(|| RecordError("the checker has no `expect` object".into()))?;
-    let mut out = Vec::new();
-    for (pointer, value) in expect {
-        match state.pointer(pointer) {
-            Some(v) if v == value => {}
-            Some(v) => out.push(format!("{pointer}: {v}, expected {value}")),
-            None => out.push(format!("{pointer}: missing, expected {value}")),
-        }
-    }
-    for pointer in checker
-        .get("absent")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        if state.pointer(pointer).is_some() {
-            out.push(format!("{pointer}: present, expected absent"));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -785,33 +733,6 @@ mod tests {
             strict.reasons(&it, &Weights::default()),
             ["SCS below 0.9", "no DCS"]
         );
-    }
-
-    #[test]
-    fn the_state_checker_holds_what_the_solution_changed() {
-        let initial = json!({"orders": {"O1": {"status": "new", "n": 1}, "O2": {"status": "new"}}});
-        let done = json!({"orders": {"O1": {"status": "paid", "n": 1}, "O3": {"status": "new"}}});
-        let checker = state_checker(&initial, &done);
-        assert_eq!(
-            checker,
-            json!({"type": "state_values",
-                   "expect": {"/orders/O1/status": "paid", "/orders/O3": {"status": "new"}},
-                   "absent": ["/orders/O2"]})
-        );
-        assert!(check_state(&checker, &done).unwrap().is_empty());
-        // Untouched values are not checked; wrong, missing and left-over ones are.
-        let mut other = done.clone();
-        other["orders"]["O1"]["n"] = json!(5);
-        assert!(check_state(&checker, &other).unwrap().is_empty());
-        assert_eq!(
-            check_state(&checker, &initial).unwrap(),
-            [
-                "/orders/O1/status: \"new\", expected \"paid\"",
-                "/orders/O3: missing, expected {\"status\":\"new\"}",
-                "/orders/O2: present, expected absent"
-            ]
-        );
-        assert!(check_state(&json!({"type": "x"}), &initial).is_err());
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub mod apispec;
 pub mod apply;
 pub mod audit;
 pub mod baseline;
+pub mod checker;
 pub mod clock;
 pub mod convention;
 pub mod curate;

@@ -25,6 +25,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use envsim_core::checker::{StateChecker, Verdict};
+use envsim_sim::reference::{ReferenceCall, Variation};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,9 +47,9 @@ pub struct Task {
     /// The calls that do the task, in order (`{"name", "arguments"}`; `null` reads as none).
     #[serde(default, deserialize_with = "null_as_empty")]
     pub reference_calls: Vec<Value>,
-    /// The checker of the final state (`{"type": "state_values", "expect", "absent"}`).
+    /// The checker of the final state (`{"type": "state_values", "expect", "absent", …}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checker: Option<Value>,
+    pub checker: Option<StateChecker>,
 }
 
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
@@ -62,8 +64,17 @@ pub fn read_tasks(text: &str, source: &str) -> Result<Vec<Task>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let task: Task =
-            serde_json::from_str(line).map_err(|e| format!("{source}: line {}: {e}", k + 1))?;
+        let at = |e: &dyn std::fmt::Display| format!("{source}: line {}: {e}", k + 1);
+        let mut fields: Map<String, Value> = serde_json::from_str(line).map_err(|e| at(&e))?;
+        // The checker first, so that its faults name it.
+        let checker = match fields.remove("checker") {
+            None | Some(Value::Null) => None,
+            Some(c) => {
+                Some(StateChecker::parse(&c).map_err(|e| at(&format_args!("`checker`: {e}")))?)
+            }
+        };
+        let mut task: Task = serde_json::from_value(Value::Object(fields)).map_err(|e| at(&e))?;
+        task.checker = checker;
         if task.id.is_empty() {
             return Err(format!("{source}: line {}: `id` is empty", k + 1));
         }
@@ -73,10 +84,6 @@ pub fn read_tasks(text: &str, source: &str) -> Result<Vec<Task>, String> {
                 k + 1,
                 task.id
             ));
-        }
-        if let Some(checker) = &task.checker {
-            envsim_core::curate::check_state(checker, &json!({}))
-                .map_err(|e| format!("{source}: line {}: `checker`: {}", k + 1, e.0))?;
         }
         out.push(task);
     }
@@ -222,13 +229,11 @@ pub struct Reward {
     pub failures: Vec<String>,
 }
 
-/// The reward of `state` against `checker`.
-pub fn reward(checker: &Value, state: &Value) -> Result<Reward, String> {
-    let failures = envsim_core::curate::check_state(checker, state).map_err(|e| e.0)?;
-    let checks = checker["expect"].as_object().map_or(0, Map::len)
-        + checker["absent"].as_array().map_or(0, Vec::len);
+/// The reward of `state`, reached from `initial`, against `checker`.
+pub fn reward(checker: &StateChecker, initial: &Value, state: &Value) -> Reward {
+    let Verdict { checks, failures } = checker.check(initial, state);
     let right = checks.saturating_sub(failures.len());
-    Ok(Reward {
+    Reward {
         binary: if failures.is_empty() { 1.0 } else { 0.0 },
         partial: if checks == 0 {
             1.0
@@ -237,7 +242,7 @@ pub fn reward(checker: &Value, state: &Value) -> Result<Reward, String> {
         },
         checks,
         failures,
-    })
+    }
 }
 
 /// How an episode ended, in the words of envsim's trajectories (`envsim synth`'s `finish`),
@@ -263,7 +268,7 @@ pub struct Episode {
     /// The instruction.
     pub instruction: String,
     /// The checker (`None`: no reward).
-    pub checker: Option<Value>,
+    pub checker: Option<StateChecker>,
     /// Why there is no checker, when there is none.
     pub checker_missing_because: Option<String>,
     /// The seed `reset` was given.
@@ -291,7 +296,7 @@ impl Episode {
 pub struct SetState {
     /// The set.
     pub set: TaskSet,
-    checkers: std::sync::Mutex<std::collections::HashMap<String, Result<Value, String>>>,
+    checkers: std::sync::Mutex<std::collections::HashMap<String, Result<StateChecker, String>>>,
     next: AtomicUsize,
 }
 
@@ -480,7 +485,7 @@ impl AppState {
     }
 
     /// The checker of `task`: its own, or one made by executing its reference calls (once).
-    async fn checker(&self, set: &SetState, task: &Task) -> Result<Value, String> {
+    async fn checker(&self, set: &SetState, task: &Task) -> Result<StateChecker, String> {
         if let Some(checker) = &task.checker {
             return Ok(checker.clone());
         }
@@ -495,23 +500,16 @@ impl AppState {
         made
     }
 
-    /// Executes `task`'s reference calls with the environment's code (a session of its own,
-    /// not stored) and makes the checker of the final state.
-    async fn executed_checker(&self, set: &TaskSet, task: &Task) -> Result<Value, String> {
+    /// Executes `task`'s reference calls with the environment's code under several seeds and
+    /// clocks (sessions of their own, not stored) and makes the checker of what they
+    /// determine.
+    async fn executed_checker(&self, set: &TaskSet, task: &Task) -> Result<StateChecker, String> {
         let request =
             crate::SessionRequest::parse(&json!({"env": set.env, "primary": "executor"}))?;
         let (env, default_state) = self.environment(&request).await.map_err(|e| e.1)?;
-        if env.code.is_none() {
-            return Err("the environment has no code to execute the reference calls".into());
-        }
         let backends = self.host.backends(&request, &env)?;
         let initial = task.initial_state.clone().unwrap_or(default_state);
-        let mut session = envsim_sim::session::Session::new(
-            env,
-            backends,
-            crate::session_config(&request),
-            initial.clone(),
-        );
+        let mut calls = Vec::with_capacity(task.reference_calls.len());
         for (k, call) in task.reference_calls.iter().enumerate() {
             let name = call["name"].as_str().ok_or_else(|| {
                 format!(
@@ -521,15 +519,20 @@ impl AppState {
             })?;
             let arguments = envsim_core::transcript::call_arguments(call.get("arguments"))
                 .map_err(|e| format!("reference call {} ({name}): {e}", k + 1))?;
-            session
-                .step(name, &arguments)
-                .await
-                .map_err(|e| format!("reference call {} ({name}): {e}", k + 1))?;
+            calls.push(ReferenceCall {
+                tool: name.to_owned(),
+                arguments,
+            });
         }
-        Ok(envsim_core::curate::state_checker(
+        envsim_sim::reference::checker(
+            &env,
+            backends.primary.as_ref(),
             &initial,
-            session.state().as_ref(),
-        ))
+            &calls,
+            &Variation::standard(0),
+        )
+        .await
+        .map_err(|e| e.to_string())
     }
 
     /// Starts an episode of `set`: a task chosen (by id, by seed, or in turn), its session
@@ -686,10 +689,9 @@ impl AppState {
                 let entry = self.entry(id).await?;
                 // Another server may have stepped the session last: the state as stored.
                 let session = self.fresh(id, &entry).await?;
-                let state = session.state().clone();
+                let (initial, state) = (session.initial_state().clone(), session.state().clone());
                 drop(session);
-                let r = reward(checker, &state)
-                    .map_err(|e| EnvError::execution(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+                let r = reward(checker, &initial, &state);
                 let value = match set.set.reward {
                     RewardKind::Binary => r.binary,
                     RewardKind::Partial => r.partial,
@@ -1081,19 +1083,20 @@ mod tests {
 
     #[test]
     fn the_reward_counts_checked_values_binary_and_partial() {
-        let checker = json!({"type": "state_values",
+        let checker = StateChecker::parse(&json!({"type": "state_values",
             "expect": {"/tickets/T1/status": "closed", "/tickets/T1/owner": "ana"},
-            "absent": ["/tickets/T2"]});
+            "absent": ["/tickets/T2"]}))
+        .unwrap();
+        let initial = json!({"tickets": {}});
         let right = json!({"tickets": {"T1": {"status": "closed", "owner": "ana"}}});
-        let r = reward(&checker, &right).unwrap();
+        let r = reward(&checker, &initial, &right);
         assert_eq!((r.binary, r.partial, r.checks), (1.0, 1.0, 3));
         assert!(r.failures.is_empty());
         let half = json!({"tickets": {"T1": {"status": "open", "owner": "ana"}, "T2": {}}});
-        let r = reward(&checker, &half).unwrap();
+        let r = reward(&checker, &initial, &half);
         assert_eq!((r.binary, r.checks), (0.0, 3));
         assert!((r.partial - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(r.failures.len(), 2);
-        assert!(reward(&json!({"type": "other"}), &right).is_err());
     }
 
     #[test]

@@ -13,5 +13,6 @@ pub mod check;
 pub mod environment;
 pub mod faulty;
 pub mod measure;
+pub mod reference;
 pub mod session;
 pub mod verify;

@@ -40,4 +40,7 @@ pub enum SynthError {
         /// What went wrong.
         message: String,
     },
+    /// The executor could not run the trajectory's calls for its RL checker.
+    #[error("the executor could not make the RL checker: {0}")]
+    Checker(#[from] envsim_sim::reference::ReferenceError),
 }

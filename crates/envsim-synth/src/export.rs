@@ -230,19 +230,24 @@ pub fn dataset_info(name: &str, file: &str) -> Value {
 }
 
 /// An RL episode: what an agent starts from and how its final state is checked. The checker
-/// is built from the executor's final state of the trajectory's calls (its replay), so it
-/// exists only for records synthesized where the code was there (`truth`); `checker` is `null`
-/// otherwise, with the reason.
+/// is the one synthesis made from the executor's runs of the trajectory's calls under several
+/// seeds and clocks (`truth.checker`: what they left alike by value, the rest by kind and
+/// relation); records synthesized before it was made have only one run, whose every change
+/// is checked by value. It exists only for records synthesized where the code was there
+/// (`truth`); `checker` is `null` otherwise, with the reason.
 pub fn rl_episode(record: &Value) -> Value {
     let initial = record.get("initial_state").cloned().unwrap_or(Value::Null);
     let (checker, why) = match record.get("truth").filter(|t| t.is_object()) {
+        Some(truth) if truth.get("checker").is_some_and(Value::is_object) => {
+            (truth["checker"].clone(), Value::Null)
+        }
         Some(truth) => {
             let expected = truth
                 .get("replay_final_state")
                 .or_else(|| record.get("final_state"))
                 .unwrap_or(&Value::Null);
             (
-                envsim_core::curate::state_checker(&initial, expected),
+                json!(envsim_core::checker::StateChecker::from_final(&initial, expected)),
                 Value::Null,
             )
         }

@@ -22,6 +22,7 @@ use crate::task::{Task, TaskFamily};
 use envsim_core::sample::Usage;
 use envsim_sim::backend::{ExecutorSimulator, Simulator, StepRequest};
 use envsim_sim::environment::Environment;
+use envsim_sim::reference::{ReferenceCall, Variation};
 use envsim_sim::session::{Backends, Session, SessionConfig};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
@@ -328,7 +329,7 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
         fitting as f64 / steps.len() as f64
     };
     let uncertain = steps.iter().filter(|s| s.provenance.uncertain).count();
-    let (dcs, truth) = match &ctx.truth {
+    let (dcs, mut truth) = match &ctx.truth {
         None => (Value::Null, Value::Null),
         Some((executor, truth_env)) => {
             let mut before = Arc::clone(session.initial_state());
@@ -380,8 +381,7 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
                     "expected_successes": expected_successes,
                     "simulated_successes": simulated_successes,
                 });
-                // The executor's final state, where it differs from the simulated one
-                // (RL checkers are built from it).
+                // The executor's final state, where it differs from the simulated one.
                 if !equal {
                     truth["replay_final_state"] = replay;
                 }
@@ -389,6 +389,26 @@ async fn score(session: &Session, ctx: &EnvContext, id: &str) -> Result<Scored, 
             })
         }
     };
+    // The RL checker of the trajectory's calls: executed under several seeds and clocks, so
+    // that it demands only what the calls determine.
+    if let (Some((executor, truth_env)), Value::Object(fields)) = (&ctx.truth, &mut truth) {
+        let calls: Vec<ReferenceCall> = steps
+            .iter()
+            .map(|s| ReferenceCall {
+                tool: s.tool.clone(),
+                arguments: s.arguments.clone(),
+            })
+            .collect();
+        let checker = envsim_sim::reference::checker(
+            truth_env,
+            executor,
+            session.initial_state(),
+            &calls,
+            &Variation::standard(session.config().seed),
+        )
+        .await?;
+        fields.insert("checker".into(), json!(checker));
+    }
     Ok(Scored {
         json: json!({
             "scs": audit.scs(),

@@ -211,3 +211,121 @@ fn a_bad_task_set_file_is_refused_with_its_place() {
         assert!(stderr.contains(&says), "{text}: {stderr}");
     }
 }
+
+/// The case, as a new user meets it: walk tasks of `online_shop` synthesized with the
+/// executor, exported as RL episodes, served over OpenEnv; each task's reference calls
+/// replayed under a seed other than synthesis's earn reward 1 (its checkout draws another
+/// payment reference and stamps another time than the checker's runs did).
+#[test]
+fn reference_calls_replayed_over_openenv_earn_reward_one_under_any_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let synth_out = dir.path().join("synth.jsonl");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_envsim"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&[
+        "synth",
+        "--env",
+        "online_shop",
+        "--tasks",
+        "walks",
+        "--count",
+        "12",
+        "--agent",
+        "scripted",
+        "--backend",
+        "executor",
+        "--max-tool-calls",
+        "10",
+        "--store",
+        dir.path().join("s.sqlite").to_str().unwrap(),
+        "--out",
+        synth_out.to_str().unwrap(),
+    ]);
+    let curated = dir.path().join("curated");
+    run(&[
+        "curate",
+        synth_out.to_str().unwrap(),
+        "--formats",
+        "rl",
+        "--out",
+        curated.to_str().unwrap(),
+    ]);
+    let episodes: Vec<Value> = std::fs::read_to_string(curated.join("rl_episodes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(episodes.len(), 12);
+    let sets = dir.path().join("sets.json");
+    std::fs::write(
+        &sets,
+        json!([{"name": "shop", "env": "online_shop", "tasks": curated.join("rl_episodes.jsonl"),
+                "max_tool_calls": 30}])
+        .to_string(),
+    )
+    .unwrap();
+    let port = free_port();
+    let _server = serve(dir.path(), port, &sets);
+    let started = Instant::now();
+    while !matches!(
+        http(port, "GET", "/openenv/shop/health", None),
+        Ok((200, _))
+    ) {
+        assert!(started.elapsed() < Duration::from_secs(60), "no server");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut rewards = Vec::new();
+    for (k, episode) in episodes.iter().enumerate() {
+        for seed in [7, 8] {
+            let id = format!("e{k}-{seed}");
+            let (status, reset) = http(
+                port,
+                "POST",
+                "/openenv/shop/reset",
+                Some(&json!({"task_id": episode["id"], "episode_id": id, "seed": seed})),
+            )
+            .unwrap();
+            assert_eq!(status, 200, "{reset}");
+            let step = |action: Value| {
+                http(
+                    port,
+                    "POST",
+                    "/openenv/shop/step",
+                    Some(&json!({"episode_id": id, "action": action})),
+                )
+                .unwrap()
+                .1
+            };
+            // A look around first, as agents do: every later call runs at another step.
+            step(json!({"tool": "list_products", "arguments": {}}));
+            for call in episode["reference_calls"].as_array().unwrap() {
+                step(json!({"tool": call["name"], "arguments": call["arguments"]}));
+            }
+            let last = step(json!({"answer": "Done."}));
+            rewards.push((
+                format!("{} seed {seed}", episode["id"]),
+                last["reward"].clone(),
+                last["observation"]["reward_detail"]["failures"].clone(),
+            ));
+        }
+    }
+    let missed: Vec<_> = rewards.iter().filter(|r| r.1 != json!(1.0)).collect();
+    assert!(
+        missed.is_empty(),
+        "{} of {}: {missed:?}",
+        missed.len(),
+        rewards.len()
+    );
+    // The checkout's payment reference is drawn from the seed: some checker must say so.
+    assert!(
+        episodes.iter().any(|e| e["checker"]["vary"]
+            .as_object()
+            .is_some_and(|v| v.keys().any(|k| k.ends_with("/reference")))),
+        "no checkout among the tasks"
+    );
+}
