@@ -384,6 +384,35 @@ async fn cpu_memory_and_stack_bombs_are_contained() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_call_fails_the_call_with_the_cause_and_is_replaced() {
+    let ex = std::sync::Arc::new(default_pool().await);
+    let pid = worker_pid(&ex).await;
+    let calling = tokio::spawn({
+        let ex = std::sync::Arc::clone(&ex);
+        async move { call(&ex, "nap", json!({"seconds": 30})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Killed from outside (the OOM killer, an operator): not by anything the call did.
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    match calling.await.expect("the call's task") {
+        Err(ExecError::Crash(message)) => {
+            assert!(message.contains("signal 9"), "{message}")
+        }
+        other => panic!("a killed worker's call: {other:?}"),
+    }
+    // The pool replaced the worker: the next call runs, in another process.
+    assert_ne!(worker_pid(&ex).await, pid);
+    assert_eq!(
+        call(&ex, "nap", json!({"seconds": 0})).await.unwrap(),
+        json!({"slept": 0})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_processes_no_signals_to_others_no_tracing() {
     let ex = default_pool().await;
     refused(&ex, "fork_bomb", json!({}), "PermissionError: [Errno 1]").await;

@@ -150,6 +150,114 @@ impl Entry {
     }
 }
 
+/// How a client names a step request, so that a retry of it is answered with the step it
+/// took instead of taking another (a lost answer, a load balancer's retry, a replica that
+/// died after committing).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepGuard {
+    /// The request's idempotency key (`Idempotency-Key`): a step the session took for this
+    /// key answers the request; the same key with another call is a 422.
+    pub key: Option<String>,
+    /// The number of steps the client believes the session has taken: the request is taken
+    /// only at that step; one past it with this very call as the last step answers with that
+    /// step; anything else is a 409 naming where the session is.
+    pub expected_step: Option<usize>,
+}
+
+/// The longest idempotency key taken.
+pub const MAX_KEY_LEN: usize = 255;
+
+impl StepGuard {
+    /// A guard of `key` (checked: 1 to [`MAX_KEY_LEN`] visible ASCII characters) and
+    /// `expected_step`.
+    pub fn new(key: Option<&str>, expected_step: Option<usize>) -> Result<StepGuard, String> {
+        if let Some(k) = key {
+            if k.is_empty() || k.len() > MAX_KEY_LEN || !k.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(format!(
+                    "the idempotency key must be 1 to {MAX_KEY_LEN} visible ASCII characters (got {} bytes)",
+                    k.len()
+                ));
+            }
+        }
+        Ok(StepGuard {
+            key: key.map(str::to_owned),
+            expected_step,
+        })
+    }
+
+    /// The step `session` (locked) already took for this request, when it took one; an error
+    /// when the key was used for another call or the session is not where the client expects.
+    fn taken(
+        &self,
+        id: &str,
+        session: &Session,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> ApiResult<Option<Stepped>> {
+        let steps = session.steps();
+        if let Some(key) = &self.key {
+            if let Some(k) = steps
+                .iter()
+                .position(|s| s.request_key.as_deref() == Some(key))
+            {
+                let record = &steps[k];
+                if !record.is_call(tool, arguments) {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!(
+                            "session {id:?}: the idempotency key {key:?} was used for step {} ({} with {}), not for {tool} with {}: a key names one request",
+                            k + 1,
+                            record.tool,
+                            Value::Object(record.arguments.clone()),
+                            Value::Object(arguments.clone())
+                        ),
+                    ));
+                }
+                return Ok(Some(Stepped {
+                    record: Arc::clone(record),
+                    steps: k + 1,
+                    replayed: true,
+                }));
+            }
+        }
+        if let Some(expected) = self.expected_step {
+            let at = steps.len();
+            if at == expected {
+                return Ok(None);
+            }
+            let last = steps.last().filter(|s| s.is_call(tool, arguments));
+            // The same key, or none: a step taken under another key is another request.
+            let same_request =
+                last.is_some_and(|s| self.key.is_none() || s.request_key == self.key);
+            if at == expected + 1 && same_request {
+                return Ok(last.map(|record| Stepped {
+                    record: Arc::clone(record),
+                    steps: at,
+                    replayed: true,
+                }));
+            }
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "session {id:?} has taken {at} steps, and the request expected {expected}: it was not taken; read the session's trajectory and step from where it is"
+                ),
+            ));
+        }
+        Ok(None)
+    }
+}
+
+/// A step answered: taken now, or found taken for the same request before.
+#[derive(Clone, Debug)]
+pub struct Stepped {
+    /// Its record.
+    pub record: Arc<StepRecord>,
+    /// The session's steps after it (its index plus one).
+    pub steps: usize,
+    /// Whether it was taken before, for an earlier try of this request.
+    pub replayed: bool,
+}
+
 /// The server's state.
 pub struct AppState {
     host: Arc<dyn Host>,
@@ -187,15 +295,50 @@ impl ApiError {
     }
 }
 
+/// Seconds a client is asked to wait before retrying a request the store could not take.
+pub const RETRY_AFTER_S: u64 = 2;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({"error": self.1}))).into_response()
+        let mut response = (self.0, Json(json!({"error": self.1}))).into_response();
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert("retry-after", RETRY_AFTER_S.into());
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// The store failed while doing `what` (the request and its session, in words): the
+    /// status says whose fault it is, the message what the client should do.
+    fn store(e: store::StoreError, what: impl std::fmt::Display) -> ApiError {
+        use store::StoreError;
+        match &e {
+            StoreError::Unavailable(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{what}: {e}; nothing was stored: send the same request again in a few seconds (a step with the same Idempotency-Key)"),
+            ),
+            StoreError::Conflict(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                format!("{what}: {e}; nothing was stored: read the session and decide"),
+            ),
+            StoreError::Corrupt(..) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("{what}: {e}; the stored session does not read back and cannot be served (a server fault: report it)"),
+            ),
+            _ => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("{what}: {e}; nothing was stored (a server fault, not the request's: report it)"),
+            ),
+        }
     }
 }
 
 impl From<store::StoreError> for ApiError {
     fn from(e: store::StoreError) -> Self {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+        ApiError::store(e, "the session store")
     }
 }
 
@@ -256,6 +399,11 @@ impl AppState {
             openenv,
             episodes: std::sync::Mutex::new(HashMap::new()),
         });
+        // A shared store's sessions are loaded when asked for (a replica restarted under load
+        // answers at once, however many sessions the database holds); a file's, all now.
+        if state.store.is_shared() {
+            return Ok(state);
+        }
         let stored = state.store.load_all().await.map_err(|e| e.to_string())?;
         for s in stored {
             match state
@@ -354,7 +502,12 @@ impl AppState {
     /// Session `id` as a shared store holds it — the session made again, its creation request
     /// and its version — with its episode's bookkeeping held (`None`: no such session).
     async fn read_shared(&self, id: &str) -> ApiResult<Option<(Session, Value, u64)>> {
-        let Some((stored, version)) = self.store.load(id).await? else {
+        let Some((stored, version)) = self
+            .store
+            .load(id)
+            .await
+            .map_err(|e| ApiError::store(e, format!("reading session {id:?}")))?
+        else {
             return Ok(None);
         };
         let session = self
@@ -365,7 +518,11 @@ impl AppState {
                 stored.snapshots,
             )
             .await?;
-        if let Some(info) = self.store.load_episode(id).await? {
+        let episode =
+            self.store.load_episode(id).await.map_err(|e| {
+                ApiError::store(e, format!("reading the episode of session {id:?}"))
+            })?;
+        if let Some(info) = episode {
             self.hold_episode(id, info)?;
         }
         Ok(Some((session, stored.request, version)))
@@ -402,7 +559,12 @@ impl AppState {
         if !self.store.is_shared() {
             return Ok(());
         }
-        match self.store.version(id).await? {
+        let version = self
+            .store
+            .version(id)
+            .await
+            .map_err(|e| ApiError::store(e, format!("reading session {id:?}'s version")))?;
+        match version {
             Some(v) if v == entry.version.load(Ordering::SeqCst) => Ok(()),
             _ => self.reload(id, entry, session).await,
         }
@@ -432,13 +594,17 @@ impl AppState {
     }
 
     /// One step of session `id`: the tool must be one of the session's; the resulting state
-    /// must fit the state limit (else the step is undone and the answer is 413).
+    /// must fit the state limit (else the step is undone and the answer is 413). A request
+    /// `guard`ed by a key the session has already stepped for, or by an expected step the
+    /// session is one past with this very call, is answered with that step, not applied again
+    /// ([`StepGuard`]).
     pub async fn step(
         &self,
         id: &str,
         tool: &str,
         arguments: &Map<String, Value>,
-    ) -> ApiResult<(Arc<StepRecord>, usize)> {
+        guard: &StepGuard,
+    ) -> ApiResult<Stepped> {
         let entry = self.entry(id).await?;
         if !entry
             .env
@@ -461,9 +627,12 @@ impl AppState {
             ));
         }
         let mut session = self.fresh(id, &entry).await?;
+        if let Some(done) = guard.taken(id, &session, tool, arguments)? {
+            return Ok(done);
+        }
         let before = Arc::clone(session.state());
         let record = session
-            .step(tool, arguments)
+            .step_keyed(tool, arguments, guard.key.clone())
             .await
             .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;
         let changed = !Arc::ptr_eq(&before, &record.state_after);
@@ -493,20 +662,35 @@ impl AppState {
             Ok(version) => entry.version.store(version, Ordering::SeqCst),
             Err(store::StoreError::Conflict(_)) => {
                 self.reload(id, &entry, &mut session).await?;
+                // The same request retried through another server, which took it first.
+                if let Some(done) = guard.taken(id, &session, tool, arguments)? {
+                    return Ok(done);
+                }
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
                     format!("session {id:?} was stepped by another request meanwhile: this step was not taken; the session is as that request left it, step again"),
                 ));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                // Not committed: the step is undone here too, so that a retry takes it.
+                let _ = session.rollback_to(index);
+                return Err(ApiError::store(
+                    e,
+                    format!("step {} ({tool}) of session {id:?}", index + 1),
+                ));
+            }
         }
-        Ok((record, index + 1))
+        Ok(Stepped {
+            record,
+            steps: index + 1,
+            replayed: false,
+        })
     }
 
     /// Deletes the sessions idle longer than the limit; returns how many.
     pub async fn expire(&self) -> usize {
         let limit = now() as u64 - self.config.idle_ttl.as_secs().min(now() as u64);
-        let idle: Vec<String> = self
+        let mut idle: Vec<String> = self
             .sessions
             .read()
             .await
@@ -514,6 +698,20 @@ impl AppState {
             .filter(|(_, e)| e.touched.load(Ordering::Relaxed) < limit)
             .map(|(id, _)| id.clone())
             .collect();
+        // A shared store's sessions no server holds (none has loaded them since it started).
+        if self.store.is_shared() {
+            if let Ok(listed) = self.store.list().await {
+                let held = self.sessions.read().await;
+                idle.extend(
+                    listed
+                        .into_iter()
+                        .filter(|(id, _, touched)| {
+                            *touched < limit as f64 && !held.contains_key(id)
+                        })
+                        .map(|(id, _, _)| id),
+                );
+            }
+        }
         for id in &idle {
             self.forget(id).await;
             // In a shared store another server may have used it since: it is deleted only if
@@ -663,7 +861,10 @@ impl AppState {
                 format!("a session {id:?} exists"),
             ));
         }
-        self.store.create(&id, &request, &initial, now()).await?;
+        self.store
+            .create(&id, &request, &initial, now())
+            .await
+            .map_err(|e| ApiError::store(e, format!("creating session {id:?}")))?;
         let session = Session::new(env, backends, config, initial);
         let body = describe(&id, &session);
         let entry = Entry::new(session, request);
@@ -685,14 +886,27 @@ fn describe(id: &str, session: &Session) -> Value {
     })
 }
 
-async fn list(State(state): State<Arc<AppState>>) -> Json<Value> {
+async fn list(State(state): State<Arc<AppState>>) -> ApiResult<Json<Value>> {
+    // A shared store: every session of the database, held here or not.
+    if state.store.is_shared() {
+        let listed = state
+            .store
+            .list()
+            .await
+            .map_err(|e| ApiError::store(e, "listing the sessions"))?;
+        let out: Vec<Value> = listed
+            .into_iter()
+            .map(|(id, env, touched)| json!({"id": id, "env": env, "touched": touched as u64}))
+            .collect();
+        return Ok(Json(json!({"sessions": out})));
+    }
     let sessions = state.sessions.read().await;
     let mut out: Vec<Value> = Vec::new();
     for (id, entry) in sessions.iter() {
         out.push(json!({"id": id, "env": entry.request["env"], "touched": entry.touched.load(Ordering::Relaxed)}));
     }
     out.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-    Json(json!({"sessions": out}))
+    Ok(Json(json!({"sessions": out})))
 }
 
 async fn show(
@@ -712,7 +926,11 @@ async fn delete(
 ) -> ApiResult<StatusCode> {
     match state.forget(&id).await {
         Some(_) => {
-            state.store.delete(&id).await?;
+            state
+                .store
+                .delete(&id)
+                .await
+                .map_err(|e| ApiError::store(e, format!("deleting session {id:?}")))?;
             Ok(StatusCode::NO_CONTENT)
         }
         None => Err(ApiError::new(
@@ -725,8 +943,9 @@ async fn delete(
 async fn step(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<impl IntoResponse> {
     let request = body_json(&body)?;
     let tool = request["name"]
         .as_str()
@@ -740,17 +959,53 @@ async fn step(
         .to_owned();
     let arguments = envsim_core::transcript::call_arguments(request.get("arguments"))
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("field `arguments`: {e}")))?;
+    let expected_step = match request.get("expected_step") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().map(|n| n as usize).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "field `expected_step`: must be an integer ≥ 0 (the steps the session has taken)",
+            )
+        })?),
+    };
+    let guard = StepGuard::new(idempotency_key(&headers)?.as_deref(), expected_step)
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let started = std::time::Instant::now();
-    let (record, steps) = state.step(&id, &tool, &arguments).await?;
-    Ok(Json(json!({
+    let Stepped {
+        record,
+        steps,
+        replayed,
+    } = state.step(&id, &tool, &arguments, &guard).await?;
+    let body = Json(json!({
         "step": steps,
         "tool": record.tool,
         "observation": record.observation,
         "success": record.success,
         "provenance": record.provenance,
+        "replayed": replayed,
         // The server's time on the step, the session lock and the store write included.
         "server_ms": started.elapsed().as_secs_f64() * 1000.0,
-    })))
+    }));
+    Ok((
+        [(REPLAYED_HEADER, if replayed { "true" } else { "false" })],
+        body,
+    ))
+}
+
+/// The header that says whether a step's answer is of a step taken before (`true`) or now.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// The `Idempotency-Key` header, when there is one; 422 when it is not text.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => v.to_str().map(|s| Some(s.to_owned())).map_err(|_| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "the Idempotency-Key header must be visible ASCII",
+            )
+        }),
+    }
 }
 
 async fn state_of(
@@ -800,7 +1055,11 @@ async fn snapshot(
     let entry = state.entry(&id).await?;
     let mut session = state.fresh(&id, &entry).await?;
     let steps = session.snapshot(name);
-    let version = state.store.snapshot(&id, name, steps, now()).await?;
+    let version = state
+        .store
+        .snapshot(&id, name, steps, now())
+        .await
+        .map_err(|e| ApiError::store(e, format!("marking session {id:?} as {name:?}")))?;
     entry.version.store(version, Ordering::SeqCst);
     Ok(Json(json!({"snapshot": name, "steps": steps})))
 }
@@ -832,7 +1091,16 @@ async fn rollback(
         }
     };
     let steps = result.map_err(|e| ApiError::new(StatusCode::NOT_FOUND, e.to_string()))?;
-    let version = state.store.truncate(&id, steps, now()).await?;
+    let version = state
+        .store
+        .truncate(&id, steps, now())
+        .await
+        .map_err(|e| {
+            ApiError::store(
+                e,
+                format!("rolling session {id:?} back to {steps} steps (rolled back here, not stored: roll back again)"),
+            )
+        })?;
     entry.version.store(version, Ordering::SeqCst);
     Ok(Json(
         json!({"steps": steps, "state": session.state().as_ref()}),
@@ -848,7 +1116,11 @@ async fn fork(
     let copy = session.fork();
     drop(session);
     let new_id = uuid::Uuid::new_v4().simple().to_string();
-    state.store.fork(&id, &new_id, now()).await?;
+    state
+        .store
+        .fork(&id, &new_id, now())
+        .await
+        .map_err(|e| ApiError::store(e, format!("forking session {id:?} as {new_id:?}")))?;
     let body = describe(&new_id, &copy);
     let forked = Entry::new(copy, entry.request.clone());
     state.sessions.write().await.insert(new_id, forked);

@@ -74,8 +74,13 @@ impl ServerHandler for SessionTools {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
-        match self.state.step(&self.id, &request.name, &arguments).await {
-            Ok((record, _)) => {
+        let guard = crate::StepGuard::default();
+        match self
+            .state
+            .step(&self.id, &request.name, &arguments, &guard)
+            .await
+        {
+            Ok(crate::Stepped { record, .. }) => {
                 let text = match &record.observation {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),

@@ -283,6 +283,12 @@ pub struct Episode {
     pub answer: Option<String>,
     /// The final reward.
     pub reward: Option<Reward>,
+    /// The replies of steps whose requests carried an idempotency key, by key.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub replies: std::collections::BTreeMap<String, KeptReply>,
+    /// The last step's action and reply (a retry by `expected_step` is answered with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<KeptReply>,
 }
 
 impl Episode {
@@ -370,7 +376,13 @@ impl IntoResponse for EnvError {
         } else {
             json!({"detail": self.message})
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert("retry-after", crate::RETRY_AFTER_S.into());
+        }
+        response
     }
 }
 
@@ -431,6 +443,69 @@ fn valid_id(id: &str) -> bool {
 enum Action {
     Call(String, Map<String, Value>),
     Answer(String),
+}
+
+impl Action {
+    /// As the client gave it (without metadata): what a retry must repeat.
+    fn to_json(&self) -> Value {
+        match self {
+            Action::Call(tool, arguments) => json!({"tool": tool, "arguments": arguments}),
+            Action::Answer(answer) => json!({"answer": answer}),
+        }
+    }
+}
+
+/// How a step request names itself for retries: the action's `metadata.idempotency_key` (or
+/// the `Idempotency-Key` header over HTTP) and `metadata.expected_step` (the episode's
+/// `step_count` the client believes it is at).
+#[derive(Debug, Default, PartialEq)]
+struct Retry {
+    key: Option<String>,
+    expected_step: Option<usize>,
+}
+
+fn retry_of(data: &Value, at: &'static str, header: Option<String>) -> EnvResult<Retry> {
+    let metadata = data.get("metadata").filter(|m| !m.is_null());
+    let metadata = match metadata {
+        None => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(EnvError::invalid(&[at, "metadata"], "must be an object")),
+    };
+    let field = |name: &str| metadata.and_then(|m| m.get(name)).filter(|v| !v.is_null());
+    let key = match field("idempotency_key") {
+        None => header,
+        Some(Value::String(k)) => Some(k.clone()),
+        Some(_) => {
+            return Err(EnvError::invalid(
+                &[at, "metadata", "idempotency_key"],
+                "must be a string",
+            ))
+        }
+    };
+    let expected_step = match field("expected_step") {
+        None => None,
+        Some(v) => Some(v.as_u64().map(|n| n as usize).ok_or_else(|| {
+            EnvError::invalid(
+                &[at, "metadata", "expected_step"],
+                "must be an integer ≥ 0 (the episode's step_count)",
+            )
+        })?),
+    };
+    let checked = crate::StepGuard::new(key.as_deref(), None)
+        .map_err(|e| EnvError::invalid(&[at, "metadata", "idempotency_key"], e))?;
+    Ok(Retry {
+        key: checked.key,
+        expected_step,
+    })
+}
+
+/// A step's reply kept for a retry of its request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeptReply {
+    /// The action (`{"tool", "arguments"}` or `{"answer"}`).
+    pub action: Value,
+    /// The reply.
+    pub reply: Value,
 }
 
 fn action_of(data: &Value, at: &'static str) -> EnvResult<Action> {
@@ -581,11 +656,13 @@ impl AppState {
             finish: None,
             answer: None,
             reward: None,
+            replies: Default::default(),
+            last: None,
         };
         self.store
             .put_episode(&id, &json!(episode))
             .await
-            .map_err(ApiError::from)?;
+            .map_err(|e| ApiError::store(e, format!("starting episode {id:?}")))?;
         let tools = self.entry(&id).await?.env.tools.clone();
         let observation = json!({
             "episode_id": id,
@@ -629,7 +706,12 @@ impl AppState {
 
     /// `episode` (held, locked) as a shared store has it: another server may have stepped it.
     async fn refresh_episode(&self, id: &str, episode: &mut Episode) -> Result<(), ApiError> {
-        if let Some(info) = self.store.load_episode(id).await? {
+        let stored = self
+            .store
+            .load_episode(id)
+            .await
+            .map_err(|e| ApiError::store(e, format!("reading episode {id:?}")))?;
+        if let Some(info) = stored {
             *episode = parse_episode(id, info)?;
         }
         Ok(())
@@ -644,8 +726,15 @@ impl AppState {
         Ok(())
     }
 
-    /// One action of episode `id` (of `set_name`).
-    async fn step_episode(&self, set_name: &str, id: &str, action: Action) -> EnvResult<Value> {
+    /// One action of episode `id` (of `set_name`); a retried request (its key, or its
+    /// expected step one behind with the same action) is answered with its first reply.
+    async fn step_episode(
+        &self,
+        set_name: &str,
+        id: &str,
+        action: Action,
+        retry: Retry,
+    ) -> EnvResult<Value> {
         let set = self.task_set(set_name)?;
         let episode = self.episode(id).await?;
         let mut episode = episode.lock().await;
@@ -656,12 +745,46 @@ impl AppState {
                 format!("episode {id:?} belongs to the task set {:?}", episode.set),
             ));
         }
+        let asked = action.to_json();
+        if let Some(kept) = retry.key.as_ref().and_then(|k| episode.replies.get(k)) {
+            if kept.action != asked {
+                return Err(EnvError::invalid(
+                    &["action", "metadata", "idempotency_key"],
+                    format!(
+                        "episode {id:?}: the idempotency key {:?} was used for the action {}, not {asked}: a key names one request",
+                        retry.key.as_deref().unwrap_or_default(),
+                        kept.action
+                    ),
+                ));
+            }
+            return Ok(kept.reply.clone());
+        }
+        if let Some(expected) = retry.expected_step {
+            let at = episode.rewards.len();
+            let last = episode.last.as_ref().filter(|l| l.action == asked);
+            match (at == expected, at == expected + 1, last) {
+                (true, _, _) => {}
+                (false, true, Some(kept)) => return Ok(kept.reply.clone()),
+                _ => {
+                    return Err(EnvError {
+                        status: StatusCode::CONFLICT,
+                        code: "VALIDATION_ERROR",
+                        message: format!(
+                            "episode {id:?} is at step {at}, and the action expected {expected}: it was not taken; read the episode's state and step from where it is"
+                        ),
+                        location: vec!["action", "metadata", "expected_step"],
+                    })
+                }
+            }
+        }
         if episode.done() {
             return Err(EnvError::invalid(
                 &["body", "episode_id"],
                 format!("episode {id:?} is over: reset to start another"),
             ));
         }
+        // What is stored, to go back to when storing this step's bookkeeping fails.
+        let before = episode.clone();
         let mut observation = json!({"episode_id": id, "result": null, "success": null});
         match action {
             Action::Answer(answer) => {
@@ -669,7 +792,14 @@ impl AppState {
                 episode.answer = Some(answer);
             }
             Action::Call(tool, arguments) => {
-                let (record, _) = self.step(id, &tool, &arguments).await?;
+                let guard = crate::StepGuard {
+                    key: retry.key.clone(),
+                    expected_step: None,
+                };
+                // A step the session took for this key before the episode's bookkeeping
+                // was stored (the server stopped between the two) is counted now.
+                let crate::Stepped { record, .. } =
+                    self.step(id, &tool, &arguments, &guard).await?;
                 episode.tool_calls += 1;
                 observation["result"] = record.observation.clone();
                 observation["success"] = json!(record.success);
@@ -705,11 +835,25 @@ impl AppState {
             observation["finish"] = json!(episode.finish);
         }
         episode.rewards.push(reward);
-        self.store
-            .put_episode(id, &json!(*episode))
-            .await
-            .map_err(ApiError::from)?;
-        Ok(step_result(observation, reward, done))
+        let reply = step_result(observation, reward, done);
+        let kept = KeptReply {
+            action: asked,
+            reply: reply.clone(),
+        };
+        if let Some(key) = retry.key {
+            episode.replies.insert(key, kept.clone());
+        }
+        episode.last = Some(kept);
+        if let Err(e) = self.store.put_episode(id, &json!(*episode)).await {
+            // As stored: a retry with the same key counts the step (taken, or found taken).
+            *episode = before;
+            let what = format!(
+                "step {} of episode {id:?} (its bookkeeping)",
+                episode.rewards.len() + 1
+            );
+            return Err(ApiError::store(e, what).into());
+        }
+        Ok(reply)
     }
 
     /// The OpenEnv state of episode `id`: its id and step count, the task, the session's state.
@@ -927,6 +1071,7 @@ pub async fn reset(
 pub async fn step(
     State(state): State<Arc<AppState>>,
     Path(set): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> EnvResult<Json<Value>> {
     let data = body_json(&body)?;
@@ -942,13 +1087,12 @@ pub async fn step(
             ))
         }
     };
-    let action = action_of(
-        fields
-            .get("action")
-            .ok_or_else(|| EnvError::invalid(&["body", "action"], "Field required"))?,
-        "action",
-    )?;
-    Ok(Json(state.step_episode(&set, &id, action).await?))
+    let data = fields
+        .get("action")
+        .ok_or_else(|| EnvError::invalid(&["body", "action"], "Field required"))?;
+    let action = action_of(data, "action")?;
+    let retry = retry_of(data, "action", crate::idempotency_key(&headers)?)?;
+    Ok(Json(state.step_episode(&set, &id, action, retry).await?))
 }
 
 /// The query of `GET /openenv/{set}/state`.
@@ -1052,11 +1196,10 @@ async fn answer(
             let id = current
                 .clone()
                 .ok_or_else(|| EnvError::invalid(&["data"], "no episode: send reset first"))?;
-            let action = action_of(
-                data.ok_or_else(|| EnvError::invalid(&["data"], "Field required"))?,
-                "data",
-            )?;
-            let result = state.step_episode(set, &id, action).await?;
+            let data = data.ok_or_else(|| EnvError::invalid(&["data"], "Field required"))?;
+            let action = action_of(data, "data")?;
+            let retry = retry_of(data, "data", None)?;
+            let result = state.step_episode(set, &id, action, retry).await?;
             Ok(json!({"type": "observation", "data": result}))
         }
         "state" => {

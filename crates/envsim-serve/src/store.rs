@@ -38,9 +38,13 @@ pub struct StoredSession {
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite.
+    /// SQLite refused a statement.
     #[error("session store: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
+    /// The store cannot be read or written now (a full disk, the database down or
+    /// restarting, the file locked): nothing was written; the same request may succeed later.
+    #[error("session store unavailable: {0}")]
+    Unavailable(String),
     /// A stored value that does not read back.
     #[error("session store: session {0}: {1}")]
     Corrupt(String, String),
@@ -53,6 +57,27 @@ pub enum StoreError {
     /// Another server changed the session since this one read it.
     #[error("session {0} was changed by another request meanwhile")]
     Conflict(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode::*;
+        match e.sqlite_error_code() {
+            Some(
+                DiskFull | SystemIoFailure | DatabaseBusy | DatabaseLocked | CannotOpen | ReadOnly
+                | OutOfMemory,
+            ) => StoreError::Unavailable(format!("SQLite: {e}")),
+            _ => StoreError::Sql(e),
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether the same request may succeed later (the store is away or full, not the
+    /// request wrong): a 503 with `Retry-After`.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
 }
 
 /// The session store: a SQLite file, or a PostgreSQL database.
@@ -78,7 +103,16 @@ macro_rules! on_backend {
 impl Store {
     /// Opens (creating when absent) the SQLite store at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Ok(Store(Backend::Sqlite(SqliteStore::open(path)?)))
+        Ok(Store(Backend::Sqlite(SqliteStore::open(path, None)?)))
+    }
+
+    /// Opens the SQLite store at `path`, its database file capped at about `max_bytes`: a
+    /// write that would grow it past the cap fails as on a full disk (503, nothing written).
+    pub fn open_capped(path: &Path, max_bytes: u64) -> Result<Store, StoreError> {
+        Ok(Store(Backend::Sqlite(SqliteStore::open(
+            path,
+            Some(max_bytes),
+        )?)))
     }
 
     /// Opens the store `db` names: a `postgres://` or `postgresql://` URL, else a SQLite file.
@@ -101,6 +135,15 @@ impl Store {
         now: f64,
     ) -> Result<(), StoreError> {
         on_backend!(self, s => s.create(id, request, initial, now).await)
+    }
+
+    /// Every session of a shared store: id, environment, last use (empty from SQLite, whose
+    /// sessions the server holds).
+    pub async fn list(&self) -> Result<Vec<(String, Value, f64)>, StoreError> {
+        match &self.0 {
+            Backend::Sqlite(_) => Ok(Vec::new()),
+            Backend::Postgres(s) => s.list().await,
+        }
     }
 
     /// Whether other servers may share it (then sessions carry versions: [`postgres`]).
@@ -274,22 +317,46 @@ fn write_loop(
             }
         }
         let mut answers = Vec::with_capacity(group.len());
+        let mut jobs = group.into_iter();
+        // Every job is answered, also when the transaction fails before running it (a full
+        // disk may refuse a savepoint): its answer is the failure.
         let committed = (|| -> Result<(), StoreError> {
             let mut tx = conn.transaction()?;
-            for (job, answer) in group {
-                let mut point = tx.savepoint()?;
+            for (job, answer) in jobs.by_ref() {
+                let mut point = match tx.savepoint() {
+                    Ok(point) => point,
+                    Err(e) => {
+                        answers.push((answer, Ok(())));
+                        return Err(e.into());
+                    }
+                };
                 let result = job(&point);
-                match &result {
-                    Ok(()) => point.commit()?,
-                    Err(_) => point.rollback()?,
-                }
+                let ended = match &result {
+                    Ok(()) => point.commit(),
+                    Err(_) => point.rollback(),
+                };
                 answers.push((answer, result));
+                ended?;
             }
             tx.commit()?;
             Ok(())
         })();
+        answers.extend(jobs.map(|(_, answer)| (answer, Ok(()))));
+        // SQLite may roll the whole transaction back when a statement finds the disk full,
+        // so that ending its savepoint fails: the group failed for want of room.
+        let full = answers
+            .iter()
+            .find_map(|(_, r)| r.as_ref().err().filter(|e| e.is_unavailable()))
+            .map(ToString::to_string);
         for (answer, result) in answers {
             let result = match (&committed, result) {
+                (Err(e), _) if e.is_unavailable() => {
+                    Err(StoreError::Unavailable(format!("the commit failed: {e}")))
+                }
+                (Err(_), _) if full.is_some() => Err(StoreError::Unavailable(format!(
+                    "the commit failed: {}",
+                    full.as_deref().unwrap_or_default()
+                ))),
                 (Err(e), _) => Err(StoreError::Writer(format!("the commit failed: {e}"))),
                 (Ok(()), r) => r,
             };
@@ -300,9 +367,17 @@ fn write_loop(
 
 impl SqliteStore {
     /// Opens (creating when absent) the store at `path`.
-    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+    pub fn open(path: &Path, max_bytes: Option<u64>) -> Result<SqliteStore, StoreError> {
         let writer = Connection::open(path)?;
         writer.execute_batch(SCHEMA)?;
+        if let Some(max) = max_bytes {
+            let page: i64 = writer.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+            // At least the pages the file has: a cap below them would refuse every write.
+            let pages: i64 = writer.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let cap = (i64::try_from(max).unwrap_or(i64::MAX) / page.max(1)).max(pages);
+            let _: i64 =
+                writer.query_row(&format!("PRAGMA max_page_count = {cap}"), [], |r| r.get(0))?;
+        }
         let reader = Connection::open(path)?;
         SqliteStore::with(writer, reader)
     }

@@ -667,11 +667,17 @@ import json
 import typing
 import urllib.error
 import urllib.request
+import uuid
 
 import verifiers.v1 as vf
 
 # Seconds one request may take: a step may wait for a simulator model.
 TIMEOUT = 300.0
+# Tries of one step when the server is out of reach or answers 502, 503 or 504: the step
+# carries an idempotency key, so a retry is answered with the step the server took, never
+# taken twice.
+STEP_TRIES = 5
+RETRIED_STATUSES = (502, 503, 504)
 
 
 class EnvsimError(RuntimeError):
@@ -718,10 +724,16 @@ def _error_message(body: typing.Any) -> str:
     return json.dumps(body)
 
 
-def send(method: str, url: str, body: typing.Any = None, token: str | None = None) -> typing.Any:
+def send(
+    method: str,
+    url: str,
+    body: typing.Any = None,
+    token: str | None = None,
+    extra: dict | None = None,
+) -> typing.Any:
     """One request, blocking: the reply's JSON. An error reply raises EnvsimRefused, a server
     out of reach EnvsimError."""
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "application/json", **(extra or {})}
     data = None
     if body is not None:
         data = json.dumps(body).encode("utf-8")
@@ -738,20 +750,35 @@ def send(method: str, url: str, body: typing.Any = None, token: str | None = Non
         raise EnvsimError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from None
 
 
-async def send_async(method: str, url: str, body: typing.Any = None, token: str | None = None) -> typing.Any:
+async def send_async(
+    method: str,
+    url: str,
+    body: typing.Any = None,
+    token: str | None = None,
+    extra: dict | None = None,
+) -> typing.Any:
     """`send` on a thread, so that the event loop goes on meanwhile."""
-    return await asyncio.to_thread(send, method, url, body, token)
+    return await asyncio.to_thread(send, method, url, body, token, extra)
 
 
 async def step(state: EnvsimState, action: dict) -> dict:
     """One step of the rollout's episode: its observation. `state` keeps whether the episode
-    is over, how, and its reward."""
-    reply = await send_async(
-        "POST",
-        state.base_url + "/step",
-        {"episode_id": state.episode_id, "action": action},
-        state.token,
-    )
+    is over, how, and its reward. The request carries an idempotency key: when the server is
+    out of reach or answers 502/503/504 it is sent again (up to STEP_TRIES times, waiting
+    longer each time), and the server answers a retry with the step it already took."""
+    headers = {"Idempotency-Key": uuid.uuid4().hex}
+    body = {"episode_id": state.episode_id, "action": action}
+    for attempt in range(STEP_TRIES):
+        try:
+            reply = await send_async("POST", state.base_url + "/step", body, state.token, headers)
+            break
+        except EnvsimRefused as e:
+            if e.status not in RETRIED_STATUSES or attempt + 1 == STEP_TRIES:
+                raise
+        except EnvsimError:
+            if attempt + 1 == STEP_TRIES:
+                raise
+        await asyncio.sleep(0.25 * 2**attempt)
     if not isinstance(reply, dict):
         raise EnvsimError(f"the step's reply is not a JSON object: {str(reply)[:200]}")
     observation = reply.get("observation")

@@ -136,9 +136,17 @@ pub async fn checker(
     for variation in variations {
         finals.push(execute(env, executor, initial, calls, *variation).await?);
     }
+    checker_of_runs(initial, variations, &finals)
+}
+
+fn checker_of_runs(
+    initial: &Value,
+    variations: &[Variation],
+    finals: &[Value],
+) -> Result<StateChecker, ReferenceError> {
     let runs: Vec<Run<'_>> = variations
         .iter()
-        .zip(&finals)
+        .zip(finals)
         .map(|(v, state)| Run {
             seed: v.seed,
             clock_shift: v.clock_shift,
@@ -174,6 +182,10 @@ pub fn replays() -> Vec<Variation> {
 pub struct RewardCheck {
     /// The checker.
     pub checker: StateChecker,
+    /// The final state of each run it was made from.
+    pub finals: Vec<Value>,
+    /// The final state of each replay.
+    pub replay_finals: Vec<Value>,
     /// Each replay and its verdict.
     pub replays: Vec<(Variation, envsim_core::checker::Verdict)>,
     /// The verdict on the initial state.
@@ -202,15 +214,23 @@ pub async fn check_rewards(
     made_under: &[Variation],
     replayed: &[Variation],
 ) -> Result<RewardCheck, ReferenceError> {
-    let checker = checker(env, executor, initial, calls, made_under).await?;
+    let mut finals = Vec::with_capacity(made_under.len());
+    for variation in made_under {
+        finals.push(execute(env, executor, initial, calls, *variation).await?);
+    }
+    let checker = checker_of_runs(initial, made_under, &finals)?;
     let mut replays = Vec::with_capacity(replayed.len());
+    let mut replay_finals = Vec::with_capacity(replayed.len());
     for variation in replayed {
         let done = execute(env, executor, initial, calls, *variation).await?;
         replays.push((*variation, checker.check(initial, &done)));
+        replay_finals.push(done);
     }
     let nothing_done = checker.check(initial, initial);
     Ok(RewardCheck {
         checker,
+        finals,
+        replay_finals,
         replays,
         nothing_done,
     })

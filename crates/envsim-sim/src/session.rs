@@ -150,6 +150,17 @@ pub struct StepRecord {
     pub state_after: Arc<Value>,
     /// How it was obtained.
     pub provenance: Provenance,
+    /// The idempotency key of the request that took it (a server's client names its
+    /// requests so that a retry finds the step instead of taking another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_key: Option<String>,
+}
+
+impl StepRecord {
+    /// Whether it is the step `tool` with `arguments` asks for.
+    pub fn is_call(&self, tool: &str, arguments: &Map<String, Value>) -> bool {
+        self.tool == tool && self.arguments == *arguments
+    }
 }
 
 /// Why a step could not be taken.
@@ -400,6 +411,16 @@ impl Session {
         tool: &str,
         arguments: &Map<String, Value>,
     ) -> Result<Arc<StepRecord>, SessionError> {
+        self.step_keyed(tool, arguments, None).await
+    }
+
+    /// [`Session::step`] for a request that carries an idempotency key, kept with the record.
+    pub async fn step_keyed(
+        &mut self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        request_key: Option<String>,
+    ) -> Result<Arc<StepRecord>, SessionError> {
         let started = Instant::now();
         let index = self.steps.len();
         let state = Arc::clone(self.state());
@@ -565,6 +586,7 @@ impl Session {
             success: step.success,
             state_after: step.state_after,
             provenance: prov,
+            request_key,
         });
         self.steps.push(Arc::clone(&record));
         Ok(record)

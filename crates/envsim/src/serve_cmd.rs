@@ -36,6 +36,10 @@ pub struct ServeArgs {
         default_value = "envsim-sessions.sqlite"
     )]
     db: String,
+    /// Cap the SQLite store's file at this many MiB: a step that would grow it past the cap
+    /// is answered 503 (as on a full disk) and the session stays as it was.
+    #[arg(long, value_name = "MIB")]
+    db_max_mib: Option<u64>,
     /// Bearer token every request must carry (Authorization: Bearer TOKEN).
     #[arg(long, env = "ENVSIM_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -155,11 +159,15 @@ enum DefaultBackend {
 /// An environment learned once, with its default initial state.
 type Learned = (Arc<Environment>, Value);
 
+/// An environment's learning, once: empty until the first request that asks for it has
+/// learned it (the others wait on its lock).
+type LearnedOnce = Arc<Mutex<Option<Learned>>>;
+
 /// The CLI as the server's host: environments from the corpus (learned once each), simulators
 /// built once per kind.
 struct CliHost {
     corpus: crate::context::Corpus,
-    envs: Mutex<HashMap<(String, bool), Learned>>,
+    envs: Mutex<HashMap<(String, bool), LearnedOnce>>,
     executor: ExecutorSimulator,
     args: BackendArgs,
     default: BackendKind,
@@ -209,12 +217,17 @@ fn kind_of(value: Option<&str>, field: &str) -> Result<Option<BackendKind>, Stri
 impl Host for CliHost {
     fn environment(&self, name: &str, no_code: bool) -> Result<(Arc<Environment>, Value), String> {
         let key = (name.to_owned(), no_code);
-        if let Some(found) = self
-            .envs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        // One learning per environment: requests that come while it runs (a fresh replica
+        // under load gets many at once) wait for it instead of each learning again.
+        let slot = Arc::clone(
+            self.envs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(key)
+                .or_default(),
+        );
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = slot.as_ref() {
             return Ok(found.clone());
         }
         let package = self.corpus.load(name).map_err(|e| format!("{e:#}"))?;
@@ -225,10 +238,7 @@ impl Host for CliHost {
             .first()
             .map(|(_, s)| s.clone())
             .unwrap_or_else(|| json!({}));
-        self.envs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, (Arc::clone(&env), state.clone()));
+        *slot = Some((Arc::clone(&env), state.clone()));
         Ok((env, state))
     }
 
@@ -277,9 +287,14 @@ pub fn run(a: ServeArgs) -> Result<()> {
     let shown_db = envsim_serve::store::postgres::shown(&a.db);
     let runtime = crate::context::exec_runtime()?;
     runtime.block_on(async move {
-        let store = Store::open_any(&a.db)
-            .await
-            .with_context(|| format!("cannot open the session store {shown_db}"))?;
+        let store = match a.db_max_mib {
+            None => Store::open_any(&a.db).await,
+            Some(_) if a.db.starts_with("postgres://") || a.db.starts_with("postgresql://") => {
+                anyhow::bail!("--db-max-mib caps a SQLite file; PostgreSQL's room is the database server's")
+            }
+            Some(mib) => Store::open_capped(std::path::Path::new(&a.db), mib << 20),
+        }
+        .with_context(|| format!("cannot open the session store {shown_db}"))?;
         let executor = ExecutorSimulator::new(Arc::new(
             envsim_exec::Executor::new(a.workers, crate::context::exec_limits()?).await?,
         ));

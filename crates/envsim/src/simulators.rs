@@ -236,6 +236,10 @@ pub struct BackendArgs {
     /// Completion token limit of model answers.
     #[arg(long, default_value_t = 768)]
     pub max_tokens: u64,
+    /// Seconds an OpenAI-compatible endpoint may take to answer one request before it counts
+    /// as not answering (a hung endpoint fails the step instead of holding it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout: u64,
     /// Let the model write free text: no `response_format` (JSON-Schema-constrained answers)
     /// sent to an OpenAI-compatible endpoint (for servers that refuse it), no schema-constrained
     /// decoding by the local model.
@@ -332,7 +336,7 @@ pub fn build_backend(
                 envsim_llm::openai::OpenAiClient::new(&envsim_llm::openai::ClientSettings {
                     base_url,
                     api_key: args.api_key.clone(),
-                    timeout: std::time::Duration::from_secs(120),
+                    timeout: std::time::Duration::from_secs(args.request_timeout),
                     max_connections: 4,
                 })
                 .map_err(anyhow::Error::msg)?;

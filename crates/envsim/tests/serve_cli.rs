@@ -329,3 +329,69 @@ fn reference_calls_replayed_over_openenv_earn_reward_one_under_any_seed() {
         "no checkout among the tasks"
     );
 }
+
+/// A simulator endpoint that answers garbage or hangs, behind sessions without the code to
+/// escalate to: garbage is regenerated a bounded number of times and the step taken as
+/// uncertain with the state unchanged; a hang fails the step within the request timeout (×
+/// the bounded tries) with a 502 naming the model and the timeout, and nothing is taken.
+#[test]
+fn a_simulator_endpoint_answering_garbage_or_hanging_is_bounded_and_named() {
+    use envsim_testkit::openai_double::{DoubleConfig, OpenAiDouble};
+    let dir = tempfile::tempdir().unwrap();
+    envsim_testkit::desk::write(dir.path()).unwrap();
+    let double = OpenAiDouble::spawn(DoubleConfig {
+        default_answer: Some("<html>this is not an answer</html>".into()),
+        ..DoubleConfig::default()
+    })
+    .unwrap();
+    let port = free_port();
+    let _server = Served(
+        Command::new(env!("CARGO_BIN_EXE_envsim"))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--db"])
+            .arg(dir.path().join("sessions.sqlite"))
+            .arg("--envs")
+            .arg(dir.path())
+            .args(["--base-url", &double.base_url(), "--model", "sim"])
+            .args(["--request-timeout", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("runs"),
+    );
+    let started = Instant::now();
+    while !matches!(http(port, "GET", "/health", None), Ok((200, _))) {
+        assert!(started.elapsed() < Duration::from_secs(60), "no server");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, created) = http(
+        port,
+        "POST",
+        "/sessions",
+        Some(&json!({"env": "desk", "no_code": true, "primary": "openai"})),
+    )
+    .unwrap();
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let call = json!({"name": "create_ticket", "arguments": {"title": "b"}});
+    let steps = format!("/sessions/{id}/steps");
+    // Garbage: one try and two regenerations, then the step is taken as uncertain.
+    let (status, step) = http(port, "POST", &steps, Some(&call)).unwrap();
+    assert_eq!(status, 200, "{step}");
+    assert_eq!(double.requests(), 3, "{step}");
+    assert_eq!(step["provenance"]["uncertain"], true, "{step}");
+    let (_, state) = http(port, "GET", &format!("/sessions/{id}/state"), None).unwrap();
+    assert_eq!(state["tickets"].as_object().unwrap().len(), 1, "{state}");
+    // A hang: every request from now on waits forever.
+    double.set_hold_after(Some(double.requests()));
+    let asked = Instant::now();
+    let (status, failed) = http(port, "POST", &steps, Some(&call)).unwrap();
+    let waited = asked.elapsed();
+    assert_eq!(status, 502, "{failed}");
+    let message = failed["error"].as_str().unwrap_or_default();
+    assert!(message.contains("sim"), "{message}");
+    assert!(message.contains("no answer within"), "{message}");
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
+    assert!(double.requests() <= 3 + 3, "{}", double.requests());
+    let (_, trajectory) = http(port, "GET", &format!("/sessions/{id}/trajectory"), None).unwrap();
+    assert_eq!(trajectory["steps"].as_array().unwrap().len(), 1);
+}

@@ -136,6 +136,13 @@ class Hostile:
         while True:
             pass
 
+    def nap(self, seconds: float):
+        # Sleeps without using CPU: the test kills the worker meanwhile.
+        import time
+
+        time.sleep(seconds)
+        return {"slept": seconds}
+
     def spin_with_sigxcpu_blocked(self):
         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGXCPU])
         while True:

@@ -51,13 +51,29 @@ const POOL_SIZE: usize = 16;
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(e: tokio_postgres::Error) -> Self {
-        StoreError::Postgres(e.to_string())
+        // A refusal of the database names an SQLSTATE; losing the server does not. Of the
+        // refusals, those of a server going away or out of room pass (08: connection, 53:
+        // resources such as a full disk, 57P: shutting down or starting).
+        let passing = match e.as_db_error() {
+            None => true,
+            Some(db) => {
+                let code = db.code().code();
+                code.starts_with("08") || code.starts_with("53") || code.starts_with("57P")
+            }
+        };
+        if passing {
+            StoreError::Unavailable(format!("PostgreSQL: {e}"))
+        } else {
+            StoreError::Postgres(e.to_string())
+        }
     }
 }
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        StoreError::Postgres(e.to_string())
+        // No connection to be had (the server down, restarting, or every connection busy
+        // past the wait).
+        StoreError::Unavailable(format!("PostgreSQL: {e}"))
     }
 }
 
@@ -73,7 +89,16 @@ impl PgStore {
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let mut config = deadpool_postgres::Config::new();
         config.url = Some(url.to_owned());
-        config.pool = Some(deadpool_postgres::PoolConfig::new(POOL_SIZE));
+        // Bounded waits: while the database is away a request fails within seconds (503)
+        // instead of hanging, and the pool connects again once it is back.
+        let mut pool = deadpool_postgres::PoolConfig::new(POOL_SIZE);
+        pool.timeouts = deadpool_postgres::Timeouts {
+            wait: Some(std::time::Duration::from_secs(10)),
+            create: Some(std::time::Duration::from_secs(5)),
+            recycle: Some(std::time::Duration::from_secs(5)),
+        };
+        config.pool = Some(pool);
+        config.connect_timeout = Some(std::time::Duration::from_secs(5));
         let pool = config
             .create_pool(Some(Runtime::Tokio1), tokio_postgres::NoTls)
             .map_err(|e| StoreError::Postgres(format!("{}: {e}", shown(url))))?;
@@ -349,6 +374,23 @@ impl PgStore {
             out.insert(id, value);
         }
         Ok(out)
+    }
+
+    /// Every session: id, environment, last use, by id.
+    pub async fn list(&self) -> Result<Vec<(String, Value, f64)>, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .query("SELECT id, request, touched FROM sessions ORDER BY id", &[])
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                let id: String = row.get(0);
+                let request: Value = serde_json::from_str(&row.get::<_, String>(1))
+                    .map_err(|e| StoreError::Corrupt(id.clone(), format!("request: {e}")))?;
+                Ok((id, request["env"].clone(), row.get(2)))
+            })
+            .collect()
     }
 
     /// Every stored session, steps and states resolved.
