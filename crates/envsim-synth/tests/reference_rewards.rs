@@ -50,11 +50,18 @@ async fn reference_solutions_of_walk_tasks_earn_reward_one_under_other_seeds_and
         for run in runs.get(name).into_iter().flatten() {
             let mut parts = run.id.splitn(3, '/').skip(1);
             let (state, walk) = (parts.next().unwrap(), parts.next().unwrap());
-            // The whole walk and the walk without its harmless refusals.
-            for task in envsim_synth::task::walk_tasks(name, state, walk, run)
-                .into_iter()
-                .filter(|t| t.plan.len() == run.steps.len() || t.id.contains("-ok-"))
-            {
+            // The walk without its harmless refusals where it has some, else the whole walk
+            // (one task per walk keeps the test short; their prefixes change less).
+            let walk_tasks = envsim_synth::task::walk_tasks(name, state, walk, run);
+            let cleaned = walk_tasks
+                .iter()
+                .filter(|t| t.id.contains("-ok-"))
+                .max_by_key(|t| t.plan.len());
+            let whole = walk_tasks
+                .iter()
+                .filter(|t| !t.id.contains("-ok-"))
+                .max_by_key(|t| t.plan.len());
+            for task in cleaned.or(whole).into_iter() {
                 let calls: Vec<ReferenceCall> = task
                     .plan
                     .iter()
@@ -115,6 +122,10 @@ async fn reference_solutions_of_walk_tasks_earn_reward_one_under_other_seeds_and
         nothing_done_passes.len()
     );
     assert!(tasks >= 80, "{tasks} tasks");
+    assert!(
+        changing * 10 >= tasks * 7,
+        "{changing} of {tasks} change the state"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Checking less by value never lets the initial state pass a task that changes it.
     assert!(nothing_done_passes.is_empty(), "{nothing_done_passes:?}");
