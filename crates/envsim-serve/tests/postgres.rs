@@ -328,3 +328,55 @@ async fn a_session_idle_on_one_server_but_used_on_another_is_kept() {
     a.stop().await;
     b.stop().await;
 }
+
+/// A step retried under its idempotency key through the other server, one after the other
+/// and at the same moment: answered with the step taken, taken once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_step_retried_through_another_server_is_taken_once() {
+    let Some(url) = fresh_postgres().await else {
+        return;
+    };
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start_on(da.path(), Store::open_any(&url).await.unwrap(), config(), 2).await;
+    let b = Server::start_on(db.path(), Store::open_any(&url).await.unwrap(), config(), 2).await;
+    let c = reqwest::Client::new();
+    let (_, created) = post(&c, &format!("{}/sessions", a.url), json!({"env": "desk"})).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let keyed = |server: &Server, key: &str, title: &str| {
+        c.post(format!("{}/sessions/{id}/steps", server.url))
+            .header("Idempotency-Key", key)
+            .body(json!({"name": "create_ticket", "arguments": {"title": title}}).to_string())
+            .send()
+    };
+    let first: Value = keyed(&a, "k1", "x").await.unwrap().json().await.unwrap();
+    let retried = keyed(&b, "k1", "x").await.unwrap();
+    assert_eq!(retried.headers()["idempotent-replayed"], "true");
+    let retried: Value = retried.json().await.unwrap();
+    assert_eq!(
+        (retried["step"].clone(), retried["observation"].clone()),
+        (first["step"].clone(), first["observation"].clone())
+    );
+    // The same request sent to both at once (a client that gave up on one too early).
+    let (ra, rb) = tokio::join!(keyed(&a, "k2", "y"), keyed(&b, "k2", "y"));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    let statuses = (ra.status().as_u16(), rb.status().as_u16());
+    let (ra, rb): (Value, Value) = (ra.json().await.unwrap(), rb.json().await.unwrap());
+    // Both answered with step 2: one took it; the other found it taken, before it stepped or
+    // when its commit lost the race and it read the session again.
+    assert_eq!(statuses, (200, 200), "{ra} {rb}");
+    assert_eq!(
+        (ra["step"].clone(), rb["step"].clone()),
+        (json!(2), json!(2))
+    );
+    assert_eq!(ra["observation"], rb["observation"]);
+    let (_, trajectory) = get(&c, &format!("{}/sessions/{id}/trajectory", b.url)).await;
+    let titles: Vec<&str> = trajectory["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["action"]["arguments"]["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["x", "y"]);
+    a.stop().await;
+    b.stop().await;
+}
