@@ -687,6 +687,29 @@ impl AppState {
         })
     }
 
+    /// [`AppState::step`] on a task of its own. A client that gives up closes its connection,
+    /// and the server drops the request's future: a step cut between its change and its
+    /// commit would be held here but not stored, and the client's retry would be answered
+    /// from it. Spawned, the step runs to its end whatever the client does.
+    pub async fn step_detached(
+        self: &Arc<Self>,
+        id: String,
+        tool: String,
+        arguments: Map<String, Value>,
+        guard: StepGuard,
+    ) -> ApiResult<Stepped> {
+        let state = Arc::clone(self);
+        let shown = id.clone();
+        tokio::spawn(async move { state.step(&id, &tool, &arguments, &guard).await })
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("a step of session {shown:?} failed in the server: {e} (a server fault: report it)"),
+                )
+            })?
+    }
+
     /// Deletes the sessions idle longer than the limit; returns how many.
     pub async fn expire(&self) -> usize {
         let limit = now() as u64 - self.config.idle_ttl.as_secs().min(now() as u64);
@@ -975,7 +998,7 @@ async fn step(
         record,
         steps,
         replayed,
-    } = state.step(&id, &tool, &arguments, &guard).await?;
+    } = state.step_detached(id, tool, arguments, guard).await?;
     let body = Json(json!({
         "step": steps,
         "tool": record.tool,

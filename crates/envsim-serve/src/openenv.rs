@@ -1092,7 +1092,18 @@ pub async fn step(
         .ok_or_else(|| EnvError::invalid(&["body", "action"], "Field required"))?;
     let action = action_of(data, "action")?;
     let retry = retry_of(data, "action", crate::idempotency_key(&headers)?)?;
-    Ok(Json(state.step_episode(&set, &id, action, retry).await?))
+    // On a task of its own, as `AppState::step_detached` says why: a client that gives up
+    // must not cut a step between its change and its commit.
+    let shown = id.clone();
+    let reply = tokio::spawn(async move { state.step_episode(&set, &id, action, retry).await })
+        .await
+        .map_err(|e| {
+            EnvError::execution(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("a step of episode {shown:?} failed in the server: {e} (a server fault: report it)"),
+            )
+        })??;
+    Ok(Json(reply))
 }
 
 /// The query of `GET /openenv/{set}/state`.

@@ -19,7 +19,9 @@
 //! ```
 //!
 //! Knobs: `ENVSIM_CHAOS_REPLICAS` (3), `ENVSIM_CHAOS_SESSIONS` (40), `ENVSIM_CHAOS_STEPS` (25),
-//! `ENVSIM_CHAOS_KILLS` (20), `ENVSIM_CHAOS_KILL_EVERY_MS` (400). Without
+//! `ENVSIM_CHAOS_KILLS` (20), `ENVSIM_CHAOS_KILL_EVERY_MS` (400), `ENVSIM_CHAOS_ABANDON_EVERY`
+//! (20: one keyed request in 20 is abandoned by its client as soon as it is sent — its answer
+//! lost, the step taken or not — and sent again). Without
 //! `ENVSIM_POSTGRES_URL` it says so and does nothing; with `ENVSIM_PG_STOP` and
 //! `ENVSIM_PG_START` (shell commands) the database is stopped half-way for
 //! `ENVSIM_CHAOS_OUTAGE_MS` (2000) and started again; the recovery time runs from its start to
@@ -47,6 +49,7 @@ fn http(
     path: &str,
     key: Option<&str>,
     body: Option<&Value>,
+    abandon: bool,
 ) -> std::io::Result<(u16, BTreeMap<String, String>, Value)> {
     let mut stream = std::net::TcpStream::connect_timeout(
         &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
@@ -62,6 +65,11 @@ fn http(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{key}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
+    if abandon {
+        // A client that gives up at once: the connection closed before the answer.
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return Err(std::io::Error::other("abandoned by the client"));
+    }
     let mut answer = String::new();
     stream.read_to_string(&mut answer)?;
     let (head, text) = answer
@@ -113,7 +121,10 @@ fn spawn(port: u16, url: &str, envs: &std::path::Path) -> Child {
 fn wait_healthy(port: u16, limit: Duration) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < limit {
-        if matches!(http(port, "GET", "/health", None, None), Ok((200, _, _))) {
+        if matches!(
+            http(port, "GET", "/health", None, None, false),
+            Ok((200, _, _))
+        ) {
             return Some(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -130,6 +141,8 @@ struct Tally {
     replayed: usize,
     /// The last failure to get any answer.
     last_unreachable: String,
+    /// Keyed requests the client gave up on as soon as they were sent.
+    abandoned: usize,
 }
 
 fn main() {
@@ -151,6 +164,8 @@ fn main() {
     let steps = knob("ENVSIM_CHAOS_STEPS", 25) as usize;
     let kills = knob("ENVSIM_CHAOS_KILLS", 20) as usize;
     let every = Duration::from_millis(knob("ENVSIM_CHAOS_KILL_EVERY_MS", 400));
+    // One keyed request in this many is abandoned by its client right after sending (0: none).
+    let lost = knob("ENVSIM_CHAOS_ABANDON_EVERY", 20) as usize;
     let dir = tempfile::tempdir().expect("a temporary folder");
     envsim_testkit::desk::write(dir.path()).expect("the desk package");
     let servers: Arc<Vec<Mutex<Replica>>> = Arc::new(
@@ -178,8 +193,14 @@ fn main() {
             let started = Instant::now();
             let mut wait = Duration::from_millis(20);
             loop {
-                let port = ports[next.fetch_add(1, Ordering::Relaxed) % ports.len()];
-                match http(port, method, path, key, body) {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                let port = ports[n % ports.len()];
+                // Every `lost`-th keyed request is abandoned as soon as it is sent.
+                let abandon = key.is_some() && lost > 0 && n % lost == lost / 2;
+                if abandon {
+                    tally.lock().unwrap().abandoned += 1;
+                }
+                match http(port, method, path, key, body, abandon) {
                     Ok((status, headers, answer)) => {
                         let mut t = tally.lock().unwrap();
                         *t.by_status.entry(status).or_default() += 1;
@@ -380,9 +401,10 @@ fn main() {
         .map(|(s, n)| format!("{s}: {n}"))
         .collect();
     println!(
-        "| {replicas} | {sessions} | {} | {} kills | {} | {lost} | {doubled} | {unexplained} | {unfinished} | {} | {} | {} ({} with Retry-After) | {} | {:.2} / {:.2} | {} | {wall:.1} |",
+        "| {replicas} | {sessions} | {} | {} kills | {} | {} | {lost} | {doubled} | {unexplained} | {unfinished} | {} | {} | {} ({} with Retry-After) | {} | {:.2} / {:.2} | {} | {wall:.1} |",
         stepped.load(Ordering::Relaxed),
         recoveries.len(),
+        t.abandoned,
         if restart.is_some() { "yes" } else { "no" },
         t.replayed,
         t.unreachable,
