@@ -167,16 +167,23 @@ pub struct StepGuard {
 /// The longest idempotency key taken.
 pub const MAX_KEY_LEN: usize = 255;
 
+/// An idempotency key that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the idempotency key must be 1 to {MAX_KEY_LEN} visible ASCII characters (got {len} bytes)"
+)]
+pub struct BadKey {
+    /// Its length in bytes.
+    pub len: usize,
+}
+
 impl StepGuard {
     /// A guard of `key` (checked: 1 to [`MAX_KEY_LEN`] visible ASCII characters) and
     /// `expected_step`.
-    pub fn new(key: Option<&str>, expected_step: Option<usize>) -> Result<StepGuard, String> {
+    pub fn new(key: Option<&str>, expected_step: Option<usize>) -> Result<StepGuard, BadKey> {
         if let Some(k) = key {
             if k.is_empty() || k.len() > MAX_KEY_LEN || !k.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!(
-                    "the idempotency key must be 1 to {MAX_KEY_LEN} visible ASCII characters (got {} bytes)",
-                    k.len()
-                ));
+                return Err(BadKey { len: k.len() });
             }
         }
         Ok(StepGuard {
@@ -992,7 +999,7 @@ async fn step(
         })?),
     };
     let guard = StepGuard::new(idempotency_key(&headers)?.as_deref(), expected_step)
-        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
     let started = std::time::Instant::now();
     let Stepped {
         record,

@@ -492,7 +492,7 @@ fn retry_of(data: &Value, at: &'static str, header: Option<String>) -> EnvResult
         })?),
     };
     let checked = crate::StepGuard::new(key.as_deref(), None)
-        .map_err(|e| EnvError::invalid(&[at, "metadata", "idempotency_key"], e))?;
+        .map_err(|e| EnvError::invalid(&[at, "metadata", "idempotency_key"], e.to_string()))?;
     Ok(Retry {
         key: checked.key,
         expected_step,
