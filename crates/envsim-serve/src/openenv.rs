@@ -683,10 +683,16 @@ impl AppState {
             return Ok(held);
         }
         // An episode another server started: its session and bookkeeping from the shared
-        // store.
-        if self.store.is_shared() && self.entry(id).await.is_ok() {
-            if let Some(held) = lock(&self.episodes).get(id).cloned() {
-                return Ok(held);
+        // store (a store that cannot be read now is said so, not taken for "no episode").
+        if self.store.is_shared() {
+            match self.entry(id).await {
+                Ok(_) => {
+                    if let Some(held) = lock(&self.episodes).get(id).cloned() {
+                        return Ok(held);
+                    }
+                }
+                Err(e) if e.0 == StatusCode::NOT_FOUND => {}
+                Err(e) => return Err(e.into()),
             }
         }
         Err(EnvError::invalid(

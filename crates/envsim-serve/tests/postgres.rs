@@ -380,3 +380,23 @@ async fn a_keyed_step_retried_through_another_server_is_taken_once() {
     a.stop().await;
     b.stop().await;
 }
+
+/// An episode's bookkeeping never goes back: a server finishing a step from an older copy (a
+/// request its client gave up on) does not overwrite the steps counted since.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_copy_of_an_episode_does_not_overwrite_a_newer_one() {
+    let Some(url) = fresh_postgres().await else {
+        return;
+    };
+    let store = Store::open_any(&url).await.unwrap();
+    store
+        .create("ep", &json!({"env": "desk"}), &json!({}), 0.0)
+        .await
+        .unwrap();
+    let at = |n: usize| json!({"set": "desk", "tool_calls": n, "rewards": vec![0.0; n]});
+    store.put_episode("ep", &at(2)).await.unwrap();
+    store.put_episode("ep", &at(1)).await.unwrap();
+    assert_eq!(store.load_episode("ep").await.unwrap(), Some(at(2)));
+    store.put_episode("ep", &at(3)).await.unwrap();
+    assert_eq!(store.load_episode("ep").await.unwrap(), Some(at(3)));
+}

@@ -18,6 +18,12 @@
 //! cargo bench -p envsim --bench chaos
 //! ```
 //!
+//! `ENVSIM_CHAOS_LOGS=DIR` keeps each replica's standard error in `DIR/replica-PORT.log`.
+//! With `ENVSIM_CHAOS_OPENENV=1` the clients play OpenEnv episodes instead (reset before the
+//! chaos, each tool call keyed in the action's metadata, a keyed final answer at the end), and
+//! the check also reads each episode's bookkeeping: every call counted once, ended by its
+//! answer.
+//!
 //! Knobs: `ENVSIM_CHAOS_REPLICAS` (3), `ENVSIM_CHAOS_SESSIONS` (40), `ENVSIM_CHAOS_STEPS` (25),
 //! `ENVSIM_CHAOS_KILLS` (20), `ENVSIM_CHAOS_KILL_EVERY_MS` (400), `ENVSIM_CHAOS_ABANDON_EVERY`
 //! (20: one keyed request in 20 is abandoned by its client as soon as it is sent — its answer
@@ -105,14 +111,25 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn spawn(port: u16, url: &str, envs: &std::path::Path) -> Child {
+fn spawn(port: u16, url: &str, envs: &std::path::Path, extra: &[String]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_envsim"))
         .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--db", url])
         .arg("--envs")
         .arg(envs)
         .args(["--workers", "1"])
+        .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(
+            std::env::var_os("ENVSIM_CHAOS_LOGS")
+                .and_then(|dir| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(std::path::Path::new(&dir).join(format!("replica-{port}.log")))
+                        .ok()
+                })
+                .map_or_else(Stdio::null, Stdio::from),
+        )
         .spawn()
         .expect("the envsim binary runs")
 }
@@ -168,13 +185,31 @@ fn main() {
     let lost = knob("ENVSIM_CHAOS_ABANDON_EVERY", 20) as usize;
     let dir = tempfile::tempdir().expect("a temporary folder");
     envsim_testkit::desk::write(dir.path()).expect("the desk package");
+    // OpenEnv episodes instead of plain sessions: one task, no reward, a budget no run meets.
+    let openenv = knob("ENVSIM_CHAOS_OPENENV", 0) == 1;
+    let extra: Vec<String> = if openenv {
+        let tasks = dir.path().join("tasks.jsonl");
+        std::fs::write(
+            &tasks,
+            "{\"id\": \"t\", \"instruction\": \"Open tickets.\"}\n",
+        )
+        .expect("the task file");
+        vec![
+            "--openenv".into(),
+            format!("desk={}", tasks.display()),
+            "--max-tool-calls".into(),
+            "1000000".into(),
+        ]
+    } else {
+        Vec::new()
+    };
     let servers: Arc<Vec<Mutex<Replica>>> = Arc::new(
         (0..replicas)
             .map(|_| {
                 let port = free_port();
                 Mutex::new(Replica {
                     port,
-                    child: Some(spawn(port, &url, dir.path())),
+                    child: Some(spawn(port, &url, dir.path(), &extra)),
                 })
             })
             .collect(),
@@ -239,10 +274,22 @@ fn main() {
     // it has made one: a replica started again learns it on its first request).
     let mut made = Vec::with_capacity(sessions);
     for s in 0..sessions {
-        let (status, created) = send("POST", "/sessions", None, Some(&json!({"env": "desk"})))
-            .unwrap_or_else(|e| panic!("session {s}: {e}"));
-        assert_eq!(status, 201, "session {s}: {created}");
-        made.push(created["id"].as_str().unwrap_or_default().to_owned());
+        let (path, body) = if openenv {
+            (
+                "/openenv/desk/reset",
+                json!({"episode_id": format!("e{s}"), "task_id": "t"}),
+            )
+        } else {
+            ("/sessions", json!({"env": "desk"}))
+        };
+        let (status, created) =
+            send("POST", path, None, Some(&body)).unwrap_or_else(|e| panic!("session {s}: {e}"));
+        assert!(status == 200 || status == 201, "session {s}: {created}");
+        made.push(if openenv {
+            format!("e{s}")
+        } else {
+            created["id"].as_str().unwrap_or_default().to_owned()
+        });
     }
     let clients: Vec<_> = made
         .into_iter()
@@ -254,18 +301,36 @@ fn main() {
                 while k < steps || !over.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(20));
                     let key = format!("s{s}-k{k}");
-                    let body = json!({"name": "create_ticket", "arguments": {"title": key}});
-                    let (status, answer) = send(
-                        "POST",
-                        &format!("/sessions/{id}/steps"),
-                        Some(&key),
-                        Some(&body),
-                    )?;
+                    let (path, body) = if openenv {
+                        (
+                            "/openenv/desk/step".to_owned(),
+                            json!({"episode_id": id, "action":
+                            {"tool": "create_ticket", "arguments": {"title": key},
+                             "metadata": {"idempotency_key": key}}}),
+                        )
+                    } else {
+                        (
+                            format!("/sessions/{id}/steps"),
+                            json!({"name": "create_ticket", "arguments": {"title": key}}),
+                        )
+                    };
+                    let (status, answer) = send("POST", &path, Some(&key), Some(&body))?;
                     if status != 200 {
                         return Err(format!("session {s} step {k}: {status} {answer}"));
                     }
                     stepped.fetch_add(1, Ordering::Relaxed);
                     k += 1;
+                }
+                if openenv {
+                    // The final answer, keyed too: a retry gets its reply, not "it is over".
+                    let key = format!("s{s}-answer");
+                    let body = json!({"episode_id": id, "action": {"answer": "done",
+                                      "metadata": {"idempotency_key": key}}});
+                    let (status, answer) =
+                        send("POST", "/openenv/desk/step", Some(&key), Some(&body))?;
+                    if status != 200 || answer["done"] != true {
+                        return Err(format!("episode {s}: the answer got {status} {answer}"));
+                    }
                 }
                 Ok((id, k))
             })
@@ -287,7 +352,7 @@ fn main() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            r.child = Some(spawn(r.port, &url, dir.path()));
+            r.child = Some(spawn(r.port, &url, dir.path(), &extra));
             r.port
         };
         if let Some(up) = wait_healthy(port, Duration::from_secs(60)) {
@@ -377,6 +442,22 @@ fn main() {
             }
         }
         unexplained += titles.iter().filter(|t| !expected.contains(t)).count();
+        if openenv {
+            // The episode's bookkeeping: every call counted once, ended by its answer.
+            let state = send(
+                "GET",
+                &format!("/openenv/desk/state?episode_id={id}"),
+                None,
+                None,
+            );
+            match state {
+                Ok((200, e)) if e["tool_calls"] == steps && e["finish"] == "final_answer" => {}
+                other => {
+                    unfinished += 1;
+                    problems.push(format!("episode {s}: {other:?}"));
+                }
+            }
+        }
         if titles != expected && problems.len() < 5 {
             problems.push(format!("session {s}: {titles:?}"));
         }

@@ -337,8 +337,13 @@ impl PgStore {
         self.client()
             .await?
             .execute(
+                // Never back: a server that stepped the episode from an older copy (a request
+                // its client gave up on, finished late) does not overwrite the steps counted
+                // since.
                 "INSERT INTO episodes (session, info) VALUES ($1, $2)
-                 ON CONFLICT (session) DO UPDATE SET info = excluded.info",
+                 ON CONFLICT (session) DO UPDATE SET info = excluded.info
+                 WHERE json_array_length((episodes.info::json) -> 'rewards')
+                    <= json_array_length((excluded.info::json) -> 'rewards')",
                 &[&id, &info.to_string()],
             )
             .await?;
