@@ -405,7 +405,12 @@ async fn a_worker_killed_mid_call_fails_the_call_with_the_cause_and_is_replaced(
         other => panic!("a killed worker's call: {other:?}"),
     }
     // The pool replaced the worker: the next call runs, in another process.
+    let replaced = std::time::Instant::now();
     assert_ne!(worker_pid(&ex).await, pid);
+    eprintln!(
+        "the next call after the kill ran in {:.0} ms",
+        replaced.elapsed().as_secs_f64() * 1000.0
+    );
     assert_eq!(
         call(&ex, "nap", json!({"seconds": 0})).await.unwrap(),
         json!({"slept": 0})

@@ -113,6 +113,7 @@ async fn a_full_disk_refuses_the_step_with_503_and_leaves_the_session_as_before(
     assert_eq!(status, 200);
     assert_eq!(state["tickets"].as_object().unwrap().len(), 1);
     // Room made (the big session deleted): steps are stored again.
+    let room = std::time::Instant::now();
     let (status, _, body) = send(&c, Method::DELETE, &u(&format!("/sessions/{a}")), None).await;
     assert!(status == 200 || status == 204, "{status} {body}");
     let (status, _, body) = send(
@@ -123,6 +124,10 @@ async fn a_full_disk_refuses_the_step_with_503_and_leaves_the_session_as_before(
     )
     .await;
     assert_eq!(status, 200, "{body}");
+    eprintln!(
+        "room made and the next step stored in {:.0} ms",
+        room.elapsed().as_secs_f64() * 1000.0
+    );
     server.stop().await;
     // A restart finds what was answered: b's step, and no a.
     let server = Server::start_on(dir.path(), Store::open(&file).unwrap(), config, 2).await;

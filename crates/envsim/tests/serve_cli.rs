@@ -386,6 +386,10 @@ fn a_simulator_endpoint_answering_garbage_or_hanging_is_bounded_and_named() {
     let asked = Instant::now();
     let (status, failed) = http(port, "POST", &steps, Some(&call)).unwrap();
     let waited = asked.elapsed();
+    eprintln!(
+        "a hung endpoint failed the step in {:.2} s",
+        waited.as_secs_f64()
+    );
     assert_eq!(status, 502, "{failed}");
     let message = failed["error"].as_str().unwrap_or_default();
     assert!(message.contains("sim"), "{message}");
