@@ -182,7 +182,7 @@ fn main() {
     let kills = knob("ENVSIM_CHAOS_KILLS", 20) as usize;
     let every = Duration::from_millis(knob("ENVSIM_CHAOS_KILL_EVERY_MS", 400));
     // One keyed request in this many is abandoned by its client right after sending (0: none).
-    let lost = knob("ENVSIM_CHAOS_ABANDON_EVERY", 20) as usize;
+    let abandon_every = knob("ENVSIM_CHAOS_ABANDON_EVERY", 20) as usize;
     let dir = tempfile::tempdir().expect("a temporary folder");
     envsim_testkit::desk::write(dir.path()).expect("the desk package");
     // OpenEnv episodes instead of plain sessions: one task, no reward, a budget no run meets.
@@ -230,8 +230,9 @@ fn main() {
             loop {
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 let port = ports[n % ports.len()];
-                // Every `lost`-th keyed request is abandoned as soon as it is sent.
-                let abandon = key.is_some() && lost > 0 && n % lost == lost / 2;
+                // Every `abandon_every`-th keyed request is abandoned as soon as it is sent.
+                let abandon =
+                    key.is_some() && abandon_every > 0 && n % abandon_every == abandon_every / 2;
                 if abandon {
                     tally.lock().unwrap().abandoned += 1;
                 }
