@@ -320,7 +320,7 @@ impl StateChecker {
                     varying.kind.name()
                 )),
                 Some(v) => {
-                    if let Err(why) = varying.holds(v, state, &assigned, None) {
+                    if let Err(why) = varying.holds(v, state, &assigned) {
                         failures.push(format!("{pointer}: {why}"));
                     }
                 }
@@ -334,7 +334,7 @@ impl StateChecker {
 
     /// Per created record, the key of the record that meets it (`None`: none does), chosen
     /// so that as many as possible are met, each by a different record.
-    fn assign_created(&self, initial: &Value, state: &Value) -> Vec<Option<String>> {
+    fn assign_created<'s>(&'s self, initial: &Value, state: &'s Value) -> Vec<Option<&'s str>> {
         let candidates: Vec<Vec<&String>> = self
             .created
             .iter()
@@ -351,11 +351,7 @@ impl StateChecker {
             budget: 100_000,
         };
         search.run(0, 0);
-        search
-            .best
-            .into_iter()
-            .map(|k| k.map(str::to_owned))
-            .collect()
+        search.best
     }
 
     /// Records of `state` that may meet created record `i` on their own: added since
@@ -444,15 +440,9 @@ impl StateChecker {
 }
 
 impl Varying {
-    /// Whether `value` is of the kind and relation expected (`own`: the key of the created
-    /// record it is a field of).
-    fn holds(
-        &self,
-        value: &Value,
-        state: &Value,
-        assigned: &[Option<String>],
-        own: Option<(usize, &str)>,
-    ) -> Result<(), String> {
+    /// Whether `value` is of the kind and relation expected (`assigned`: the key of the record
+    /// that meets each created record, where one does).
+    fn holds(&self, value: &Value, state: &Value, assigned: &[Option<&str>]) -> Result<(), String> {
         if Kind::of(value) != self.kind {
             return Err(format!("{value}, expected {}", self.kind.name()));
         }
@@ -464,11 +454,7 @@ impl Varying {
                 None => Err(format!("{value}, expected the value at {at} (missing)")),
             },
             Some(Relation::CreatedKey(j)) => {
-                let key = match own {
-                    Some((i, key)) if i == *j => Some(key),
-                    _ => assigned.get(*j).and_then(|k| k.as_deref()),
-                };
-                match key {
+                match assigned.get(*j).copied().flatten() {
                     Some(k) if value.as_str() == Some(k) => Ok(()),
                     Some(k) => Err(format!(
                         "{value}, expected the key of the record added as created[{j}] ({k:?})"
@@ -483,18 +469,18 @@ impl Varying {
 }
 
 /// The search for the records that meet the created records.
-struct Assignment<'a> {
+struct Assignment<'a, 's> {
     checker: &'a StateChecker,
-    state: &'a Value,
-    candidates: &'a [Vec<&'a String>],
-    current: Vec<Option<&'a str>>,
-    best: Vec<Option<&'a str>>,
+    state: &'s Value,
+    candidates: &'a [Vec<&'s String>],
+    current: Vec<Option<&'s str>>,
+    best: Vec<Option<&'s str>>,
     best_met: usize,
     /// Steps left: a pathological checker gives the best found so far.
     budget: usize,
 }
 
-impl<'a> Assignment<'a> {
+impl Assignment<'_, '_> {
     fn run(&mut self, i: usize, met: usize) {
         if self.budget == 0 {
             return;
@@ -529,8 +515,6 @@ impl<'a> Assignment<'a> {
 
     /// Whether the relations between created records `0..=i` hold as assigned.
     fn consistent(&self, i: usize) -> bool {
-        let assigned: Vec<Option<String>> =
-            self.current.iter().map(|k| k.map(str::to_owned)).collect();
         (0..=i).all(|j| {
             let Some(key) = self.current[j] else {
                 return true;
@@ -542,7 +526,7 @@ impl<'a> Assignment<'a> {
             record.vary.iter().all(|(p, v)| match &v.equals {
                 Some(Relation::CreatedKey(l)) if *l != j && *l <= i => value
                     .pointer(p)
-                    .is_some_and(|got| v.holds(got, self.state, &assigned, None).is_ok()),
+                    .is_some_and(|got| v.holds(got, self.state, &self.current).is_ok()),
                 _ => true,
             })
         })

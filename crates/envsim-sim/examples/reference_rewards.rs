@@ -32,14 +32,7 @@ async fn main() {
             .unwrap_or(usize::MAX);
         for case in package.tests.iter().take(limit) {
             let initial = &package.states[case.state].1;
-            let calls: Vec<ReferenceCall> = case
-                .steps
-                .iter()
-                .map(|s| ReferenceCall {
-                    tool: s.tool.clone(),
-                    arguments: s.args.clone(),
-                })
-                .collect();
+            let calls = ReferenceCall::of_case(case);
             let check = match check_rewards(
                 &env,
                 &simulator,

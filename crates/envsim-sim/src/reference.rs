@@ -58,6 +58,19 @@ pub struct ReferenceCall {
     pub arguments: Map<String, Value>,
 }
 
+impl ReferenceCall {
+    /// The calls of a package's scripted test case, in order.
+    pub fn of_case(case: &envsim_exec::package::TestCase) -> Vec<ReferenceCall> {
+        case.steps
+            .iter()
+            .map(|s| ReferenceCall {
+                tool: s.tool.clone(),
+                arguments: s.args.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Why the reference calls could not be executed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReferenceError {
@@ -132,11 +145,23 @@ pub async fn checker(
     calls: &[ReferenceCall],
     variations: &[Variation],
 ) -> Result<StateChecker, ReferenceError> {
+    let finals = execute_all(env, executor, initial, calls, variations).await?;
+    checker_of_runs(initial, variations, &finals)
+}
+
+/// The final state of `calls` under each of `variations`, in order.
+async fn execute_all(
+    env: &Environment,
+    executor: &dyn Simulator,
+    initial: &Value,
+    calls: &[ReferenceCall],
+    variations: &[Variation],
+) -> Result<Vec<Value>, ReferenceError> {
     let mut finals = Vec::with_capacity(variations.len());
     for variation in variations {
         finals.push(execute(env, executor, initial, calls, *variation).await?);
     }
-    checker_of_runs(initial, variations, &finals)
+    Ok(finals)
 }
 
 fn checker_of_runs(
@@ -214,18 +239,14 @@ pub async fn check_rewards(
     made_under: &[Variation],
     replayed: &[Variation],
 ) -> Result<RewardCheck, ReferenceError> {
-    let mut finals = Vec::with_capacity(made_under.len());
-    for variation in made_under {
-        finals.push(execute(env, executor, initial, calls, *variation).await?);
-    }
+    let finals = execute_all(env, executor, initial, calls, made_under).await?;
     let checker = checker_of_runs(initial, made_under, &finals)?;
-    let mut replays = Vec::with_capacity(replayed.len());
-    let mut replay_finals = Vec::with_capacity(replayed.len());
-    for variation in replayed {
-        let done = execute(env, executor, initial, calls, *variation).await?;
-        replays.push((*variation, checker.check(initial, &done)));
-        replay_finals.push(done);
-    }
+    let replay_finals = execute_all(env, executor, initial, calls, replayed).await?;
+    let replays = replayed
+        .iter()
+        .zip(&replay_finals)
+        .map(|(v, done)| (*v, checker.check(initial, done)))
+        .collect();
     let nothing_done = checker.check(initial, initial);
     Ok(RewardCheck {
         checker,

@@ -13,9 +13,6 @@ use envsim_sim::reference::{self, ReferenceCall, Variation};
 use std::path::Path;
 use std::sync::Arc;
 
-/// The seeds and clock shifts of the replays: none is one the checker was made under.
-const REPLAYS: [(u64, f64); 3] = [(11, 0.0), (12, 600.0), (13, 2700.0)];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reference_solutions_of_walk_tasks_earn_reward_one_under_other_seeds_and_clocks() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../envs");
@@ -71,44 +68,40 @@ async fn reference_solutions_of_walk_tasks_earn_reward_one_under_other_seeds_and
                     })
                     .collect();
                 let initial = run.initial_state.as_ref();
-                let checker =
-                    reference::checker(&env, &simulator, initial, &calls, &Variation::standard(0))
-                        .await
-                        .expect("the reference calls execute");
-                let first = reference::execute(
+                let check = reference::check_rewards(
                     &env,
                     &simulator,
                     initial,
                     &calls,
-                    Variation::standard(0)[0],
+                    &Variation::standard(0),
+                    &reference::replays(),
                 )
                 .await
-                .expect("executes");
-                let one_run = envsim_core::checker::StateChecker::from_final(initial, &first);
+                .expect("the reference calls execute");
+                let checker = &check.checker;
+                let one_run =
+                    envsim_core::checker::StateChecker::from_final(initial, &check.finals[0]);
                 tasks += 1;
                 changing += usize::from(checker.checks() > 0);
                 by_value += checker.expect.len() + checker.absent.len();
                 by_kind += checker.vary.len();
                 created += checker.created.len();
                 dropped += checker.dropped.len();
-                if checker.checks() > 0 && checker.check(initial, initial).failures.is_empty() {
+                if check.nothing_done_passes() {
                     nothing_done_passes.push(task.id.clone());
                 }
-                let mut one_run_failed = false;
-                for (seed, clock_shift) in REPLAYS {
-                    let variation = Variation { seed, clock_shift };
-                    let done = reference::execute(&env, &simulator, initial, &calls, variation)
-                        .await
-                        .expect("executes");
-                    let verdict = checker.check(initial, &done);
+                for (variation, verdict) in &check.replays {
                     if !verdict.failures.is_empty() {
                         failures.push(format!(
-                            "{} (seed {seed}, clock +{clock_shift}s): {:?}",
-                            task.id, verdict.failures
+                            "{} (seed {}, clock +{}s): {:?}",
+                            task.id, variation.seed, variation.clock_shift, verdict.failures
                         ));
                     }
-                    one_run_failed |= !one_run.check(initial, &done).failures.is_empty();
                 }
+                let one_run_failed = check
+                    .replay_finals
+                    .iter()
+                    .any(|done| !one_run.check(initial, done).failures.is_empty());
                 one_run_failures += usize::from(one_run_failed);
             }
         }

@@ -22,14 +22,7 @@ pub async fn rewards_of(
         let env = Environment::from_package(&package, &[], Effects::default()).expect("env");
         for case in &package.tests {
             let initial = &package.states[case.state].1;
-            let calls: Vec<ReferenceCall> = case
-                .steps
-                .iter()
-                .map(|s| ReferenceCall {
-                    tool: s.tool.clone(),
-                    arguments: s.args.clone(),
-                })
-                .collect();
+            let calls = ReferenceCall::of_case(case);
             let check = check_rewards(
                 &env,
                 &simulator,
